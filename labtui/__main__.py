@@ -1,0 +1,3 @@
+from labtui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Namespace under which built-in backend plugins are imported."""

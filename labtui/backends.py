@@ -1,0 +1,238 @@
+"""The backend contract and the registry of backend plugins.
+
+A backend says *what* an instance is (a process tree, a container, a zone, a
+domain, a unikernel); the host it is given says *where*.  Built-in backends
+live in ``plugins/<name>/`` with a ``plugin.toml`` describing them; third-party
+backends register a class under the ``labtui.backends`` entry-point group.
+Listing backends reads only those descriptions: a plugin's code is imported
+when it is chosen.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import importlib.metadata
+import importlib.util
+import sys
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from labtui.paths import bundled_dir
+
+if TYPE_CHECKING:
+    from labtui.hosts.base import CommandResult, Host
+
+ENTRY_POINT_GROUP = "labtui.backends"
+
+# Capability names a backend may declare.
+PINNING = "pinning"
+CPU_LIMIT = "cpu_limit"
+MEM_LIMIT = "mem_limit"
+TMPFS = "tmpfs"
+EXEC = "exec"
+NETWORKING = "networking"
+
+
+class BackendError(Exception):
+    """A backend failed to do what was asked; the message says what and where."""
+
+
+class BackendUnavailable(BackendError):
+    """A backend cannot be used here; the message gives the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    """Lab labels every instance carries in the backend's own metadata."""
+
+    session: str
+    role: str
+    instance: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceSpec:
+    """What to create.
+
+    ``program`` names a probe (``hello``, ``sleeper``, ...) or, for image-based
+    backends, ``image`` names an image.  ``wait`` says when create returns:
+    ``"exit"`` after the instance ran to completion (boot time = create to
+    exit), ``"ready"`` once it is running.
+    """
+
+    labels: Labels
+    program: str | None = None
+    image: str | None = None
+    args: tuple[str, ...] = ()
+    wait: str = "ready"
+    cpus: str | None = None
+    mem_limit_bytes: int | None = None
+    timeout_s: float = 60.0
+
+
+@dataclass(slots=True)
+class Instance:
+    """An instance a backend created or found.
+
+    Times are epoch seconds; ``boot_s`` is measured by the backend as precisely
+    as it can (create request to ready, or to exit for ``wait="exit"``).
+    """
+
+    labels: Labels
+    name: str
+    backend: str
+    host: str
+    state: str
+    created_at: float | None = None
+    ready_at: float | None = None
+    boot_s: float | None = None
+    exit_code: int | None = None
+    handle: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    usable: bool
+    reason: str
+    version: str = ""
+
+
+class Backend(abc.ABC):
+    """The contract every backend plugin implements."""
+
+    name: str = ""
+    capabilities: frozenset[str] = frozenset()
+    #: How many creates a step may have in flight at once.
+    max_parallel_creates: int = 8
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    @abc.abstractmethod
+    async def check(self) -> Availability:
+        """Say whether this backend can run on its host, and why not."""
+
+    async def prepare(self, programs: Iterable[str]) -> None:
+        """Build or fetch what the named programs need before a run (default: nothing)."""
+
+    @abc.abstractmethod
+    async def create(self, spec: InstanceSpec) -> Instance:
+        """Create one instance; return it with its measured boot time."""
+
+    @abc.abstractmethod
+    async def destroy(self, instance: Instance, *, force: bool = False) -> None:
+        """End an instance and everything it started; force skips the orderly path."""
+
+    @abc.abstractmethod
+    async def list(self, session: str | None = None) -> list[Instance]:
+        """Find lab-labelled instances on the host (orphans included)."""
+
+    async def exec(self, instance: Instance, argv: Sequence[str], *, timeout: float = 60.0) -> CommandResult:
+        """Run argv inside an instance, where the backend can."""
+        raise BackendError(f"backend {self.name} cannot exec inside instances")
+
+    @abc.abstractmethod
+    async def memory_bytes(self, instance: Instance) -> int | None:
+        """Memory charged to one instance (None when it is gone)."""
+
+    async def isolation(self) -> str:
+        """Describe the isolation this backend applies on its host (for the record)."""
+        return ""
+
+    async def create_many(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
+        """Create several instances with at most max_parallel_creates in flight."""
+        gate = asyncio.Semaphore(self.max_parallel_creates)
+
+        async def one(spec: InstanceSpec) -> Instance:
+            async with gate:
+                return await self.create(spec)
+
+        return list(await asyncio.gather(*(one(s) for s in specs)))
+
+    async def destroy_many(self, instances: Sequence[Instance], *, force: bool = False) -> None:
+        """Destroy several instances, at most max_parallel_creates at a time."""
+        gate = asyncio.Semaphore(self.max_parallel_creates)
+
+        async def one(instance: Instance) -> None:
+            async with gate:
+                await self.destroy(instance, force=force)
+
+        await asyncio.gather(*(one(i) for i in instances))
+
+
+@dataclass(frozen=True, slots=True)
+class BackendInfo:
+    """A backend as listed, before any of its code is imported."""
+
+    name: str
+    summary: str
+    source: str  # "builtin" or the distribution that provides the entry point
+    location: str  # plugin directory, or "module:attr" for an entry point
+
+
+def builtin_plugins_dir() -> Path:
+    return bundled_dir("plugins")
+
+
+def list_backends() -> list[BackendInfo]:
+    """Every backend known, built-in first, without importing any plugin code."""
+    found: dict[str, BackendInfo] = {}
+    for manifest in sorted(builtin_plugins_dir().glob("*/plugin.toml")):
+        meta = tomllib.loads(manifest.read_text())
+        name = meta["name"]
+        found[name] = BackendInfo(name, meta.get("summary", ""), "builtin", str(manifest.parent))
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in found:
+            dist = ep.dist.name if ep.dist else "unknown"
+            found[ep.name] = BackendInfo(ep.name, f"third-party backend from {dist}", dist, ep.value)
+    return list(found.values())
+
+
+def backend_names() -> list[str]:
+    return [b.name for b in list_backends()]
+
+
+def load_backend_class(name: str) -> type[Backend]:
+    """Import the chosen backend; unknown names and import failures become BackendUnavailable."""
+    info = {b.name: b for b in list_backends()}.get(name)
+    if info is None:
+        raise BackendUnavailable(f"unknown backend {name!r}; available: {', '.join(backend_names())}")
+    try:
+        if info.source == "builtin":
+            cls = _import_builtin(name, Path(info.location))
+        else:
+            (ep,) = [e for e in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if e.name == name]
+            cls = ep.load()
+    except Exception as exc:  # any import error is reported, not raised raw
+        raise BackendUnavailable(f"backend {name} unavailable: {type(exc).__name__}: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise BackendUnavailable(f"backend {name} unavailable: {cls!r} is not a labtui Backend")
+    return cls
+
+
+def _import_builtin(name: str, directory: Path) -> type[Backend]:
+    module_name = f"labtui._plugins.{name}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(
+            module_name, directory / "__init__.py", submodule_search_locations=[str(directory)]
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+    return module.BACKEND
+
+
+def open_backend(name: str, host: Host) -> Backend:
+    """Instantiate backend name on host."""
+    return load_backend_class(name)(host)

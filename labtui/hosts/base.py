@@ -1,0 +1,99 @@
+"""The host interface: where commands run, files move and resources are sampled.
+
+Backends talk to a host only through this interface, so every backend works on
+every host (the local machine, an SSH host, a simulated host).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from labtui.events import ResourceSample
+
+
+class HostError(Exception):
+    """A host could not do what was asked (unreachable, command missing, ...)."""
+
+
+class CommandTimeout(HostError):
+    """A command ran past its timeout and was killed."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def check(self) -> CommandResult:
+        """Return self, or raise HostError naming the command and its stderr."""
+        if self.returncode != 0:
+            detail = (self.stderr or self.stdout).strip().splitlines()
+            tail = detail[-1] if detail else "no output"
+            raise HostError(f"{self.argv[0]} exited {self.returncode}: {tail}")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What a host is: recorded per session so results can be compared later."""
+
+    os: str
+    kernel: str
+    arch: str
+    cpu_model: str
+    cores: int
+    mem_total_bytes: int
+
+
+class Host(abc.ABC):
+    """A machine labtui drives. Subclasses: LocalHost, SSHHost."""
+
+    name: str
+
+    @abc.abstractmethod
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = 60.0,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        """Run argv (never a shell string) and collect its output; kill it after timeout."""
+
+    @abc.abstractmethod
+    def stream(self, argv: Sequence[str], *, timeout: float | None = None) -> AsyncIterator[str]:
+        """Run argv and yield its stdout line by line (without the newline)."""
+
+    @abc.abstractmethod
+    async def put_file(self, local_path: str, remote_path: str, *, mode: int = 0o644) -> None:
+        """Copy a file from the controller to this host."""
+
+    @abc.abstractmethod
+    async def get_file(self, remote_path: str, local_path: str) -> None:
+        """Copy a file from this host to the controller."""
+
+    @abc.abstractmethod
+    def samples(self, interval: float = 1.0) -> AsyncIterator[ResourceSample]:
+        """Yield resource samples every interval seconds until the consumer stops."""
+
+    @abc.abstractmethod
+    async def facts(self) -> Facts:
+        """Describe the host (OS, kernel, CPU, memory)."""
+
+    @property
+    @abc.abstractmethod
+    def runtime_dir(self) -> str:
+        """A private directory on the host for labtui's binaries and state."""
+
+    async def close(self) -> None:
+        """Release connections; the default has nothing to release."""
