@@ -1,0 +1,104 @@
+"""What a suite file describes, once it has been read and checked.
+
+The loader (``labtui.suites.loader``) does all validation and reports problems
+with file and line; these classes only carry the checked values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Suite kinds that can run today.
+SUPPORTED_KINDS = ("scaling",)
+#: Kinds the study has but labtui does not run yet.
+PLANNED_KINDS = ("isolation", "creation", "concurrent", "fairshare")
+#: What a worker can measure: "boot" is create-to-exit time.
+WORKER_MEASURES = ("boot",)
+
+SUITE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
+PROBE_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scale:
+    """How the background grows: a baseline at ``start``, then ``steps`` steps of ``per_step``."""
+
+    start: int = 0
+    steps: int
+    per_step: int
+
+    def levels(self) -> tuple[int, ...]:
+        """Background instance counts at each measurement, baseline first."""
+        return tuple(self.start + i * self.per_step for i in range(self.steps + 1))
+
+    def total_background(self) -> int:
+        """Background instances running at the last measurement."""
+        return self.start + self.steps * self.per_step
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """What an instance runs: a probe (``program``) or an image, never both."""
+
+    program: str | None = None
+    image: str | None = None
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Worker(Program):
+    """The measured instance, started ``runs`` times at every step."""
+
+    measure: str = "boot"
+    runs: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """Extra measurements at every step."""
+
+    memory: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """Timing of measurements, in seconds."""
+
+    interval_s: float = 1.0
+    settle_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """A checked suite file, with the ``--set`` overrides that were applied to it."""
+
+    name: str
+    description: str
+    kind: str
+    repetitions: int
+    scale: Scale
+    worker: Worker | None
+    background: Program | None
+    measure: Measure
+    sampling: Sampling
+    source: str
+    overrides: tuple[str, ...] = ()
+
+    def total_background(self) -> int:
+        """Background instances running at the last step."""
+        return self.scale.total_background()
+
+    def max_instances(self) -> int:
+        """Most instances alive at once: the full background plus one worker."""
+        return self.total_background() + (1 if self.worker else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteInfo:
+    """A built-in suite as listed."""
+
+    name: str
+    description: str
+    kind: str
+    path: Path
