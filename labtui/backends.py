@@ -154,6 +154,16 @@ class Backend(abc.ABC):
 
         return list(await asyncio.gather(*(one(s) for s in specs)))
 
+    async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
+        """Memory of several instances (default: memory_bytes one by one, bounded)."""
+        gate = asyncio.Semaphore(self.max_parallel_creates)
+
+        async def one(instance: Instance) -> int | None:
+            async with gate:
+                return await self.memory_bytes(instance)
+
+        return list(await asyncio.gather(*(one(i) for i in instances)))
+
     async def destroy_many(self, instances: Sequence[Instance], *, force: bool = False) -> None:
         """Destroy several instances, at most max_parallel_creates at a time."""
         gate = asyncio.Semaphore(self.max_parallel_creates)

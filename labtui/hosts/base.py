@@ -7,6 +7,8 @@ every host (the local machine, an SSH host, a simulated host).
 from __future__ import annotations
 
 import abc
+import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -83,8 +85,17 @@ class Host(abc.ABC):
         """Copy a file from this host to the controller."""
 
     @abc.abstractmethod
-    def samples(self, interval: float = 1.0) -> AsyncIterator[ResourceSample]:
-        """Yield resource samples every interval seconds until the consumer stops."""
+    async def sample(self) -> ResourceSample:
+        """Read the host's resources now; CPU availability covers the time since the last reading."""
+
+    async def samples(self, interval: float = 1.0) -> AsyncIterator[ResourceSample]:
+        """Yield a resource sample every interval seconds until the consumer stops."""
+        await self.sample()  # prime the CPU counters so the first yield covers one interval
+        next_at = time.monotonic() + interval
+        while True:
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            next_at = max(next_at + interval, time.monotonic())
+            yield await self.sample()
 
     @abc.abstractmethod
     async def facts(self) -> Facts:

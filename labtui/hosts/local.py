@@ -21,6 +21,7 @@ class LocalHost(Host):
 
     def __init__(self, name: str = "local") -> None:
         self.name = name
+        self._cpu_before: linux.CpuTimes | None = None
 
     @property
     def runtime_dir(self) -> str:
@@ -94,14 +95,9 @@ class LocalHost(Host):
     async def get_file(self, remote_path: str, local_path: str) -> None:
         await asyncio.to_thread(_copy, remote_path, local_path, 0o644)
 
-    async def samples(self, interval: float = 1.0) -> AsyncIterator[ResourceSample]:
-        before = await asyncio.to_thread(_read_cpu)
-        next_at = time.monotonic() + interval
-        while True:
-            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
-            next_at += interval
-            sample, before = await asyncio.to_thread(_read_sample, self.name, before)
-            yield sample
+    async def sample(self) -> ResourceSample:
+        sample, self._cpu_before = await asyncio.to_thread(_read_sample, self.name, self._cpu_before)
+        return sample
 
     async def facts(self) -> Facts:
         return await asyncio.to_thread(_read_facts)
@@ -131,12 +127,12 @@ def _read_cpu() -> linux.CpuTimes:
     return linux.parse_proc_stat(_read("/proc/stat"))
 
 
-def _read_sample(host: str, before: linux.CpuTimes) -> tuple[ResourceSample, linux.CpuTimes]:
+def _read_sample(host: str, before: linux.CpuTimes | None) -> tuple[ResourceSample, linux.CpuTimes]:
     after = _read_cpu()
     mem = linux.memory_figures(linux.parse_meminfo(_read("/proc/meminfo")))
     sample = ResourceSample(
         host=host,
-        cpu_avail=linux.cpu_available(before, after),
+        cpu_avail=linux.cpu_available(before, after) if before else None,
         mem_avail=mem.mem_avail,
         swap_avail=mem.swap_avail,
         mem_used_bytes=mem.mem_used_bytes,

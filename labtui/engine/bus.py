@@ -1,0 +1,28 @@
+"""A tiny fan-out of engine events to subscribers (store writer, CLI, console)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from labtui.events import Event
+
+
+class EventBus:
+    """Every subscriber gets its own unbounded queue; publishing never blocks."""
+
+    def __init__(self) -> None:
+        self._queues: list[asyncio.Queue[Event | None]] = []
+
+    def subscribe(self) -> asyncio.Queue[Event | None]:
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._queues.append(queue)
+        return queue
+
+    def publish(self, event: Event) -> None:
+        for queue in self._queues:
+            queue.put_nowait(event)
+
+    def close(self) -> None:
+        """Tell every subscriber that no more events will come (a None)."""
+        for queue in self._queues:
+            queue.put_nowait(None)

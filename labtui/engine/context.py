@@ -1,0 +1,137 @@
+"""RunContext: what an experiment kind uses to create, measure and tear down.
+
+It wraps one backend on one host, emits an event for every action (intent
+before each create and destroy, outcome after), and keeps the live instances in
+creation order so an abort can tear them down in reverse.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from labtui.backends import Backend, Instance, InstanceSpec, Labels
+from labtui.engine.bus import EventBus
+from labtui.engine.gate import StepGate
+from labtui.events import (
+    Better,
+    InstanceCreating,
+    InstanceDestroyed,
+    InstanceReady,
+    Log,
+    Result,
+    ResourceSample,
+)
+from labtui.hosts.base import Host
+from labtui.suites.model import Program, Suite
+
+
+@dataclass
+class Position:
+    """Where the run is: repetition r of n, step k of m, with b background instances."""
+
+    repetition: int = 0
+    repetitions: int = 0
+    step: int = 0
+    steps: int = 0
+    background: int = 0
+
+
+@dataclass
+class RunContext:
+    session_id: str
+    suite: Suite
+    backend: Backend
+    host: Host
+    bus: EventBus
+    gate: StepGate
+    position: Position = field(default_factory=Position)
+    live: list[Instance] = field(default_factory=list)
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def log(self, level: str, kind: str, message: str) -> None:
+        self.bus.publish(Log(self.session_id, level, kind, message))  # type: ignore[arg-type]
+
+    def spec(self, role: str, program: Program, wait: str) -> InstanceSpec:
+        """A spec with fresh lab labels for one instance of role."""
+        labels = Labels(self.session_id, role, f"{role[:2]}{next(self._ids)}")
+        return InstanceSpec(
+            labels=labels,
+            program=program.program,
+            image=program.image,
+            args=tuple(program.args),
+            wait=wait,
+        )
+
+    async def create(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
+        """Create instances, recording intent first and each outcome after."""
+        for spec in specs:
+            self.bus.publish(
+                InstanceCreating(
+                    self.session_id,
+                    spec.labels.instance,
+                    self.host.name,
+                    self.backend.name,
+                    spec.labels.role,
+                    spec.labels.instance,
+                )
+            )
+        instances = await self.backend.create_many(specs)
+        for instance in instances:
+            if instance.state != "exited":
+                self.live.append(instance)
+            self.bus.publish(
+                InstanceReady(
+                    self.session_id,
+                    instance.labels.instance,
+                    created_at=instance.created_at or 0.0,
+                    ready_at=instance.ready_at or 0.0,
+                    boot_s=instance.boot_s if instance.boot_s is not None else float("nan"),
+                    state=instance.state,
+                )
+            )
+        return instances
+
+    async def destroy(self, instances: Sequence[Instance], *, force: bool = False) -> None:
+        """Destroy instances in reverse order of creation and record each."""
+        ordered = list(reversed(instances))
+        await self.backend.destroy_many(ordered, force=force)
+        gone = {id(i) for i in ordered}
+        self.live = [i for i in self.live if id(i) not in gone]
+        for instance in ordered:
+            self.bus.publish(InstanceDestroyed(self.session_id, instance.labels.instance))
+
+    async def teardown(self) -> None:
+        """Destroy every live instance, newest first."""
+        if self.live:
+            self.log("info", "teardown", f"destroying {len(self.live)} instances")
+            await self.destroy(list(self.live))
+
+    def result(self, benchmark: str, metric: str, value: float, unit: str, better: Better, instance_id: str = "") -> None:
+        p = self.position
+        self.bus.publish(
+            Result(
+                self.session_id,
+                p.repetition,
+                p.step,
+                p.background,
+                self.host.name,
+                instance_id,
+                benchmark,
+                metric,
+                value,
+                unit,
+                better,
+            )
+        )
+
+    async def sample_now(self) -> ResourceSample:
+        """Read the host's resources now and record the sample."""
+        sample = await self.host.sample()
+        return self.record_sample(sample)
+
+    def record_sample(self, sample: ResourceSample) -> ResourceSample:
+        tagged = replace(sample, session_id=self.session_id, instances=len(self.live))
+        self.bus.publish(tagged)
+        return tagged

@@ -1,0 +1,141 @@
+"""Run one suite as a session: start, sample, run the kind, tear down, end.
+
+The runner owns the session's life cycle and guarantees, whatever happens in
+the experiment, that live instances are torn down in reverse order of creation
+and that the session ends with a status: completed, failed or aborted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+
+from labtui.backends import Backend
+from labtui.engine.bus import EventBus
+from labtui.engine.context import RunContext
+from labtui.engine.gate import Aborted, StepGate
+from labtui.engine.scaling import run_scaling
+from labtui.events import HostFacts, SessionEnded, SessionStarted
+from labtui.hosts.base import Host
+from labtui.liveness import session_lock
+from labtui.suites.loader import suite_to_dict
+from labtui.suites.model import Suite
+
+KINDS: dict[str, Callable[[RunContext], Awaitable[None]]] = {"scaling": run_scaling}
+
+
+def new_session_id() -> str:
+    """A time-sortable, unique session id such as 20261121-101502-3fa9c1."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+class SessionRunner:
+    """Drives one session; subscribe to `bus` before calling run()."""
+
+    def __init__(
+        self,
+        suite: Suite,
+        backend: Backend,
+        host: Host,
+        *,
+        gate: StepGate | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        self.bus = EventBus()
+        self.ctx = RunContext(
+            session_id=session_id or new_session_id(),
+            suite=suite,
+            backend=backend,
+            host=host,
+            bus=self.bus,
+            gate=gate or StepGate(auto=True),
+        )
+
+    @property
+    def session_id(self) -> str:
+        return self.ctx.session_id
+
+    async def run(self) -> str:
+        """Run the session to its end and return its final status."""
+        with session_lock(self.session_id):
+            return await self._run()
+
+    async def _run(self) -> str:
+        ctx = self.ctx
+        kind = KINDS.get(ctx.suite.kind)
+        status, message = "failed", ""
+        self.bus.publish(
+            SessionStarted(
+                ctx.session_id,
+                ctx.suite.name,
+                ctx.suite.kind,
+                ctx.backend.name,
+                ctx.host.name,
+                suite_to_dict(ctx.suite),
+                os.getpid(),
+            )
+        )
+        sampler = None
+        try:
+            if kind is None:
+                raise ValueError(f"suite kind {ctx.suite.kind!r} is not supported; supported: {', '.join(KINDS)}")
+            await self._record_facts()
+            await ctx.backend.prepare(_programs(ctx.suite))
+            sampler = asyncio.create_task(self._sample_forever())
+            await kind(ctx)
+            status = "completed"
+        except (Aborted, asyncio.CancelledError, KeyboardInterrupt):
+            status, message = "aborted", "aborted by the user"
+        except Exception as exc:  # recorded, then the session ends as failed
+            message = f"{type(exc).__name__}: {exc}"
+            ctx.log("error", "failure", message)
+        finally:
+            if sampler is not None:
+                sampler.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sampler
+            await asyncio.shield(self._teardown())
+            self.bus.publish(SessionEnded(ctx.session_id, status, message))  # type: ignore[arg-type]
+            self.bus.close()
+        return status
+
+    async def _teardown(self) -> None:
+        try:
+            await self.ctx.teardown()
+        except Exception as exc:
+            self.ctx.log("error", "teardown", f"teardown failed: {type(exc).__name__}: {exc}")
+
+    async def _record_facts(self) -> None:
+        ctx = self.ctx
+        facts = await ctx.host.facts()
+        availability = await ctx.backend.check()
+        self.bus.publish(
+            HostFacts(
+                ctx.session_id,
+                ctx.host.name,
+                facts.os,
+                facts.kernel,
+                facts.arch,
+                facts.cpu_model,
+                facts.cores,
+                facts.mem_total_bytes,
+                ctx.backend.name,
+                availability.version,
+                await ctx.backend.isolation(),
+            )
+        )
+        if not availability.usable:
+            raise RuntimeError(f"backend {ctx.backend.name} is not usable on {ctx.host.name}: {availability.reason}")
+
+    async def _sample_forever(self) -> None:
+        async for sample in self.ctx.host.samples(self.ctx.suite.sampling.interval_s):
+            self.ctx.record_sample(sample)
+
+
+def _programs(suite: Suite) -> list[str]:
+    names = [p.program for p in (suite.worker, suite.background) if p is not None and p.program]
+    return sorted(set(names))

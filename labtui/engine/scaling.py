@@ -1,0 +1,95 @@
+"""The `scaling` kind: add background instances step by step and re-measure.
+
+Per repetition: a baseline at `scale.start` background instances, then
+`scale.steps` steps that each add `scale.per_step` instances; at every step the
+host is sampled and the worker measured.  The background is torn down after
+each repetition, so repetitions are independent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from labtui.backends import BackendError, Instance
+from labtui.engine.context import RunContext
+from labtui.events import StepEnded, StepStarted
+from labtui.suites.model import Suite
+
+
+def planned_steps(suite: Suite) -> int:
+    """Steps per repetition, the baseline included."""
+    return suite.scale.steps + 1
+
+
+async def run_scaling(ctx: RunContext) -> None:
+    """Run every repetition of a scaling suite."""
+    suite = ctx.suite
+    ctx.position.repetitions = suite.repetitions
+    ctx.position.steps = planned_steps(suite)
+    for repetition in range(1, suite.repetitions + 1):
+        ctx.position.repetition = repetition
+        background: list[Instance] = []
+        try:
+            for step in range(planned_steps(suite)):
+                await _run_step(ctx, step, background)
+                await ctx.gate.passed()
+        finally:
+            await ctx.destroy(background)
+
+
+async def _run_step(ctx: RunContext, step: int, background: list[Instance]) -> None:
+    suite = ctx.suite
+    ctx.position.step = step
+    target = suite.scale.start + step * suite.scale.per_step
+    ctx.position.background = target
+    ctx.bus.publish(
+        StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, target)
+    )
+    ok = False
+    try:
+        await _grow_background(ctx, background, target)
+        if suite.sampling.settle_s:
+            await asyncio.sleep(suite.sampling.settle_s)
+        sample = await ctx.sample_now()
+        if suite.worker is not None:
+            await _measure_worker(ctx)
+        if suite.measure.memory:
+            await _measure_memory(ctx, background, sample.mem_used_bytes)
+        ok = True
+    finally:
+        ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, target, ok=ok))
+
+
+async def _grow_background(ctx: RunContext, background: list[Instance], target: int) -> None:
+    missing = target - len(background)
+    if missing <= 0 or ctx.suite.background is None:
+        return
+    specs = [ctx.spec("background", ctx.suite.background, "ready") for _ in range(missing)]
+    background.extend(await ctx.create(specs))
+
+
+async def _measure_worker(ctx: RunContext) -> None:
+    worker = ctx.suite.worker
+    assert worker is not None
+    for _ in range(worker.runs):
+        (instance,) = await ctx.create([ctx.spec("worker", worker, "exit")])
+        try:
+            if instance.exit_code not in (None, 0):
+                raise BackendError(f"worker {instance.name} exited with code {instance.exit_code}")
+            if instance.boot_s is None:
+                raise BackendError(f"backend {ctx.backend.name} measured no boot time for {instance.name}")
+            ctx.result("boot", "boot_time", instance.boot_s, "s", "lower", instance.labels.instance)
+        finally:
+            await ctx.destroy([instance])
+
+
+async def _measure_memory(ctx: RunContext, background: list[Instance], host_used: int | None) -> None:
+    if host_used is not None:
+        ctx.result("memory", "host_mem_used", float(host_used), "bytes", "lower")
+    if not background:
+        return
+    sizes = [m for m in await ctx.backend.memory_many(background) if m is not None]
+    total = float(sum(sizes))
+    ctx.result("memory", "instances_mem", total, "bytes", "lower")
+    if sizes:
+        ctx.result("memory", "mem_per_instance", total / len(sizes), "bytes", "lower")
