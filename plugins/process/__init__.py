@@ -1,0 +1,349 @@
+"""The process backend: every instance is a plain Linux process tree.
+
+All work on the host is done by ``labtui-agent`` (``agent.c`` beside this
+file), compiled on the host on first use and driven through ``host.run``, so
+the backend is the same on the local machine and over SSH.  The agent starts
+instances in their own session, pid/ipc/uts namespaces and cgroup where the
+host allows it, and labels them through their environment (LABTUI_SESSION,
+LABTUI_ROLE, LABTUI_INSTANCE), which is how ``list`` finds them again after a
+crash and how ``destroy`` proves a pid is still ours before signalling it.
+An instance's handle is ``"<pid>:<instance>"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from labtui.backends import PINNING, Availability, Backend, BackendError, Instance, InstanceSpec, Labels
+from labtui.hosts.base import CommandResult, HostError
+from labtui.native import ProgramUnavailable, ensure_program, probe_source
+
+if TYPE_CHECKING:
+    from labtui.hosts.base import Host
+
+AGENT_SOURCE = Path(__file__).resolve().parent / "agent.c"
+AGENT_NAME = "labtui-agent"
+#: Instances one agent invocation spawns, and handles one invocation kills or measures.
+SPAWN_BATCH = 64
+HANDLE_BATCH = 256
+#: Agent invocations in flight at once (each spawns its batch one by one).
+AGENT_CALLS = 8
+#: Time an agent call may take beyond the instance's own timeout.
+AGENT_SLACK_S = 30.0
+
+T = TypeVar("T")
+
+
+class ProcessBackend(Backend):
+    """Instances are process trees started, found and ended by labtui-agent."""
+
+    name = "process"
+    capabilities = frozenset({PINNING})
+    max_parallel_creates = 32
+    #: Seconds between SIGTERM and SIGKILL when destroying.
+    stop_grace_s = 2.0
+
+    def __init__(self, host: Host) -> None:
+        super().__init__(host)
+        self._binaries: dict[str, str] = {}
+        self._isolation = ""
+
+    async def check(self) -> Availability:
+        """Usable on Linux hosts where the agent can be built (or is already)."""
+        try:
+            system, release = (await self.host.run(["uname", "-s", "-r"])).check().stdout.split()
+        except (HostError, ValueError) as exc:
+            return Availability(False, f"cannot identify host {self.host.name} with uname: {exc}")
+        if system != "Linux":
+            return Availability(False, f"host {self.host.name} runs {system}; the process backend needs Linux", release)
+        try:
+            await self._agent()
+        except ProgramUnavailable as exc:
+            return Availability(False, str(exc), release)
+        return Availability(True, "Linux with labtui-agent", release)
+
+    async def prepare(self, programs: Iterable[str]) -> None:
+        """Build the agent and the named probes on the host (cached across runs)."""
+        await asyncio.gather(self._agent(), *(self._program(name) for name in set(programs)))
+
+    async def create(self, spec: InstanceSpec) -> Instance:
+        (instance,) = await self.create_many([spec])
+        return instance
+
+    async def create_many(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
+        """Create instances in batches, one agent call per batch.
+
+        Specs that differ only in their instance label share a batch.  If any
+        batch fails, every instance this call created is destroyed again and
+        the first error is raised.
+        """
+        for spec in specs:
+            _validate(spec)
+        _check_unique(spec.labels for spec in specs)
+        batches = _batches(list(specs))
+        results = await _gather_limited([self._spawn(batch) for batch in batches], AGENT_CALLS)
+        created = [i for r in results if isinstance(r, list) for i in r]
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await self._destroy_quietly(created)
+            raise errors[0]
+        by_labels = {i.labels: i for i in created}
+        return [by_labels[spec.labels] for spec in specs]
+
+    async def destroy(self, instance: Instance, *, force: bool = False) -> None:
+        await self.destroy_many([instance], force=force)
+
+    async def destroy_many(self, instances: Sequence[Instance], *, force: bool = False) -> None:
+        """End instances and their trees; raise BackendError naming any the agent refused.
+
+        Instances created with ``wait="exit"`` were reaped, and their leftovers
+        killed, by the agent that ran them: there is nothing left to end.
+        """
+        live = [i for i in instances if i.state != "exited"]
+        _check_handles(live)
+        calls = []
+        for session in sorted({i.labels.session for i in live}):
+            handles = [i.handle for i in live if i.labels.session == session]
+            calls += [self._kill(session, chunk, force) for chunk in _chunks(handles, HANDLE_BATCH)]
+        problems = [p for chunk in _raise_first(await _gather_limited(calls, AGENT_CALLS)) for p in chunk]
+        if problems:
+            raise BackendError(f"process backend on host {self.host.name}: " + "; ".join(problems))
+
+    async def list(self, session: str | None = None) -> list[Instance]:
+        argv = [await self._agent(), "ps", *(["--session", session] if session else [])]
+        result = await self._run_agent(argv)
+        if not result.ok:
+            raise self._agent_error("ps", result)
+        return [self._found(fields) for fields in _records(result.stdout) if fields[0] == "proc"]
+
+    async def memory_bytes(self, instance: Instance) -> int | None:
+        """Pss (else RSS) summed over the instance's tree; None when it is gone."""
+        (used,) = await self.memory_many([instance])
+        return used
+
+    async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
+        """memory_bytes for many instances, a batch of handles per agent call."""
+        _check_handles(instances)
+        calls = [self._mem([i.handle for i in chunk]) for chunk in _chunks(instances, HANDLE_BATCH)]
+        return [used for chunk in _raise_first(await _gather_limited(calls, AGENT_CALLS)) for used in chunk]
+
+    async def isolation(self) -> str:
+        """What spawn applies here, from the last spawn or a hello probe run once."""
+        if not self._isolation:
+            labels = Labels(f"isolation-probe-{secrets.token_hex(4)}", "probe", "hello")
+            await self.create(InstanceSpec(labels, program="hello", wait="exit", timeout_s=10.0))
+        return self._isolation
+
+    # -- agent calls ---------------------------------------------------------
+
+    async def _spawn(self, specs: list[InstanceSpec]) -> list[Instance]:
+        """Start one batch (specs identical but for the instance label) with one agent call."""
+        first = specs[0]
+        assert first.program is not None
+        argv = [await self._agent(), "spawn", "--session", first.labels.session, "--role", first.labels.role]
+        argv += ["--wait", first.wait]
+        if first.wait == "exit":
+            argv += ["--timeout", f"{first.timeout_s:g}"]
+        if first.cpus:
+            argv += ["--cpus", first.cpus]
+        for spec in specs:
+            argv += ["--instance", spec.labels.instance]
+        argv += ["--", await self._program(first.program), *first.args]
+        try:
+            result = await self._run_agent(argv, timeout=first.timeout_s + AGENT_SLACK_S)
+        except BackendError:
+            await self._destroy_batch_leftovers(specs)
+            raise
+        by_id = {spec.labels.instance: spec for spec in specs}
+        records = _records(result.stdout)
+        started = [fields for fields in records if fields[0] in ("instance", "exit")]
+        created = [self._started(fields, by_id[fields[1]]) for fields in started]
+        if result.ok and len(created) == len(specs):
+            return created
+        await self._destroy_quietly(created)
+        errors = [f"{fields[1]}: {fields[2]}" for fields in records if fields[0] == "error"]
+        detail = "; ".join(errors) or _last_line(result.stderr)
+        raise BackendError(f"process backend on host {self.host.name}: starting {first.program}: {detail}")
+
+    async def _kill(self, session: str, handles: list[str], force: bool) -> list[str]:
+        """Kill one batch of handles; return the agent's refusals and failures."""
+        argv = [await self._agent(), "kill", "--grace", f"{self.stop_grace_s:g}", "--session", session]
+        argv += [*(["--force"] if force else []), *handles]
+        result = await self._run_agent(argv, timeout=self.stop_grace_s + AGENT_SLACK_S)
+        records = _records(result.stdout)
+        if len(records) != len(handles):
+            raise self._agent_error("kill", result)
+        return [f"{f[0]} {f[1]}:{f[2]}: {f[3]}" for f in records if f[0] in ("refused", "failed")]
+
+    async def _mem(self, handles: list[str]) -> list[int | None]:
+        """Measure one batch of handles: bytes, or None for the ones that are gone."""
+        result = await self._run_agent([await self._agent(), "mem", *handles])
+        records = _records(result.stdout)
+        if len(records) != len(handles):
+            raise self._agent_error("mem", result)
+        refused = [f"{f[1]}:{f[2]}: {f[3]}" for f in records if f[0] == "refused"]
+        if refused:
+            raise BackendError(f"process backend on host {self.host.name}: memory of " + "; ".join(refused))
+        return [int(f[3]) if f[0] == "mem" else None for f in records]
+
+    async def _destroy_quietly(self, instances: Sequence[Instance]) -> None:
+        """Best-effort cleanup after a failed create; the create error is what gets reported."""
+        try:
+            await self.destroy_many(instances, force=True)
+        except BackendError:
+            pass
+
+    async def _destroy_batch_leftovers(self, specs: list[InstanceSpec]) -> None:
+        """After an agent call died midway, find what it started by label and end it."""
+        wanted = {spec.labels for spec in specs}
+        try:
+            found = await self.list(specs[0].labels.session)
+        except BackendError:
+            return
+        await self._destroy_quietly([i for i in found if i.labels in wanted])
+
+    async def _run_agent(self, argv: list[str], *, timeout: float = 60.0) -> CommandResult:
+        try:
+            return await self.host.run(argv, timeout=timeout)
+        except HostError as exc:
+            raise BackendError(f"process backend on host {self.host.name}: {exc}") from exc
+
+    def _agent_error(self, command: str, result: CommandResult) -> BackendError:
+        return BackendError(
+            f"labtui-agent {command} on host {self.host.name} exited {result.returncode}: {_last_line(result.stderr)}"
+        )
+
+    # -- binaries ------------------------------------------------------------
+
+    async def _agent(self) -> str:
+        return await self._binary(AGENT_NAME, AGENT_SOURCE)
+
+    async def _program(self, probe: str) -> str:
+        return await self._binary(probe, probe_source(probe))
+
+    async def _binary(self, name: str, source: Path) -> str:
+        if name not in self._binaries:
+            self._binaries[name] = await ensure_program(self.host, source, name)
+        return self._binaries[name]
+
+    # -- records -> instances ------------------------------------------------
+
+    def _started(self, fields: list[str], spec: InstanceSpec) -> Instance:
+        """An instance from a spawn record: instance|exit ID PID WALL_NS BOOT_NS [CODE] ISOLATION."""
+        kind, instance_id, pid, wall_ns, boot_ns = fields[:5]
+        exit_code = int(fields[5]) if kind == "exit" else None
+        self._isolation = fields[-1]
+        created_at, boot_s = int(wall_ns) / 1e9, int(boot_ns) / 1e9
+        return Instance(
+            labels=spec.labels,
+            name=_instance_name(spec.labels),
+            backend=self.name,
+            host=self.host.name,
+            state="exited" if kind == "exit" else "running",
+            created_at=created_at,
+            ready_at=created_at + boot_s,
+            boot_s=boot_s,
+            exit_code=exit_code,
+            handle=f"{pid}:{instance_id}",
+            details={"pid": int(pid), "isolation": fields[-1], "exit_code": exit_code, "program": spec.program},
+        )
+
+    def _found(self, fields: list[str]) -> Instance:
+        """An instance from a ps record: proc PID SESSION ROLE INSTANCE STATE RSS START COMM."""
+        _, pid, session, role, instance_id, state, rss, started, comm = fields
+        labels = Labels(session, role, instance_id)
+        return Instance(
+            labels=labels,
+            name=_instance_name(labels),
+            backend=self.name,
+            host=self.host.name,
+            state="zombie" if state == "Z" else "running",
+            created_at=float(started),
+            handle=f"{pid}:{instance_id}",
+            details={"pid": int(pid), "proc_state": state, "rss_bytes": int(rss), "comm": comm},
+        )
+
+
+BACKEND = ProcessBackend
+
+
+def _validate(spec: InstanceSpec) -> None:
+    if spec.image:
+        raise BackendError(f"process backend runs probes, not images: got image {spec.image!r}")
+    if not spec.program:
+        raise BackendError("process backend needs spec.program, the name of a probe such as 'sleeper'")
+    if spec.mem_limit_bytes is not None:
+        raise BackendError("process backend cannot limit memory: it has no mem_limit capability")
+    if spec.wait not in ("ready", "exit"):
+        raise BackendError(f"process backend: wait must be 'ready' or 'exit', not {spec.wait!r}")
+    for value in (spec.labels.session, spec.labels.role, spec.labels.instance):
+        if not value or len(value) > 255 or any(c in value for c in "\t\n\0"):
+            raise BackendError(f"process backend: bad label {value!r} (1-255 characters, no tabs or newlines)")
+
+
+def _check_unique(labels: Iterable[Labels]) -> None:
+    seen: set[tuple[str, str]] = set()
+    for label in labels:
+        key = (label.session, label.instance)
+        if key in seen:
+            raise BackendError(f"process backend: instance {label.instance!r} requested twice in one create")
+        seen.add(key)
+
+
+def _batches(specs: list[InstanceSpec]) -> list[list[InstanceSpec]]:
+    """Group specs that one agent call can start: same everything but the instance.
+
+    ``wait="exit"`` instances are reaped by the agent one at a time, so each
+    gets its own call.
+    """
+    groups: dict[tuple, list[InstanceSpec]] = {}
+    for index, spec in enumerate(specs):
+        key = (spec.labels.session, spec.labels.role, spec.program, spec.args, spec.cpus, spec.wait, spec.timeout_s)
+        groups.setdefault(key + ((index,) if spec.wait == "exit" else ()), []).append(spec)
+    return [chunk for group in groups.values() for chunk in _chunks(group, SPAWN_BATCH)]
+
+
+def _check_handles(instances: Iterable[Instance]) -> None:
+    for instance in instances:
+        if ":" not in instance.handle:
+            raise BackendError(f"process backend: {instance.name} has no pid:instance handle")
+
+
+def _chunks(items: Sequence[T], size: int) -> list[list[T]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+async def _gather_limited(calls: list[Awaitable[T]], limit: int) -> list[T | BaseException]:
+    """Await calls with at most limit in flight; exceptions are returned, not raised."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with gate:
+            return await call
+
+    return await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+
+
+def _raise_first(results: list[T | BaseException]) -> list[T]:
+    """The results, or the first exception among them raised."""
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results  # type: ignore[return-value]
+
+
+def _records(stdout: str) -> list[list[str]]:
+    return [line.split("\t") for line in stdout.splitlines() if line]
+
+
+def _instance_name(labels: Labels) -> str:
+    return f"labtui-{labels.session}-{labels.instance}"
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "no output"

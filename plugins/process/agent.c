@@ -1,0 +1,1150 @@
+/*
+ * labtui-agent: starts, finds, measures and ends labtui instances on a host.
+ *
+ * labtui's process backend copies this file to each host, compiles it there
+ * and runs it through the host's command channel, so one backend works on the
+ * local machine and over SSH alike.  An instance is a process tree started by
+ * `spawn`; its labels travel in its environment (LABTUI_SESSION, LABTUI_ROLE,
+ * LABTUI_INSTANCE), which every descendant inherits, so the tree can be found
+ * again after labtui itself crashed.
+ *
+ * Every result is one tab-separated line on stdout; diagnostics go to stderr.
+ *
+ *   spawn --session S --role R --instance ID [--instance ID2 ...]
+ *         [--cpus LIST] [--wait ready|exit] [--isolate auto|none]
+ *         [--timeout SECONDS] -- PROGRAM [ARGS...]
+ *       instance  ID  PID  WALL_NS  BOOT_NS  ISOLATION            (--wait ready)
+ *       exit      ID  PID  WALL_NS  BOOT_NS  EXIT_CODE  ISOLATION (--wait exit)
+ *       error     ID  REASON
+ *     One instance per --instance, started in order; the first failure ends
+ *     the batch.  --wait exit takes a single instance and reaps it.
+ *     WALL_NS is CLOCK_REALTIME just before the fork; BOOT_NS is CLOCK_MONOTONIC
+ *     from just before the fork to the exec (ready) or to the observed exit.
+ *     ISOLATION is e.g. "pidns+ipcns+utsns,cgroup-v1-pids", or "none".
+ *
+ *   ps [--session S]
+ *       proc  PID  SESSION  ROLE  INSTANCE  STATE  RSS_BYTES  START_EPOCH_S  COMM
+ *     One line per instance root: a labelled process whose parent does not
+ *     carry the same session and instance.
+ *
+ *   kill [--grace SECONDS] [--force] [--session S] PID:INSTANCE...
+ *       killed|gone  PID  INSTANCE
+ *       refused|failed  PID  INSTANCE  REASON
+ *     A process is touched only while its environment carries
+ *     LABTUI_INSTANCE=INSTANCE.  SIGTERM, up to --grace seconds (default 2),
+ *     then SIGKILL for whatever is left of the tree; --force skips SIGTERM.
+ *     With --session, the cgroup of an instance whose root is already gone is
+ *     emptied and removed too.
+ *
+ *   mem PID:INSTANCE...
+ *       mem  PID  INSTANCE  BYTES        (Pss, else RSS, summed over the tree)
+ *       gone|refused  PID  INSTANCE  [REASON]
+ *
+ * Exit status: 0 all done, 1 something failed or was refused, 2 bad usage.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Where the cgroup hierarchies live; overridable at build time for testing. */
+#ifndef CGROUP_V2_ROOT
+#define CGROUP_V2_ROOT "/sys/fs/cgroup"
+#endif
+#ifndef CGROUP_V1_PIDS_ROOT
+#define CGROUP_V1_PIDS_ROOT "/sys/fs/cgroup/pids"
+#endif
+#define CGROUP_SUBTREE "labtui"
+#define SAFE_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+
+#define LABEL_MAX 256
+#define FILE_MAX (64 * 1024) /* environ, cgroup.procs and friends */
+#define POLL_MS 2
+#define KILL_WAIT_MS 5000
+
+enum cgroup_kind { CG_NONE, CG_V1_PIDS, CG_V2 };
+
+struct labels {
+    char session[LABEL_MAX];
+    char role[LABEL_MAX];
+    char instance[LABEL_MAX];
+};
+
+/* ------------------------------------------------------------------ util */
+
+__attribute__((format(printf, 1, 2))) static void warn_msg(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("labtui-agent: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+__attribute__((noreturn, format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("labtui-agent: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\nusage: labtui-agent spawn|ps|kill|mem ... (see agent.c)\n", stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static int64_t clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* Read up to size-1 bytes of path into buf and NUL-terminate it.
+ * Returns the length, or -1 with errno set. */
+static ssize_t read_file(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t len = 0;
+    while (len < size - 1) {
+        ssize_t n = read(fd, buf + len, size - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    return (ssize_t)len;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return n < 0 ? -1 : 0;
+}
+
+static int make_dir(const char *path)
+{
+    return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Labels and names are printed in tab-separated records: keep them on one field. */
+static const char *field(const char *text)
+{
+    static char buf[8][LABEL_MAX];
+    static int next;
+    char *out = buf[next++ % 8];
+    snprintf(out, LABEL_MAX, "%s", text);
+    for (char *p = out; *p; p++)
+        if (*p == '\t' || *p == '\n')
+            *p = ' ';
+    return out;
+}
+
+/* --------------------------------------------------------------- /proc */
+
+struct proc_stat {
+    pid_t pid, ppid, pgid;
+    char state;
+    unsigned long long start_ticks;
+    long rss_pages;
+    char comm[64];
+};
+
+static int is_dead(char state)
+{
+    return state == 'Z' || state == 'X' || state == 'x';
+}
+
+/* Read /proc/PID/stat; -1 when the process is gone. */
+static int read_stat(pid_t pid, struct proc_stat *st)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (read_file(path, buf, sizeof buf) < 0)
+        return -1;
+    /* comm may hold spaces and parentheses: it ends at the last ')'. */
+    char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+    if (!open_paren || !close_paren || close_paren < open_paren)
+        return -1;
+    size_t len = (size_t)(close_paren - open_paren - 1);
+    if (len >= sizeof st->comm)
+        len = sizeof st->comm - 1;
+    memcpy(st->comm, open_paren + 1, len);
+    st->comm[len] = '\0';
+    int ppid, pgid;
+    /* Fields 3-5 (state ppid pgrp), skip 6-21, 22 starttime, skip 23, 24 rss. */
+    if (sscanf(close_paren + 2,
+               "%c %d %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %*s %ld",
+               &st->state, &ppid, &pgid, &st->start_ticks, &st->rss_pages) != 5)
+        return -1;
+    st->pid = pid;
+    st->ppid = ppid;
+    st->pgid = pgid;
+    return 0;
+}
+
+static void copy_label(const char *entry, const char *prefix, char *dst)
+{
+    size_t len = strlen(prefix);
+    if (strncmp(entry, prefix, len) == 0)
+        snprintf(dst, LABEL_MAX, "%s", entry + len);
+}
+
+/* Read the LABTUI_* labels from /proc/PID/environ.
+ * Returns 1 if the process carries an instance label, 0 if not, -1 (errno set)
+ * if the environment cannot be read -- a zombie has none left. */
+static int read_labels(pid_t pid, struct labels *out)
+{
+    static char env[FILE_MAX];
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    ssize_t len = read_file(path, env, sizeof env);
+    if (len < 0)
+        return -1;
+    memset(out, 0, sizeof *out);
+    for (const char *p = env; p < env + len; p += strlen(p) + 1) {
+        copy_label(p, "LABTUI_SESSION=", out->session);
+        copy_label(p, "LABTUI_ROLE=", out->role);
+        copy_label(p, "LABTUI_INSTANCE=", out->instance);
+    }
+    return out->instance[0] != '\0';
+}
+
+static int same_instance(const struct labels *a, const struct labels *b)
+{
+    return strcmp(a->instance, b->instance) == 0 && strcmp(a->session, b->session) == 0;
+}
+
+struct proc {
+    struct proc_stat st;
+    struct labels labels;
+};
+
+struct proc_table {
+    struct proc *items;
+    size_t len;
+};
+
+static int compare_pid(const void *a, const void *b)
+{
+    pid_t x = ((const struct proc *)a)->st.pid, y = ((const struct proc *)b)->st.pid;
+    return (x > y) - (x < y);
+}
+
+/* Every labelled process on the host except this agent, sorted by pid. */
+static struct proc_table scan_labelled(void)
+{
+    struct proc_table table = {NULL, 0};
+    size_t cap = 0;
+    DIR *dir = opendir("/proc");
+    if (!dir) {
+        warn_msg("cannot list /proc: %s", strerror(errno));
+        exit(1);
+    }
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        pid_t pid = (pid_t)atoi(entry->d_name);
+        struct proc proc;
+        if (pid <= 0 || pid == getpid())
+            continue;
+        /* Environment first, then stat: a process that dies in between shows as Z. */
+        if (read_labels(pid, &proc.labels) != 1 || read_stat(pid, &proc.st) < 0)
+            continue;
+        if (table.len == cap) {
+            cap = cap ? cap * 2 : 256;
+            table.items = realloc(table.items, cap * sizeof *table.items);
+            if (!table.items) {
+                warn_msg("out of memory scanning /proc");
+                exit(1);
+            }
+        }
+        table.items[table.len++] = proc;
+    }
+    closedir(dir);
+    if (table.len)
+        qsort(table.items, table.len, sizeof *table.items, compare_pid);
+    return table;
+}
+
+static const struct proc *find_proc(const struct proc_table *table, pid_t pid)
+{
+    struct proc key;
+    key.st.pid = pid;
+    if (!table->len)
+        return NULL;
+    return bsearch(&key, table->items, table->len, sizeof key, compare_pid);
+}
+
+/* An instance root is the topmost process of its instance: its parent does
+ * not carry the same labels (children inherit the environment). */
+static int is_root(const struct proc_table *table, const struct proc *proc)
+{
+    const struct proc *parent = find_proc(table, proc->st.ppid);
+    return !parent || !same_instance(&parent->labels, &proc->labels);
+}
+
+/* Memory charged to one process: Pss when smaps_rollup is readable, else RSS. */
+static long long process_memory(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+    if (read_file(path, buf, sizeof buf) > 0) {
+        const char *pss = strstr(buf, "\nPss:");
+        if (pss)
+            return atoll(pss + 5) * 1024;
+    }
+    struct proc_stat st;
+    if (read_stat(pid, &st) < 0)
+        return 0;
+    return (long long)st.rss_pages * sysconf(_SC_PAGESIZE);
+}
+
+/* ------------------------------------------------------------- cgroups */
+
+static const char *cgroup_root(enum cgroup_kind kind)
+{
+    return kind == CG_V2 ? CGROUP_V2_ROOT : CGROUP_V1_PIDS_ROOT;
+}
+
+static const char *cgroup_label(enum cgroup_kind kind)
+{
+    return kind == CG_V2 ? "cgroup-v2" : "cgroup-v1-pids";
+}
+
+/* The hierarchy spawn uses: the unified (v2) one when the host runs it,
+ * else the v1 pids controller; CG_NONE when neither is writable. */
+static enum cgroup_kind choose_cgroup(void)
+{
+    if (access(CGROUP_V2_ROOT "/cgroup.controllers", F_OK) == 0 &&
+        make_dir(CGROUP_V2_ROOT "/" CGROUP_SUBTREE) == 0)
+        return CG_V2;
+    if (access(CGROUP_V1_PIDS_ROOT "/cgroup.procs", F_OK) == 0 &&
+        make_dir(CGROUP_V1_PIDS_ROOT "/" CGROUP_SUBTREE) == 0)
+        return CG_V1_PIDS;
+    return CG_NONE;
+}
+
+/* <root>/labtui/<session>.<instance>, with anything unusual replaced by '_'. */
+static void cgroup_dir_for(enum cgroup_kind kind, const struct labels *labels, char *out, size_t size)
+{
+    int prefix = snprintf(out, size, "%s/%s/", cgroup_root(kind), CGROUP_SUBTREE);
+    snprintf(out + prefix, size - (size_t)prefix, "%s.%s", labels->session, labels->instance);
+    for (char *p = out + prefix; *p; p++)
+        if (!strchr(SAFE_NAME_CHARS, *p))
+            *p = '_';
+}
+
+static int has_controller(const char *list, size_t len, const char *name)
+{
+    size_t name_len = strlen(name);
+    for (const char *p = list; p < list + len;) {
+        const char *comma = memchr(p, ',', (size_t)(list + len - p));
+        size_t item = comma ? (size_t)(comma - p) : (size_t)(list + len - p);
+        if (item == name_len && strncmp(p, name, name_len) == 0)
+            return 1;
+        p += item + 1;
+    }
+    return 0;
+}
+
+/* The labtui cgroup pid lives in, from /proc/PID/cgroup ("id:controllers:path"). */
+static enum cgroup_kind find_cgroup(pid_t pid, char *dir, size_t size)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+    if (read_file(path, buf, sizeof buf) < 0)
+        return CG_NONE;
+    static const char ours[] = "/" CGROUP_SUBTREE "/";
+    int unified = access(CGROUP_V2_ROOT "/cgroup.controllers", F_OK) == 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        char *controllers = strchr(line, ':');
+        char *cgpath = controllers ? strchr(controllers + 1, ':') : NULL;
+        if (!cgpath || strncmp(cgpath + 1, ours, sizeof ours - 1) != 0)
+            continue;
+        size_t list_len = (size_t)(cgpath - controllers - 1);
+        enum cgroup_kind kind = CG_NONE;
+        if (list_len == 0 && unified)
+            kind = CG_V2;
+        else if (has_controller(controllers + 1, list_len, "pids"))
+            kind = CG_V1_PIDS;
+        if (kind != CG_NONE) {
+            snprintf(dir, size, "%s%s", cgroup_root(kind), cgpath + 1);
+            return kind;
+        }
+    }
+    return CG_NONE;
+}
+
+/* Call fn(pid, arg) for each process in the cgroup; returns how many there were. */
+static int for_each_cgroup_pid(const char *dir, void (*fn)(pid_t, void *), void *arg)
+{
+    static char buf[FILE_MAX];
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    if (read_file(path, buf, sizeof buf) < 0)
+        return 0;
+    int count = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        count++;
+        if (fn)
+            fn((pid_t)atoi(line), arg);
+    }
+    return count;
+}
+
+static void send_signal(pid_t pid, void *sig)
+{
+    kill(pid, *(int *)sig);
+}
+
+static void add_memory(pid_t pid, void *total)
+{
+    *(long long *)total += process_memory(pid);
+}
+
+/* Signal every process in the cgroup; SIGKILL on v2 uses cgroup.kill. */
+static void signal_cgroup(enum cgroup_kind kind, const char *dir, int sig)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/cgroup.kill", dir);
+    if (kind == CG_V2 && sig == SIGKILL && write_file(path, "1") == 0)
+        return;
+    for_each_cgroup_pid(dir, send_signal, &sig);
+}
+
+/* Move the calling process into the cgroup at dir; its children follow. */
+static int join_cgroup(const char *dir)
+{
+    char path[PATH_MAX], self[32];
+    if (snprintf(path, sizeof path, "%s/cgroup.procs", dir) >= (int)sizeof path)
+        return -1;
+    snprintf(self, sizeof self, "%d", (int)getpid());
+    return write_file(path, self);
+}
+
+/* Remove an ended instance's cgroup, SIGKILLing anything still in it
+ * (zombies do not count: they have left cgroup.procs). */
+static void remove_cgroup(enum cgroup_kind kind, const char *dir)
+{
+    for (int waited = 0; rmdir(dir) < 0; waited += POLL_MS) {
+        if (errno == ENOENT)
+            return;
+        if (errno != EBUSY || waited >= KILL_WAIT_MS) {
+            warn_msg("cannot remove cgroup %s: %s", dir, strerror(errno));
+            return;
+        }
+        signal_cgroup(kind, dir, SIGKILL);
+        sleep_ms(POLL_MS);
+    }
+}
+
+/* --------------------------------------------------------------- pidfd */
+
+/* pidfds pin a process, so a pid that is reused after we checked its labels
+ * is never signalled.  Kernels before 5.3 lack them: fall back to kill(). */
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static int signal_pidfd(int pidfd, pid_t pid, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+    if (pidfd >= 0)
+        return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+#else
+    (void)pidfd;
+#endif
+    return kill(pid, sig);
+}
+
+/* --------------------------------------------------------------- targets */
+
+enum target_status { PENDING, ENDED, GONE, REFUSED, FAILED };
+
+/* One PID:INSTANCE argument of kill or mem, and what we learnt about it. */
+struct target {
+    pid_t pid;
+    const char *instance;
+    struct labels labels;
+    int pidfd;
+    int group_leader;
+    enum cgroup_kind cgroup;
+    char cgroup_dir[PATH_MAX];
+    enum target_status status;
+    char reason[LABEL_MAX + 64];
+};
+
+static void parse_target(const char *arg, struct target *t)
+{
+    char *end;
+    const char *colon = strchr(arg, ':');
+    long pid = strtol(arg, &end, 10);
+    if (!colon || end != colon || pid <= 0 || pid > INT_MAX || !colon[1])
+        usage_error("expected PID:INSTANCE, got %s", arg);
+    memset(t, 0, sizeof *t);
+    t->pid = (pid_t)pid;
+    t->instance = colon + 1;
+    t->pidfd = -1;
+}
+
+/* A target may be touched only while it runs and carries LABTUI_INSTANCE. */
+static void verify_target(struct target *t)
+{
+    struct proc_stat st;
+    t->pidfd = open_pidfd(t->pid);
+    if ((t->pidfd < 0 && errno == ESRCH) || read_stat(t->pid, &st) < 0 || is_dead(st.state)) {
+        t->status = GONE;
+        return;
+    }
+    int labelled = read_labels(t->pid, &t->labels);
+    if (labelled < 0 && errno == ESRCH) {
+        t->status = GONE;
+    } else if (labelled < 0) {
+        t->status = REFUSED;
+        snprintf(t->reason, sizeof t->reason, "cannot read /proc/%d/environ: %s", (int)t->pid,
+                 strerror(errno));
+    } else if (!labelled || strcmp(t->labels.instance, t->instance) != 0) {
+        t->status = REFUSED;
+        snprintf(t->reason, sizeof t->reason, "pid %d does not carry LABTUI_INSTANCE=%s", (int)t->pid,
+                 field(t->instance));
+    } else if (signal_pidfd(t->pidfd, t->pid, 0) < 0) {
+        t->status = GONE; /* exited while we read it: the environment may be a newcomer's */
+    } else {
+        t->status = PENDING;
+        t->group_leader = st.pgid == t->pid;
+        t->cgroup = find_cgroup(t->pid, t->cgroup_dir, sizeof t->cgroup_dir);
+    }
+}
+
+/* The root still exists (a zombie counts: it holds its pid and group id). */
+static int root_exists(const struct target *t)
+{
+    return signal_pidfd(t->pidfd, t->pid, 0) == 0;
+}
+
+static int root_running(const struct target *t)
+{
+    struct proc_stat st;
+    return root_exists(t) && read_stat(t->pid, &st) == 0 && !is_dead(st.state);
+}
+
+/* Signal the whole instance: its cgroup, its process group and its root. */
+static void signal_instance(const struct target *t, int sig)
+{
+    if (t->cgroup != CG_NONE)
+        signal_cgroup(t->cgroup, t->cgroup_dir, sig);
+    if (!root_exists(t))
+        return;
+    if (t->group_leader)
+        kill(-t->pid, sig);
+    signal_pidfd(t->pidfd, t->pid, sig);
+}
+
+static int instance_ended(const struct target *t)
+{
+    if (root_running(t))
+        return 0;
+    return t->cgroup == CG_NONE || for_each_cgroup_pid(t->cgroup_dir, NULL, NULL) == 0;
+}
+
+/* Poll until every pending target ended or timeout_ms passed; returns how many are left. */
+static int wait_ended(struct target *targets, int n, int timeout_ms)
+{
+    for (int waited = 0;; waited += POLL_MS) {
+        int left = 0;
+        for (int i = 0; i < n; i++) {
+            if (targets[i].status == PENDING && instance_ended(&targets[i]))
+                targets[i].status = ENDED;
+            left += targets[i].status == PENDING;
+        }
+        if (!left || waited >= timeout_ms)
+            return left;
+        sleep_ms(POLL_MS);
+    }
+}
+
+/* Descendants outside any cgroup may have left the root's process group:
+ * find them by their labels and SIGKILL them, checking each through a pidfd. */
+static void kill_labelled_strays(const struct target *targets, int n)
+{
+    int needed = 0;
+    for (int i = 0; i < n; i++)
+        needed |= (targets[i].status == PENDING || targets[i].status == ENDED) && targets[i].cgroup == CG_NONE;
+    if (!needed)
+        return;
+    struct proc_table table = scan_labelled();
+    for (size_t p = 0; p < table.len; p++) {
+        const struct proc *proc = &table.items[p];
+        for (int i = 0; i < n; i++) {
+            const struct target *t = &targets[i];
+            if (t->cgroup != CG_NONE || !(t->status == PENDING || t->status == ENDED) ||
+                !same_instance(&t->labels, &proc->labels))
+                continue;
+            struct labels now;
+            int pidfd = open_pidfd(proc->st.pid);
+            if (read_labels(proc->st.pid, &now) == 1 && same_instance(&now, &t->labels))
+                signal_pidfd(pidfd, proc->st.pid, SIGKILL);
+            if (pidfd >= 0)
+                close(pidfd);
+        }
+    }
+    free(table.items);
+}
+
+/* The root is gone, but with --session its cgroup can still be found by name:
+ * end what is left in it (orphans of the root) and remove it. */
+static void clean_named_cgroups(const char *session, const char *instance)
+{
+    struct labels labels;
+    memset(&labels, 0, sizeof labels);
+    snprintf(labels.session, LABEL_MAX, "%s", session);
+    snprintf(labels.instance, LABEL_MAX, "%s", instance);
+    enum cgroup_kind kinds[] = {CG_V2, CG_V1_PIDS};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char dir[PATH_MAX];
+        cgroup_dir_for(kinds[k], &labels, dir, sizeof dir);
+        if (access(dir, F_OK) == 0)
+            remove_cgroup(kinds[k], dir);
+    }
+}
+
+static void print_target(const struct target *t, const char *verb)
+{
+    if (t->status == REFUSED || t->status == FAILED)
+        printf("%s\t%d\t%s\t%s\n", t->status == REFUSED ? "refused" : "failed", (int)t->pid,
+               field(t->instance), t->reason);
+    else
+        printf("%s\t%d\t%s\n", t->status == GONE ? "gone" : verb, (int)t->pid, field(t->instance));
+}
+
+/* ------------------------------------------------------------------ kill */
+
+static int cmd_kill(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"grace", required_argument, NULL, 'g'},
+        {"force", no_argument, NULL, 'f'},
+        {"session", required_argument, NULL, 's'},
+        {NULL, 0, NULL, 0},
+    };
+    double grace_s = 2.0;
+    int force = 0, opt;
+    const char *session = NULL;
+    while ((opt = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+        if (opt == 'g')
+            grace_s = atof(optarg);
+        else if (opt == 'f')
+            force = 1;
+        else if (opt == 's')
+            session = optarg;
+        else
+            usage_error("kill: unknown option");
+    }
+    int n = argc - optind;
+    struct target *targets = calloc((size_t)(n > 0 ? n : 1), sizeof *targets);
+    if (!targets)
+        usage_error("kill: out of memory");
+    for (int i = 0; i < n; i++) {
+        parse_target(argv[optind + i], &targets[i]);
+        verify_target(&targets[i]);
+    }
+    if (!force) {
+        for (int i = 0; i < n; i++)
+            if (targets[i].status == PENDING)
+                signal_instance(&targets[i], SIGTERM);
+        wait_ended(targets, n, (int)(grace_s * 1000));
+    }
+    /* Whatever is left of each tree -- the root if it ignored SIGTERM,
+     * children that outlived it -- gets SIGKILL. */
+    for (int i = 0; i < n; i++)
+        if (targets[i].status == PENDING || targets[i].status == ENDED)
+            signal_instance(&targets[i], SIGKILL);
+    kill_labelled_strays(targets, n);
+    wait_ended(targets, n, KILL_WAIT_MS);
+
+    int status = 0;
+    for (int i = 0; i < n; i++) {
+        struct target *t = &targets[i];
+        if (t->status == PENDING) {
+            t->status = FAILED;
+            snprintf(t->reason, sizeof t->reason, "still running %d ms after SIGKILL", KILL_WAIT_MS);
+        }
+        if (t->cgroup != CG_NONE && t->status == ENDED)
+            remove_cgroup(t->cgroup, t->cgroup_dir);
+        if (t->status == GONE && session)
+            clean_named_cgroups(session, t->instance);
+        status |= t->status == REFUSED || t->status == FAILED;
+        print_target(t, "killed");
+        if (t->pidfd >= 0)
+            close(t->pidfd);
+    }
+    free(targets);
+    return status;
+}
+
+/* ------------------------------------------------------------------- mem */
+
+static long long tree_memory(const struct target *t, const struct proc_table *table)
+{
+    long long total = 0;
+    if (t->cgroup != CG_NONE) {
+        for_each_cgroup_pid(t->cgroup_dir, add_memory, &total);
+        return total;
+    }
+    for (size_t i = 0; i < table->len; i++)
+        if (same_instance(&table->items[i].labels, &t->labels))
+            total += process_memory(table->items[i].st.pid);
+    return total;
+}
+
+static int cmd_mem(int argc, char **argv)
+{
+    int n = argc - 1, status = 0, need_scan = 0;
+    struct target *targets = calloc((size_t)(n > 0 ? n : 1), sizeof *targets);
+    if (!targets)
+        usage_error("mem: out of memory");
+    for (int i = 0; i < n; i++) {
+        parse_target(argv[i + 1], &targets[i]);
+        verify_target(&targets[i]);
+        need_scan |= targets[i].status == PENDING && targets[i].cgroup == CG_NONE;
+    }
+    struct proc_table table = need_scan ? scan_labelled() : (struct proc_table){NULL, 0};
+    for (int i = 0; i < n; i++) {
+        struct target *t = &targets[i];
+        if (t->status == PENDING)
+            printf("mem\t%d\t%s\t%lld\n", (int)t->pid, field(t->instance), tree_memory(t, &table));
+        else
+            print_target(t, "mem");
+        status |= t->status == REFUSED;
+        if (t->pidfd >= 0)
+            close(t->pidfd);
+    }
+    free(table.items);
+    free(targets);
+    return status;
+}
+
+/* -------------------------------------------------------------------- ps */
+
+/* /proc/PID/stat counts start time in clock ticks since boot (CLOCK_BOOTTIME):
+ * the epoch of boot is now on the wall clock minus the time since boot. */
+static double boot_epoch(void)
+{
+    return (double)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_BOOTTIME)) / 1e9;
+}
+
+static int cmd_ps(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"session", required_argument, NULL, 's'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *session = NULL;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+        if (opt != 's')
+            usage_error("ps: unknown option");
+        session = optarg;
+    }
+    struct proc_table table = scan_labelled();
+    double booted = boot_epoch();
+    double ticks = (double)sysconf(_SC_CLK_TCK);
+    long page = sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < table.len; i++) {
+        const struct proc *p = &table.items[i];
+        if ((session && strcmp(p->labels.session, session) != 0) || !is_root(&table, p))
+            continue;
+        printf("proc\t%d\t%s\t%s\t%s\t%c\t%lld\t%.2f\t%s\n", (int)p->st.pid, field(p->labels.session),
+               field(p->labels.role), field(p->labels.instance), p->st.state,
+               (long long)p->st.rss_pages * page, booted + (double)p->st.start_ticks / ticks,
+               field(p->st.comm));
+    }
+    free(table.items);
+    return 0;
+}
+
+/* ----------------------------------------------------------------- spawn */
+
+struct spawn_options {
+    struct labels labels; /* instance filled per instance */
+    const char **instances;
+    int n_instances;
+    cpu_set_t cpus;
+    int pin;
+    int wait_exit;
+    int isolate;
+    double timeout_s;
+    char **program;
+};
+
+/* What the children tell the agent through the CLOEXEC status pipe. */
+enum { REPORT_STARTED = 1, REPORT_FAILED };
+struct report {
+    int kind;
+    pid_t pid;              /* STARTED: the instance, in the agent's pid namespace */
+    int namespaces;         /* STARTED: pid/ipc/uts namespaces were created */
+    enum cgroup_kind cgroup; /* STARTED: the cgroup the instance was put in */
+    int err;                /* FAILED: errno of the step that failed */
+    char step[32];          /* FAILED: which step */
+};
+
+__attribute__((noreturn)) static void report_failure(int fd, const char *step, int err)
+{
+    struct report r = {.kind = REPORT_FAILED, .err = err};
+    snprintf(r.step, sizeof r.step, "%s", step);
+    if (write(fd, &r, sizeof r) < 0)
+        _exit(126);
+    _exit(127);
+}
+
+/* Parse a CPU list such as "0", "0-3" or "0,2,4-5". */
+static int parse_cpus(const char *text, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    for (const char *p = text; *p;) {
+        char *end;
+        long first = strtol(p, &end, 10), last = first;
+        if (end == p || first < 0)
+            return -1;
+        if (*end == '-') {
+            p = end + 1;
+            last = strtol(p, &end, 10);
+            if (end == p || last < first)
+                return -1;
+        }
+        if (last >= CPU_SETSIZE)
+            return -1;
+        for (long cpu = first; cpu <= last; cpu++)
+            CPU_SET((int)cpu, set);
+        if (*end && *end != ',')
+            return -1;
+        p = *end ? end + 1 : end;
+    }
+    return CPU_COUNT(set) ? 0 : -1;
+}
+
+/* The instance itself: its own session, labels in the environment, stdio on
+ * /dev/null, default signal handling, then exec.  Never returns. */
+__attribute__((noreturn)) static void run_instance(const struct spawn_options *o, const struct labels *labels,
+                                                  int status_fd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    if (setsid() < 0)
+        report_failure(status_fd, "setsid", errno);
+    if (setenv("LABTUI_SESSION", labels->session, 1) < 0 || setenv("LABTUI_ROLE", labels->role, 1) < 0 ||
+        setenv("LABTUI_INSTANCE", labels->instance, 1) < 0)
+        report_failure(status_fd, "setenv", errno);
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0)
+        report_failure(status_fd, "open /dev/null", errno);
+    for (int fd = 0; fd <= 2; fd++)
+        if (dup2(null, fd) < 0)
+            report_failure(status_fd, "dup2", errno);
+    if (null > 2)
+        close(null);
+    execvp(o->program[0], o->program);
+    report_failure(status_fd, "exec", errno);
+}
+
+/* The middle process: joins the cgroup, pins, creates the namespaces, forks
+ * the instance (PID 1 of the new pid namespace) and exits, so the instance is
+ * reparented away from the agent.  Never returns. */
+__attribute__((noreturn)) static void run_middle(const struct spawn_options *o, const struct labels *labels,
+                                                enum cgroup_kind cgroup, const char *cgroup_dir, int status_fd)
+{
+    struct report r = {.kind = REPORT_STARTED, .cgroup = CG_NONE};
+    if (cgroup != CG_NONE && join_cgroup(cgroup_dir) == 0)
+        r.cgroup = cgroup;
+    if (o->pin && sched_setaffinity(0, sizeof o->cpus, &o->cpus) < 0)
+        report_failure(status_fd, "sched_setaffinity", errno);
+    if (o->isolate) {
+        if (unshare(CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS) == 0)
+            r.namespaces = 1;
+        else if (errno != EPERM && errno != EINVAL)
+            report_failure(status_fd, "unshare", errno);
+    }
+    pid_t child = fork();
+    if (child < 0)
+        report_failure(status_fd, "fork", errno);
+    if (child == 0)
+        run_instance(o, labels, status_fd);
+    r.pid = child;
+    if (write(status_fd, &r, sizeof r) < 0)
+        _exit(126);
+    _exit(0);
+}
+
+static void describe_isolation(const struct report *r, char *out, size_t size)
+{
+    snprintf(out, size, "%s%s%s", r->namespaces ? "pidns+ipcns+utsns" : "",
+             r->namespaces && r->cgroup != CG_NONE ? "," : "",
+             r->cgroup != CG_NONE ? cgroup_label(r->cgroup) : "");
+    if (!*out)
+        snprintf(out, size, "none");
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+/* Wait for the instance (reparented to us: we are its subreaper) to exit,
+ * SIGKILLing it after timeout_s.  The exit is observed without reaping, so
+ * the zombie still pins its pid and group while leftovers are killed. */
+static int wait_for_exit(struct target *t, double timeout_s, int64_t *exited_ns, int *exit_code)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm; /* no SA_RESTART: waitid returns EINTR */
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval timer = {{0, 0}, {(time_t)timeout_s, (suseconds_t)((timeout_s - (time_t)timeout_s) * 1e6)}};
+    setitimer(ITIMER_REAL, &timer, NULL);
+    siginfo_t info;
+    int timed_out = 0;
+    while (waitid(P_PID, (id_t)t->pid, &info, WEXITED | WNOWAIT) < 0) {
+        if (errno != EINTR)
+            return -1;
+        timed_out = 1;
+        signal_instance(t, SIGKILL);
+    }
+    *exited_ns = clock_ns(CLOCK_MONOTONIC);
+    timer.it_value.tv_sec = timer.it_value.tv_usec = 0;
+    setitimer(ITIMER_REAL, &timer, NULL);
+    signal_instance(t, SIGKILL); /* leftovers of the tree */
+    int status;
+    waitpid(t->pid, &status, 0);
+    *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (t->cgroup != CG_NONE)
+        remove_cgroup(t->cgroup, t->cgroup_dir);
+    return timed_out ? -1 : 0;
+}
+
+/* Read the children's reports until both have closed the pipe (the instance
+ * by exec'ing); fills started/failed. */
+static void collect_reports(int fd, struct report *started, struct report *failed)
+{
+    struct report r;
+    ssize_t n;
+    while ((n = read(fd, &r, sizeof r)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != (ssize_t)sizeof r)
+            break;
+        *(r.kind == REPORT_STARTED ? started : failed) = r;
+    }
+}
+
+/* Start one instance and print its record; 0 on success, -1 after an error record. */
+static int spawn_one(const struct spawn_options *o, const char *id, enum cgroup_kind cgroup)
+{
+    struct labels labels = o->labels;
+    snprintf(labels.instance, LABEL_MAX, "%s", id);
+    char cgroup_dir[PATH_MAX] = "";
+    if (cgroup != CG_NONE) {
+        cgroup_dir_for(cgroup, &labels, cgroup_dir, sizeof cgroup_dir);
+        if (make_dir(cgroup_dir) < 0) {
+            warn_msg("cannot create cgroup %s: %s", cgroup_dir, strerror(errno));
+            cgroup = CG_NONE;
+        }
+    }
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        printf("error\t%s\tpipe: %s\n", field(id), strerror(errno));
+        return -1;
+    }
+    int64_t wall = clock_ns(CLOCK_REALTIME), start = clock_ns(CLOCK_MONOTONIC);
+    pid_t middle = fork();
+    if (middle == 0) {
+        close(fds[0]);
+        run_middle(o, &labels, cgroup, cgroup_dir, fds[1]);
+    }
+    close(fds[1]);
+    struct report started = {0}, failed = {0};
+    if (middle > 0)
+        collect_reports(fds[0], &started, &failed);
+    int64_t ready = clock_ns(CLOCK_MONOTONIC);
+    close(fds[0]);
+    if (middle > 0)
+        waitpid(middle, NULL, 0);
+
+    struct target t;
+    memset(&t, 0, sizeof t);
+    t.pid = started.pid;
+    t.pidfd = -1;
+    t.labels = labels;
+    t.cgroup = started.cgroup;
+    t.group_leader = 1;
+    snprintf(t.cgroup_dir, sizeof t.cgroup_dir, "%s", cgroup_dir);
+    if (middle < 0 || failed.kind || !started.kind) {
+        int err = middle < 0 ? errno : failed.err;
+        const char *step = middle < 0 ? "fork" : failed.kind ? failed.step : "setup";
+        char reason[PATH_MAX];
+        if (strcmp(step, "exec") == 0)
+            snprintf(reason, sizeof reason, "cannot run %s: %s", field(o->program[0]), strerror(err));
+        else
+            snprintf(reason, sizeof reason, "%s failed: %s", step, strerror(err));
+        printf("error\t%s\t%s\n", field(id), reason);
+        warn_msg("instance %s: %s", id, reason);
+        if (started.kind && o->wait_exit)
+            waitpid(started.pid, NULL, 0);
+        if (cgroup != CG_NONE)
+            remove_cgroup(cgroup, cgroup_dir);
+        return -1;
+    }
+    char isolation[64];
+    describe_isolation(&started, isolation, sizeof isolation);
+    if (!o->wait_exit) {
+        printf("instance\t%s\t%d\t%lld\t%lld\t%s\n", field(id), (int)started.pid, (long long)wall,
+               (long long)(ready - start), isolation);
+        return 0;
+    }
+    int64_t exited;
+    int code;
+    if (wait_for_exit(&t, o->timeout_s, &exited, &code) < 0) {
+        printf("error\t%s\tdid not exit within %g s; killed\n", field(id), o->timeout_s);
+        return -1;
+    }
+    printf("exit\t%s\t%d\t%lld\t%lld\t%d\t%s\n", field(id), (int)started.pid, (long long)wall,
+           (long long)(exited - start), code, isolation);
+    return 0;
+}
+
+static const char *checked_label(const char *value, const char *what)
+{
+    if (!*value || strlen(value) >= LABEL_MAX || strpbrk(value, "\t\n"))
+        usage_error("spawn: --%s must have 1-%d characters, without tabs or newlines", what, LABEL_MAX - 1);
+    return value;
+}
+
+static void parse_spawn(int argc, char **argv, struct spawn_options *o)
+{
+    static const struct option options[] = {
+        {"session", required_argument, NULL, 's'}, {"role", required_argument, NULL, 'r'},
+        {"instance", required_argument, NULL, 'i'}, {"cpus", required_argument, NULL, 'c'},
+        {"wait", required_argument, NULL, 'w'},    {"isolate", required_argument, NULL, 'I'},
+        {"timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
+    };
+    int opt;
+    memset(o, 0, sizeof *o);
+    o->isolate = 1;
+    o->timeout_s = 60.0;
+    o->instances = calloc((size_t)argc, sizeof *o->instances);
+    while ((opt = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+        switch (opt) {
+        case 's': snprintf(o->labels.session, LABEL_MAX, "%s", checked_label(optarg, "session")); break;
+        case 'r': snprintf(o->labels.role, LABEL_MAX, "%s", checked_label(optarg, "role")); break;
+        case 'i': o->instances[o->n_instances++] = checked_label(optarg, "instance"); break;
+        case 'c':
+            if (parse_cpus(optarg, &o->cpus) < 0)
+                usage_error("spawn: bad --cpus list %s", optarg);
+            o->pin = 1;
+            break;
+        case 'w':
+            if (strcmp(optarg, "exit") != 0 && strcmp(optarg, "ready") != 0)
+                usage_error("spawn: --wait takes exit or ready, not %s", optarg);
+            o->wait_exit = strcmp(optarg, "exit") == 0;
+            break;
+        case 'I':
+            if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "none") != 0)
+                usage_error("spawn: --isolate takes auto or none, not %s", optarg);
+            o->isolate = strcmp(optarg, "auto") == 0;
+            break;
+        case 't': o->timeout_s = atof(optarg); break;
+        default: usage_error("spawn: unknown option");
+        }
+    }
+    o->program = argv + optind;
+    if (!o->labels.session[0] || !o->labels.role[0] || !o->n_instances || !o->program[0])
+        usage_error("spawn needs --session, --role, at least one --instance and -- PROGRAM");
+    if (o->wait_exit && o->n_instances != 1)
+        usage_error("spawn: --wait exit takes exactly one --instance");
+    if (o->timeout_s <= 0)
+        usage_error("spawn: --timeout must be positive");
+}
+
+static int cmd_spawn(int argc, char **argv)
+{
+    struct spawn_options o;
+    parse_spawn(argc, argv, &o);
+    /* For --wait exit the instance must come back to us when the middle
+     * process exits, so that we can reap it and see its exit code. */
+    if (o.wait_exit && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+        warn_msg("cannot become a subreaper: %s", strerror(errno));
+        return 1;
+    }
+    enum cgroup_kind cgroup = o.isolate ? choose_cgroup() : CG_NONE;
+    int status = 0;
+    for (int i = 0; i < o.n_instances && status == 0; i++)
+        status = spawn_one(&o, o.instances[i], cgroup) < 0;
+    free(o.instances);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a record per line, even if we are killed midway */
+    if (argc < 2)
+        usage_error("no subcommand");
+    const char *command = argv[1];
+    if (strcmp(command, "spawn") == 0)
+        return cmd_spawn(argc - 1, argv + 1);
+    if (strcmp(command, "ps") == 0)
+        return cmd_ps(argc - 1, argv + 1);
+    if (strcmp(command, "kill") == 0)
+        return cmd_kill(argc - 1, argv + 1);
+    if (strcmp(command, "mem") == 0)
+        return cmd_mem(argc - 1, argv + 1);
+    usage_error("unknown subcommand %s", command);
+}

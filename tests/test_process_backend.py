@@ -1,0 +1,240 @@
+"""The process backend and its agent, with real processes on this machine."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from labtui.backends import Backend, BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
+from labtui.hosts.local import LocalHost
+from labtui.native import ProgramUnavailable, ensure_program
+
+AGENT_SOURCE = builtin_plugins_dir() / "process" / "agent.c"
+
+
+@pytest.fixture(scope="module")
+def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One runtime dir per module, so the agent and probes compile once."""
+    path = tmp_path_factory.mktemp("runtime")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LABTUI_RUNTIME_DIR", str(path))
+        yield path
+
+
+class Lab:
+    """A backend plus the sessions a test used; everything in them is destroyed afterwards."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.sessions: list[str] = []
+
+    def session(self) -> str:
+        name = f"test-{secrets.token_hex(4)}"
+        self.sessions.append(name)
+        return name
+
+    async def sleepers(self, session: str, count: int, role: str = "idle") -> list[Instance]:
+        specs = [InstanceSpec(Labels(session, role, f"s{i}"), program="sleeper") for i in range(count)]
+        return await self.backend.create_many(specs)
+
+    async def cleanup(self) -> None:
+        for session in self.sessions:
+            left = await self.backend.list(session)
+            if left:
+                await self.backend.destroy_many(left, force=True)
+
+
+@pytest.fixture
+async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
+    lab = Lab(open_backend("process", LocalHost()))
+    try:
+        yield lab
+    finally:
+        await lab.cleanup()
+
+
+def labelled_pids(instance: str) -> list[int]:
+    """Live processes whose environment carries LABTUI_INSTANCE=instance."""
+    wanted = f"LABTUI_INSTANCE={instance}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            pass  # gone, or a zombie without an environment
+    return found
+
+
+def wait_for(predicate, timeout: float = 3.0) -> bool:  # noqa: ANN001 - any callable
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+async def test_check_reports_linux_and_kernel(lab: Lab) -> None:
+    availability = await lab.backend.check()
+    assert availability.usable, availability.reason
+    assert availability.version == os.uname().release
+
+
+async def test_hello_runs_to_exit_with_a_boot_time(lab: Lab) -> None:
+    session = lab.session()
+    before = time.time()
+    hello = await lab.backend.create(InstanceSpec(Labels(session, "probe", "h0"), program="hello", wait="exit"))
+    assert hello.state == "exited" and hello.exit_code == 0
+    assert hello.boot_s is not None and 0 < hello.boot_s < 1
+    assert hello.created_at is not None and before - 1 < hello.created_at <= time.time()
+    assert hello.details["exit_code"] == 0 and hello.details["isolation"]
+    assert await lab.backend.list(session) == []
+
+
+async def test_a_batch_is_listed_with_its_labels_and_nothing_else(lab: Lab) -> None:
+    session, other = lab.session(), lab.session()
+    roles = ["server"] * 5 + ["client"] * 15
+    specs = [InstanceSpec(Labels(session, role, f"i{i}"), program="sleeper") for i, role in enumerate(roles)]
+    created = await lab.backend.create_many(specs)
+    await lab.sleepers(other, 2)
+    assert [i.labels for i in created] == [s.labels for s in specs]
+    assert all(i.state == "running" and i.boot_s is not None and i.boot_s > 0 for i in created)
+
+    listed = await lab.backend.list(session)
+    assert {i.labels for i in listed} == {s.labels for s in specs}
+    assert {i.handle for i in listed} == {i.handle for i in created}
+    assert all(i.state == "running" and i.backend == "process" and i.host == "local" for i in listed)
+    everything = {i.labels.session for i in await lab.backend.list()}
+    assert {session, other} <= everything
+
+
+async def test_instances_are_found_after_the_python_side_forgets_them(lab: Lab) -> None:
+    session = lab.session()
+    await lab.sleepers(session, 3)
+    fresh = open_backend("process", LocalHost())  # as after a crash: no memory of the create
+    found = await fresh.list(session)
+    assert sorted(i.labels.instance for i in found) == ["s0", "s1", "s2"]
+    await fresh.destroy_many(found)
+    assert await fresh.list(session) == []
+    assert not any(labelled_pids(i.labels.instance) for i in found if i.labels.session == session)
+
+
+@pytest.mark.parametrize("isolate", ["auto", "none"])
+async def test_destroy_ends_the_whole_tree(lab: Lab, isolate: str) -> None:
+    host = LocalHost()
+    agent = await ensure_program(host, AGENT_SOURCE, "labtui-agent")
+    session, instance = lab.session(), f"tree-{secrets.token_hex(4)}"
+    argv = [agent, "spawn", "--session", session, "--role", "tree", "--instance", instance, "--isolate", isolate]
+    result = await host.run([*argv, "--", "/bin/sh", "-c", "sleep 1000 & sleep 1000"])
+    assert result.ok, result.stderr
+    assert wait_for(lambda: len(labelled_pids(instance)) == 3)  # sh and two sleeps
+
+    (root,) = await lab.backend.list(session)
+    assert root.details["comm"] == "sh" and root.labels == Labels(session, "tree", instance)
+    await lab.backend.destroy(root)
+    assert labelled_pids(instance) == []
+    assert await lab.backend.list(session) == []
+
+
+async def test_exec_failure_is_an_error_line(lab: Lab) -> None:
+    host = LocalHost()
+    agent = await ensure_program(host, AGENT_SOURCE, "labtui-agent")
+    argv = [agent, "spawn", "--session", lab.session(), "--role", "r", "--instance", "x", "--", "/nonexistent/prog"]
+    result = await host.run(argv)
+    assert result.returncode == 1
+    assert result.stdout == "error\tx\tcannot run /nonexistent/prog: No such file or directory\n"
+
+
+async def test_destroy_refuses_a_process_without_the_label(lab: Lab) -> None:
+    session = lab.session()
+    stranger = subprocess.Popen(["sleep", "1000"])
+    try:
+        labels = Labels(session, "r", "fake")
+        fake = Instance(labels, "fake", "process", "local", "running", handle=f"{stranger.pid}:fake")
+        with pytest.raises(BackendError, match=f"pid {stranger.pid} does not carry LABTUI_INSTANCE=fake"):
+            await lab.backend.destroy(fake, force=True)
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+async def test_destroy_refuses_another_instances_pid(lab: Lab) -> None:
+    session = lab.session()
+    (real,) = await lab.sleepers(session, 1)
+    pid = real.details["pid"]
+    other = Instance(Labels(session, "idle", "s9"), "other", "process", "local", "running", handle=f"{pid}:s9")
+    with pytest.raises(BackendError, match="does not carry"):
+        await lab.backend.destroy(other)
+    assert [i.handle for i in await lab.backend.list(session)] == [real.handle]
+
+
+async def test_destroying_twice_is_harmless(lab: Lab) -> None:
+    (sleeper,) = await lab.sleepers(lab.session(), 1)
+    await lab.backend.destroy(sleeper)
+    await lab.backend.destroy(sleeper)
+
+
+async def test_memory_of_a_sleeper_is_small(lab: Lab) -> None:
+    first, second = await lab.sleepers(lab.session(), 2)
+    used = await lab.backend.memory_bytes(first)
+    assert used is not None and 0 < used < 16 * 2**20
+    await lab.backend.destroy(first)
+    assert await lab.backend.memory_bytes(first) is None
+    gone, alive = await lab.backend.memory_many([first, second])
+    assert gone is None and alive is not None and alive > 0
+
+
+async def test_isolation_is_recorded_and_true(lab: Lab) -> None:
+    isolation = await lab.backend.isolation()
+    assert re.fullmatch(r"none|pidns\+ipcns\+utsns(,cgroup-v\S+)?|cgroup-v\S+", isolation), isolation
+    (sleeper,) = await lab.sleepers(lab.session(), 1)
+    assert sleeper.details["isolation"] == isolation
+    pid = sleeper.details["pid"]
+    if "pidns" in isolation:
+        assert os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")
+    if "cgroup" in isolation:
+        assert "/labtui/" in Path(f"/proc/{pid}/cgroup").read_text()
+
+
+async def test_pinning_sets_the_cpu_affinity(lab: Lab) -> None:
+    spec = InstanceSpec(Labels(lab.session(), "pinned", "p0"), program="sleeper", cpus="0")
+    pinned = await lab.backend.create(spec)
+    assert os.sched_getaffinity(pinned.details["pid"]) == {0}
+
+
+async def test_wait_exit_times_out_and_leaves_nothing(lab: Lab) -> None:
+    session = lab.session()
+    spec = InstanceSpec(Labels(session, "stuck", "w0"), program="sleeper", wait="exit", timeout_s=0.3)
+    with pytest.raises(BackendError, match="did not exit within 0.3 s"):
+        await lab.backend.create(spec)
+    assert await lab.backend.list(session) == []
+
+
+async def test_specs_the_backend_cannot_serve_are_refused(lab: Lab) -> None:
+    labels = Labels(lab.session(), "r", "i0")
+    with pytest.raises(BackendError, match="runs probes, not images: got image 'alpine'"):
+        await lab.backend.create(InstanceSpec(labels, image="alpine"))
+    with pytest.raises(BackendError, match="needs spec.program"):
+        await lab.backend.create(InstanceSpec(labels))
+    with pytest.raises(ProgramUnavailable, match="unknown probe 'nosuch'"):
+        await lab.backend.create(InstanceSpec(labels, program="nosuch"))
+
+
+async def test_a_thousand_sleepers_start_and_stop_quickly(lab: Lab) -> None:
+    session = lab.session()
+    started = time.monotonic()
+    created = await lab.sleepers(session, 1000)
+    assert len({i.handle for i in created}) == 1000
+    await lab.backend.destroy_many(created)
+    elapsed = time.monotonic() - started
+    assert await lab.backend.list(session) == []
+    assert elapsed < 15, f"1000 sleepers took {elapsed:.1f} s to create and destroy"
