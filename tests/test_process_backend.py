@@ -140,7 +140,8 @@ async def test_destroy_ends_the_whole_tree(lab: Lab, isolate: str) -> None:
     (root,) = await lab.backend.list(session)
     assert root.details["comm"] == "sh" and root.labels == Labels(session, "tree", instance)
     await lab.backend.destroy(root)
-    assert labelled_pids(instance) == []
+    # the root is gone when destroy returns; its children, signalled with it, within moments
+    assert wait_for(lambda: labelled_pids(instance) == [], timeout=2.0)
     assert await lab.backend.list(session) == []
 
 

@@ -28,6 +28,7 @@ async def run_scaling(ctx: RunContext) -> None:
     ctx.position.steps = planned_steps(suite)
     for repetition in range(1, suite.repetitions + 1):
         ctx.position.repetition = repetition
+        await _wait_for_quiet_host(ctx)
         background: list[Instance] = []
         try:
             for step in range(planned_steps(suite)):
@@ -35,6 +36,26 @@ async def run_scaling(ctx: RunContext) -> None:
                 await ctx.gate.passed()
         finally:
             await ctx.destroy(background)
+
+
+QUIET_CPU_AVAIL = 0.9
+QUIET_POLL_S = 0.25
+
+
+async def _wait_for_quiet_host(ctx: RunContext) -> None:
+    """Wait until the host's CPU is mostly idle, so a baseline is taken on a quiet machine."""
+    timeout = ctx.suite.sampling.quiet_timeout_s
+    if timeout <= 0:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    await ctx.host.sample()
+    while loop.time() < deadline:
+        await asyncio.sleep(QUIET_POLL_S)
+        cpu = (await ctx.host.sample()).cpu_avail
+        if cpu is None or cpu >= QUIET_CPU_AVAIL:
+            return
+    ctx.log("warning", "busy-host", f"host {ctx.host.name} still busy after {timeout:g} s; measuring anyway")
 
 
 async def _run_step(ctx: RunContext, step: int, background: list[Instance]) -> None:
@@ -71,6 +92,8 @@ async def _grow_background(ctx: RunContext, background: list[Instance], target: 
 async def _measure_worker(ctx: RunContext) -> None:
     worker = ctx.suite.worker
     assert worker is not None
+    for _ in range(worker.warmup):
+        await ctx.destroy(await ctx.create([ctx.spec("warmup", worker, "exit")]))
     for _ in range(worker.runs):
         (instance,) = await ctx.create([ctx.spec("worker", worker, "exit")])
         try:

@@ -126,10 +126,10 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
         "repetitions": _integer(1, 1),
     },
     "scale": {"start": _integer(0, 0), "steps": _integer(1), "per_step": _integer(1)},
-    "worker": {**_PROGRAM, "measure": _one_of(WORKER_MEASURES), "runs": _integer(1, 1)},
+    "worker": {**_PROGRAM, "measure": _one_of(WORKER_MEASURES), "runs": _integer(1, 1), "warmup": _integer(0, 1)},
     "background": _PROGRAM,
     "measure": {"memory": _FLAG},
-    "sampling": {"interval_s": _number(0.1, 60.0, 1.0), "settle_s": _number(0.0, default=0.0)},
+    "sampling": {"interval_s": _number(0.1, 60.0, 1.0), "settle_s": _number(0.0, default=0.0), "quiet_timeout_s": _number(0.0, 600.0, 10.0)},
 }
 _REQUIRED_TABLES = ("suite", "scale")
 

@@ -52,6 +52,10 @@ class Worker(Program):
 
     measure: str = "boot"
     runs: int = 1
+    #: Discarded runs just before the measured ones at every step, so that a
+    #: measurement after an idle pause (the baseline, a manual step) is not
+    #: charged the cost of cold kernel and engine paths.
+    warmup: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,9 @@ class Sampling:
 
     interval_s: float = 1.0
     settle_s: float = 0.0
+    #: Before each repetition, wait at most this long for the host to go quiet
+    #: (CPU at least 90% idle) after the previous teardown; 0 does not wait.
+    quiet_timeout_s: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)

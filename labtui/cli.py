@@ -1,0 +1,96 @@
+"""The headless command line: `labtui run`, `sql`, `cleanup`, ...
+
+Only argparse is imported at start-up; each command imports what it needs when
+it runs, so `labtui --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from labtui import __version__
+
+EXIT_USAGE = 2
+
+
+def _db_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="PATH", help="the DuckDB store (default: $LABTUI_DB or sessions/lab.duckdb)")
+
+
+def _target_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", metavar="B", help="backend to use (default: all usable ones, or process for run)")
+    p.add_argument("--host", metavar="H", default="local", help="host name from the lab config (default: local)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="labtui",
+        description="A terminal lab console for measuring virtualization. With no command, opens the console.",
+    )
+    parser.add_argument("--version", action="version", version=f"labtui {__version__}")
+    _db_option(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run a suite headless and record it in the store")
+    p.add_argument("suite", help="a built-in suite name (see `labtui suites`) or a path to a .toml file")
+    _target_options(p)
+    _db_option(p)
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a suite value, e.g. --set scale.steps=3 (repeatable)")
+    p.add_argument("--step", action="store_true", help="pause after every step and wait for Enter (q aborts)")
+
+    p = sub.add_parser("suites", help="list the built-in suites")
+
+    p = sub.add_parser("sessions", help="list recorded sessions")
+    _db_option(p)
+
+    p = sub.add_parser("sql", help="run a read-only SQL query against the store")
+    p.add_argument("query", help="the SQL text")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--limit", type=int, default=500, help="at most this many rows (default 500)")
+    _db_option(p)
+
+    p = sub.add_parser("instances", help="labtui instances alive on a backend/host")
+    _target_options(p)
+    p.add_argument("--session", metavar="ID", help="only this session's instances")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+
+    p = sub.add_parser("cleanup", help="destroy labtui instances")
+    _target_options(p)
+    _db_option(p)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--session", metavar="ID", help="every instance of this session")
+    which.add_argument("--orphans", action="store_true", help="instances whose session is no longer running")
+    which.add_argument("--all", action="store_true", help="every labtui instance")
+    p.add_argument("--dry-run", action="store_true", help="list what would be destroyed, destroy nothing")
+
+    p = sub.add_parser("backends", help="list backends and whether they are usable here")
+    p.add_argument("--host", metavar="H", default="local")
+
+    p = sub.add_parser("info", help="versions, paths and the store's contents")
+    _db_option(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `labtui` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        from labtui.ui import open_console
+
+        return open_console(Path(args.db) if args.db else None)
+    from labtui.commands import dispatch
+
+    try:
+        return dispatch(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,31 @@
+"""One module per group of CLI commands; dispatch() routes parsed arguments."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from labtui.commands.common import UsageError
+
+_ROUTES = {
+    "run": "labtui.commands.run",
+    "suites": "labtui.commands.catalog",
+    "backends": "labtui.commands.catalog",
+    "sessions": "labtui.commands.query",
+    "sql": "labtui.commands.query",
+    "info": "labtui.commands.query",
+    "instances": "labtui.commands.instances",
+    "cleanup": "labtui.commands.instances",
+}
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the command named in args; usage errors print one line and exit 2."""
+    module = importlib.import_module(_ROUTES[args.command])
+    handler = getattr(module, f"cmd_{args.command}")
+    try:
+        return handler(args)
+    except UsageError as exc:
+        print(f"labtui {args.command}: {exc}", file=sys.stderr)
+        return 2

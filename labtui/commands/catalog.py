@@ -1,0 +1,43 @@
+"""`labtui suites` and `labtui backends`: what can be run, and where."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.console import Console
+from rich.table import Table
+
+from labtui.backends import BackendUnavailable, list_backends, open_backend
+from labtui.commands.common import host_from
+from labtui.suites import list_suites
+
+
+def cmd_suites(args) -> int:
+    table = Table("name", "kind", "description", title="built-in suites", title_justify="left")
+    for info in list_suites():
+        table.add_row(info.name, info.kind, info.description)
+    Console().print(table)
+    return 0
+
+
+def cmd_backends(args) -> int:
+    host = host_from(args.host)
+    rows = asyncio.run(_check_all(host))
+    table = Table("backend", "usable here", "version", "why / why not", "source", title=f"backends on {host.name}", title_justify="left")
+    for name, usable, version, reason, source in rows:
+        table.add_row(name, "[green]yes[/]" if usable else "[red]no[/]", version, reason, source)
+    Console().print(table)
+    return 0
+
+
+async def _check_all(host) -> list[tuple[str, bool, str, str, str]]:
+    async def one(info) -> tuple[str, bool, str, str, str]:
+        try:
+            availability = await asyncio.wait_for(open_backend(info.name, host).check(), 30)
+        except BackendUnavailable as exc:
+            return info.name, False, "", str(exc), info.source
+        except Exception as exc:
+            return info.name, False, "", f"check failed: {type(exc).__name__}: {exc}", info.source
+        return info.name, availability.usable, availability.version, availability.reason, info.source
+
+    return list(await asyncio.gather(*(one(i) for i in list_backends())))

@@ -1,0 +1,92 @@
+"""`labtui instances` and `labtui cleanup`: find and end labtui's own instances."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from labtui.backends import Backend, Instance
+from labtui.cleanup import CleanupPlan, plan_cleanup, run_cleanup
+from labtui.commands.common import UsageError, backends_for, db_path, host_from
+from labtui.store import StoreError
+
+
+def cmd_instances(args) -> int:
+    host = host_from(args.host)
+    found = asyncio.run(_list_all(backends_for(args, host), args.session))
+    if args.format == "json":
+        print(json.dumps([_as_record(backend, i) for backend, i in found], indent=1))
+        return 0
+    table = Table("name", "backend", "host", "role", "session", "state", "age", "handle",
+                  title=f"labtui instances on {host.name}", title_justify="left")
+    for backend, instance in found:
+        table.add_row(instance.name, backend, instance.host, instance.labels.role, instance.labels.session,
+                      instance.state, _age(instance), instance.handle)
+    Console().print(table)
+    Console(stderr=True).print(f"{len(found)} instance(s)")
+    return 0
+
+
+def cmd_cleanup(args) -> int:
+    host = host_from(args.host)
+    backends = backends_for(args, host)
+    console = Console()
+    try:
+        plan = asyncio.run(plan_cleanup(backends, db_path(args), session=args.session, orphans=args.orphans))
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    _print_plan(console, plan)
+    if args.dry_run or not plan.targets:
+        console.print("dry run: nothing destroyed" if args.dry_run else "nothing to clean up")
+        return 0
+    report = asyncio.run(run_cleanup(plan, db_path(args)))
+    console.print(f"destroyed {report.destroyed}, failed {report.failed}")
+    for message in report.errors:
+        console.print(f"[red]{message}[/]", highlight=False)
+    return 0 if report.failed == 0 else 1
+
+
+def _print_plan(console: Console, plan: CleanupPlan) -> None:
+    table = Table("name", "backend", "role", "session", "state", "why", title="to destroy", title_justify="left")
+    for target in plan.targets:
+        i = target.instance
+        table.add_row(i.name, target.backend.name, i.labels.role, i.labels.session, i.state, target.reason)
+    console.print(table)
+    for note in plan.notes:
+        console.print(f"[yellow]{note}[/]", highlight=False)
+
+
+async def _list_all(backends: list[Backend], session: str | None) -> list[tuple[str, Instance]]:
+    results = await asyncio.gather(*(b.list(session) for b in backends), return_exceptions=True)
+    found: list[tuple[str, Instance]] = []
+    for backend, result in zip(backends, results):
+        if isinstance(result, BaseException):
+            Console(stderr=True).print(f"[yellow]{backend.name}: {result}[/]", highlight=False)
+            continue
+        found.extend((backend.name, i) for i in result)
+    return found
+
+
+def _as_record(backend: str, instance: Instance) -> dict:
+    return {
+        "name": instance.name,
+        "backend": backend,
+        "host": instance.host,
+        "session": instance.labels.session,
+        "role": instance.labels.role,
+        "instance": instance.labels.instance,
+        "state": instance.state,
+        "created_at": instance.created_at,
+        "handle": instance.handle,
+    }
+
+
+def _age(instance: Instance) -> str:
+    if not instance.created_at:
+        return "-"
+    seconds = int(time.time() - instance.created_at)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"

@@ -1,0 +1,34 @@
+"""The labtui DuckDB store: one writer task, read-only SQL for everyone else.
+
+Imports only labtui.events (never the engine or the UI).
+"""
+
+from labtui.store.reader import (
+    QueryResult,
+    connect_readonly,
+    fetch_frame,
+    list_sessions,
+    resolve_session,
+    run_sql,
+    session_ids,
+    slowdown_frame,
+)
+from labtui.store.schema import SCHEMA_VERSION, StoreError, ensure_schema
+from labtui.store.writer import StoreWriter, mark_crashed_sessions, record_events
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "QueryResult",
+    "StoreError",
+    "StoreWriter",
+    "connect_readonly",
+    "ensure_schema",
+    "fetch_frame",
+    "list_sessions",
+    "mark_crashed_sessions",
+    "record_events",
+    "resolve_session",
+    "run_sql",
+    "session_ids",
+    "slowdown_frame",
+]

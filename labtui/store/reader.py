@@ -1,0 +1,168 @@
+"""Read side of the labtui store: read-only connections, guarded SQL, frames.
+
+Every function opens its own read-only connection and closes it before
+returning.  Connections refuse file system access outside the store and lock
+their configuration, so a query can read the store and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from labtui.store.schema import StoreError, check_version, connect
+
+_READ_CONFIG = {"enable_external_access": False, "lock_configuration": True}
+_ALLOWED = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """At most `limit` rows of a query.
+
+    total_known counts the rows seen: exact when not truncated, a lower bound
+    (limit + 1) when truncated.
+    """
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool
+    total_known: int
+
+
+def connect_readonly(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
+    """Open the store read-only; StoreError if it is missing or locked by a writer."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise StoreError(f"no labtui store at {path}")
+    con = connect(path, read_only=True, config=_READ_CONFIG)
+    try:
+        check_version(con, path)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+@contextmanager
+def _reading(path: str | os.PathLike[str]) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = connect_readonly(path)
+    try:
+        yield con
+    except duckdb.Error as exc:
+        raise StoreError(str(exc)) from exc
+    finally:
+        con.close()
+
+
+def _read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    """The single read statement in `sql`; StoreError for anything else."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise StoreError(str(exc)) from exc
+    if len(statements) != 1:
+        raise StoreError(f"expected one SQL statement, got {len(statements)}")
+    kind = statements[0].type
+    if kind not in _ALLOWED:
+        raise StoreError(
+            f"{kind.name} statements are not allowed: the store is read-only here "
+            "(use SELECT, FROM, WITH, SHOW, DESCRIBE, SUMMARIZE or EXPLAIN)"
+        )
+    return statements[0].query
+
+
+def run_sql(path: str | os.PathLike[str], sql: str, limit: int = 500) -> QueryResult:
+    """Run one read-only statement, fetching at most `limit` + 1 rows."""
+    with _reading(path) as con:
+        query = _read_statement(con, sql)
+        reader = con.sql(query).to_arrow_reader(limit + 1)
+        try:
+            columns = list(reader.schema.names)
+            rows = _first_rows(reader, limit + 1)
+        finally:
+            reader.close()
+    return QueryResult(columns, rows[:limit], len(rows) > limit, len(rows))
+
+
+def _first_rows(reader: Any, count: int) -> list[tuple[Any, ...]]:
+    """Up to `count` rows from an Arrow record batch reader, as tuples."""
+    rows: list[tuple[Any, ...]] = []
+    for batch in reader:
+        batch = batch.slice(0, count - len(rows))
+        rows.extend(zip(*(_python_values(column) for column in batch.columns)))
+        if len(rows) >= count:
+            break
+    return rows
+
+
+def _python_values(column: pa.Array) -> list[Any]:
+    """A column as Python values; DuckDB INTERVALs become timedeltas (a month is 30 days)."""
+    if not pa.types.is_interval(column.type):
+        return column.to_pylist()
+    return [
+        None if v is None else timedelta(days=v.months * 30 + v.days, microseconds=v.nanoseconds // 1000)
+        for v in column.to_pylist()
+    ]
+
+
+def fetch_frame(
+    path: str | os.PathLike[str], sql: str, params: Sequence[Any] | None = None
+) -> pl.DataFrame:
+    """Run trusted SQL (labtui's own) and return the whole result as a polars frame."""
+    with _reading(path) as con:
+        return pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
+
+
+_SESSIONS_SQL = """
+SELECT s.session_id, s.suite, s.backend, s.host, s.status, s.started_at, s.ended_at,
+       (SELECT count(*) FROM steps t WHERE t.session_id = s.session_id) AS steps,
+       (SELECT count(*) FROM results r WHERE r.session_id = s.session_id) AS results
+FROM sessions s
+ORDER BY s.started_at DESC NULLS LAST, s.session_id
+"""
+
+
+def list_sessions(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """Every session, newest first, with its step and result counts."""
+    return fetch_frame(path, _SESSIONS_SQL)
+
+
+def slowdown_frame(
+    path: str | os.PathLike[str], session_id: str, metric: str | None = None
+) -> pl.DataFrame:
+    """The slowdown view for one session (optionally one metric), by background."""
+    return fetch_frame(
+        path,
+        "SELECT * FROM slowdown WHERE session_id = ? AND (? IS NULL OR metric = ?) "
+        "ORDER BY benchmark, metric, background",
+        [session_id, metric, metric],
+    )
+
+
+def session_ids(path: str | os.PathLike[str]) -> list[str]:
+    """All session ids, oldest first."""
+    frame = fetch_frame(path, "SELECT session_id FROM sessions ORDER BY started_at, session_id")
+    return frame["session_id"].to_list()
+
+
+def resolve_session(path: str | os.PathLike[str], prefix: str) -> str:
+    """The one session id equal to or starting with `prefix`; StoreError otherwise."""
+    ids = session_ids(path)
+    if prefix in ids:
+        return prefix
+    matches = [sid for sid in ids if sid.startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise StoreError(f"no session id starts with {prefix!r} in {path}")
+    raise StoreError(f"{prefix!r} is ambiguous; it matches: {', '.join(matches)}")

@@ -1,0 +1,460 @@
+"""The single writer of a labtui store: events in, batched Arrow inserts out.
+
+`StoreWriter.add` only buffers (cheap, safe on the event loop).  `flush` writes
+everything buffered in one transaction, one Arrow batch per table.  Rows that
+change over time (sessions, steps, instances, hosts) are merged per primary key
+in memory and upserted; a later event fills columns without erasing earlier
+ones (NULL never overwrites a stored value).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from labtui.events import (
+    Event,
+    HostFacts,
+    InstanceCreating,
+    InstanceDestroyed,
+    InstanceReady,
+    Log,
+    ResourceSample,
+    Result,
+    SessionEnded,
+    SessionStarted,
+    StepEnded,
+    StepStarted,
+)
+from labtui.store.schema import StoreError, connect, ensure_schema
+
+FLUSH_INTERVAL_S = 2.0
+MAX_BUFFER_ROWS = 50_000
+_ARROW_TYPES = {
+    "str": pa.string(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "ts": pa.float64(),  # epoch seconds, converted with to_timestamp() on insert
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """How one table is written: its columns (name, kind) and upsert key."""
+
+    name: str
+    columns: tuple[tuple[str, str], ...]
+    key: tuple[str, ...] = ()
+
+    @property
+    def batch_view(self) -> str:
+        return f"_labtui_batch_{self.name}"
+
+    def insert_sql(self) -> str:
+        names = ", ".join(name for name, _ in self.columns)
+        exprs = ", ".join(
+            f"to_timestamp({name})" if kind == "ts" else name for name, kind in self.columns
+        )
+        sql = f"INSERT INTO {self.name} ({names}) SELECT {exprs} FROM {self.batch_view}"
+        if not self.key:
+            return sql
+        updates = ", ".join(
+            f"{name} = coalesce(excluded.{name}, {self.name}.{name})"
+            for name, _ in self.columns
+            if name not in self.key
+        )
+        return f"{sql} ON CONFLICT ({', '.join(self.key)}) DO UPDATE SET {updates}"
+
+    def row(self, values: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(values.get(name) for name, _ in self.columns)
+
+    def arrow(self, rows: list[tuple[Any, ...]]) -> pa.Table:
+        columns = list(zip(*rows)) or [()] * len(self.columns)
+        return pa.table(
+            {
+                name: pa.array(values, _ARROW_TYPES[kind])
+                for (name, kind), values in zip(self.columns, columns)
+            }
+        )
+
+
+_TABLES = {
+    t.name: t
+    for t in (
+        _Table(
+            "sessions",
+            (
+                ("session_id", "str"), ("suite", "str"), ("kind", "str"), ("backend", "str"),
+                ("host", "str"), ("status", "str"), ("started_at", "ts"), ("ended_at", "ts"),
+                ("config", "str"), ("pid", "int"), ("controller", "str"), ("message", "str"),
+            ),
+            key=("session_id",),
+        ),
+        _Table(
+            "steps",
+            (
+                ("session_id", "str"), ("repetition", "int"), ("step", "int"), ("steps", "int"),
+                ("background", "int"), ("started_at", "ts"), ("ended_at", "ts"), ("ok", "bool"),
+            ),
+            key=("session_id", "repetition", "step"),
+        ),
+        _Table(
+            "instances",
+            (
+                ("session_id", "str"), ("instance_id", "str"), ("host", "str"), ("backend", "str"),
+                ("role", "str"), ("name", "str"), ("created_at", "ts"), ("ready_at", "ts"),
+                ("destroyed_at", "ts"), ("boot_s", "float"), ("state", "str"),
+            ),
+            key=("session_id", "instance_id"),
+        ),
+        _Table(
+            "hosts",
+            (
+                ("session_id", "str"), ("host", "str"), ("os", "str"), ("kernel", "str"),
+                ("arch", "str"), ("cpu_model", "str"), ("cores", "int"),
+                ("mem_total_bytes", "int"), ("backend", "str"), ("backend_version", "str"),
+                ("isolation", "str"), ("ts", "ts"),
+            ),
+            key=("session_id", "host"),
+        ),
+        _Table(
+            "results",
+            (
+                ("session_id", "str"), ("repetition", "int"), ("step", "int"),
+                ("background", "int"), ("host", "str"), ("instance_id", "str"),
+                ("benchmark", "str"), ("metric", "str"), ("value", "float"), ("unit", "str"),
+                ("better", "str"), ("ts", "ts"),
+            ),
+        ),
+        _Table(
+            "resources",
+            (
+                ("session_id", "str"), ("host", "str"), ("ts", "ts"), ("cpu_avail", "float"),
+                ("mem_avail", "float"), ("swap_avail", "float"), ("mem_used_bytes", "int"),
+                ("load1", "float"), ("instances", "int"),
+            ),
+        ),
+        _Table(
+            "events",
+            (("session_id", "str"), ("ts", "ts"), ("level", "str"), ("kind", "str"), ("message", "str")),
+        ),
+    )
+}
+
+_URGENT = (SessionStarted, StepEnded, SessionEnded)
+_TIMEOUT = object()
+
+
+def controller_name() -> str:
+    """The hostname recorded as the controller of sessions started here."""
+    return socket.gethostname()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, owned by another user
+    return True
+
+
+_MARK_CRASHED_SQL = """
+UPDATE sessions SET
+    status = 'crashed',
+    ended_at = coalesce((
+        SELECT max(t) FROM (
+            SELECT max(ts) AS t FROM resources r WHERE r.session_id = sessions.session_id
+            UNION ALL SELECT max(ts) FROM results r WHERE r.session_id = sessions.session_id
+            UNION ALL SELECT max(ts) FROM events e WHERE e.session_id = sessions.session_id
+            UNION ALL SELECT max(greatest(s.started_at, s.ended_at)) FROM steps s
+                WHERE s.session_id = sessions.session_id
+        )
+    ), now()),
+    message = 'controller process ' || pid || ' ended without closing the session'
+WHERE session_id = ?
+"""
+
+
+def mark_crashed_sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Mark this machine's 'running' sessions whose controller pid is gone as 'crashed'.
+
+    ended_at becomes the last timestamp seen for the session (or now).
+    Returns the ids of the sessions marked.
+    """
+    candidates = con.sql(
+        "SELECT session_id, pid FROM sessions WHERE status = 'running' AND controller = ? "
+        "AND pid > 0 ORDER BY session_id",
+        params=[controller_name()],
+    ).fetchall()
+    crashed = [sid for sid, pid in candidates if not _pid_alive(pid)]
+    for session_id in crashed:
+        con.execute(_MARK_CRASHED_SQL, [session_id])
+    return crashed
+
+
+def _make_private_dir(directory: Path) -> None:
+    if directory.is_dir():
+        return
+    directory.mkdir(mode=0o700, parents=True)
+    directory.chmod(0o700)
+
+
+def _restrict_files(path: Path) -> None:
+    for file in (path, path.with_name(path.name + ".wal")):
+        if file.exists():
+            file.chmod(0o600)
+
+
+class StoreWriter:
+    """Buffers events and writes them to one DuckDB store in batches."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, crashed: list[str]) -> None:
+        self.path = path
+        self.crashed = crashed  # sessions marked 'crashed' when the store was opened
+        self._con = con
+        self._lock = threading.Lock()  # guards the buffers
+        self._write_lock = threading.Lock()  # one flush at a time on the connection
+        self._appends: dict[str, list[tuple[Any, ...]]] = {}
+        self._upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {}
+        self._pending = 0
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> StoreWriter:
+        """Open (or create) the store at `path` for writing, private to this user."""
+        path = Path(path).expanduser()
+        _make_private_dir(path.parent)
+        con = connect(path, read_only=False)
+        try:
+            _restrict_files(path)
+            ensure_schema(con, path)
+            crashed = mark_crashed_sessions(con)
+            _restrict_files(path)
+        except BaseException:
+            con.close()
+            raise
+        return cls(con, path, crashed)
+
+    def __enter__(self) -> StoreWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pending(self) -> int:
+        """Rows waiting for the next flush."""
+        return self._pending
+
+    def add(self, event: Event) -> None:
+        """Buffer one event; nothing touches the database until `flush`."""
+        handler = _HANDLERS.get(type(event))
+        if handler is None:
+            raise TypeError(f"not a labtui event: {event!r}")
+        with self._lock:
+            handler(self, event)
+
+    def flush(self) -> int:
+        """Write every buffered row in one transaction; returns the number of rows.
+
+        On failure the transaction is rolled back, the batch is dropped (so one
+        bad row cannot block every later write) and StoreError is raised.
+        """
+        with self._write_lock:
+            with self._lock:
+                appends, upserts = self._appends, self._upserts
+                count, self._pending = self._pending, 0
+                self._appends, self._upserts = {}, {}
+            if not count:
+                return 0
+            try:
+                self._write(appends, upserts)
+            except duckdb.Error as exc:
+                raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
+            _restrict_files(self.path)
+            return count
+
+    def close(self) -> None:
+        """Flush what is buffered and close the connection."""
+        try:
+            self.flush()
+        finally:
+            self._con.close()
+
+    async def consume(self, queue: asyncio.Queue[Event | None]) -> None:
+        """The writer task: store events from `queue` until a None, then close.
+
+        Flushes (in a worker thread) on SessionStarted, StepEnded and
+        SessionEnded, at least every FLUSH_INTERVAL_S while rows are waiting,
+        and when more than MAX_BUFFER_ROWS rows are buffered.
+        """
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        try:
+            while True:
+                event = await _next_event(queue, last + FLUSH_INTERVAL_S - loop.time())
+                if event is None:
+                    queue.task_done()
+                    return
+                if event is not _TIMEOUT:
+                    self.add(event)
+                    queue.task_done()
+                if self._pending and (self._urgent(event) or loop.time() - last >= FLUSH_INTERVAL_S):
+                    await asyncio.to_thread(self.flush)
+                if not self._pending:
+                    last = loop.time()
+        finally:
+            await asyncio.to_thread(self.close)
+
+    def _urgent(self, event: object) -> bool:
+        return isinstance(event, _URGENT) or self._pending > MAX_BUFFER_ROWS
+
+    def _write(
+        self,
+        appends: dict[str, list[tuple[Any, ...]]],
+        upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]],
+    ) -> None:
+        """Register one Arrow batch per table, then insert them all in one transaction."""
+        batches = [
+            (_TABLES[name], [_TABLES[name].row(values) for values in rows.values()])
+            for name, rows in upserts.items()
+        ] + [(_TABLES[name], rows) for name, rows in appends.items()]
+        con = self._con
+        for table, rows in batches:  # outside the transaction: unregistering fails once it aborts
+            con.register(table.batch_view, table.arrow(rows))
+        try:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for table, _ in batches:
+                    con.execute(table.insert_sql())
+                con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):  # COMMIT itself may have ended it
+                    con.execute("ROLLBACK")
+                raise
+        finally:
+            for table, _ in batches:
+                con.unregister(table.batch_view)
+
+    def _append(self, table: str, row: tuple[Any, ...]) -> None:
+        self._appends.setdefault(table, []).append(row)
+        self._pending += 1
+
+    def _upsert(self, table: str, **values: Any) -> None:
+        key = tuple(values[k] for k in _TABLES[table].key)
+        rows = self._upserts.setdefault(table, {})
+        if key not in rows:
+            rows[key] = {}
+            self._pending += 1
+        rows[key].update((k, v) for k, v in values.items() if v is not None)
+
+    def _session_started(self, e: SessionStarted) -> None:
+        self._upsert(
+            "sessions", session_id=e.session_id, suite=e.suite, kind=e.kind, backend=e.backend,
+            host=e.host, status="running", started_at=e.ts,
+            config=json.dumps(e.config, sort_keys=True, default=str), pid=e.pid,
+            controller=controller_name(),
+        )
+
+    def _session_ended(self, e: SessionEnded) -> None:
+        self._upsert(
+            "sessions", session_id=e.session_id, status=e.status, ended_at=e.ts, message=e.message
+        )
+
+    def _host_facts(self, e: HostFacts) -> None:
+        self._upsert(
+            "hosts", session_id=e.session_id, host=e.host, os=e.os, kernel=e.kernel, arch=e.arch,
+            cpu_model=e.cpu_model, cores=e.cores, mem_total_bytes=e.mem_total_bytes,
+            backend=e.backend, backend_version=e.backend_version, isolation=e.isolation, ts=e.ts,
+        )
+
+    def _step_started(self, e: StepStarted) -> None:
+        self._upsert(
+            "steps", session_id=e.session_id, repetition=e.repetition, step=e.step,
+            steps=e.steps, background=e.background, started_at=e.ts,
+        )
+
+    def _step_ended(self, e: StepEnded) -> None:
+        self._upsert(
+            "steps", session_id=e.session_id, repetition=e.repetition, step=e.step,
+            background=e.background, ended_at=e.ts, ok=e.ok,
+        )
+
+    def _instance_creating(self, e: InstanceCreating) -> None:
+        self._upsert(
+            "instances", session_id=e.session_id, instance_id=e.instance_id, host=e.host,
+            backend=e.backend, role=e.role, name=e.name, created_at=e.ts, state="creating",
+        )
+
+    def _instance_ready(self, e: InstanceReady) -> None:
+        self._upsert(
+            "instances", session_id=e.session_id, instance_id=e.instance_id,
+            created_at=e.created_at, ready_at=e.ready_at, boot_s=e.boot_s, state=e.state,
+        )
+
+    def _instance_destroyed(self, e: InstanceDestroyed) -> None:
+        self._upsert(
+            "instances", session_id=e.session_id, instance_id=e.instance_id,
+            destroyed_at=e.ts, state=e.state,
+        )
+
+    def _result(self, e: Result) -> None:
+        self._append(
+            "results",
+            (e.session_id, e.repetition, e.step, e.background, e.host, e.instance_id,
+             e.benchmark, e.metric, e.value, e.unit, e.better, e.ts),
+        )
+
+    def _resource(self, e: ResourceSample) -> None:
+        self._append(
+            "resources",
+            (e.session_id or None, e.host, e.ts, e.cpu_avail, e.mem_avail, e.swap_avail,
+             e.mem_used_bytes, e.load1, e.instances),
+        )
+
+    def _log(self, e: Log) -> None:
+        self._append("events", (e.session_id or None, e.ts, e.level, e.kind, e.message))
+
+
+_HANDLERS = {
+    SessionStarted: StoreWriter._session_started,
+    SessionEnded: StoreWriter._session_ended,
+    HostFacts: StoreWriter._host_facts,
+    StepStarted: StoreWriter._step_started,
+    StepEnded: StoreWriter._step_ended,
+    InstanceCreating: StoreWriter._instance_creating,
+    InstanceReady: StoreWriter._instance_ready,
+    InstanceDestroyed: StoreWriter._instance_destroyed,
+    Result: StoreWriter._result,
+    ResourceSample: StoreWriter._resource,
+    Log: StoreWriter._log,
+}
+
+
+async def _next_event(queue: asyncio.Queue[Event | None], timeout: float) -> object:
+    """The next queue item, or _TIMEOUT when none arrives within `timeout` seconds."""
+    try:
+        return await asyncio.wait_for(queue.get(), max(0.0, timeout))
+    except TimeoutError:
+        return _TIMEOUT
+
+
+def record_events(path: str | os.PathLike[str], events: Iterable[Event]) -> list[str]:
+    """Write `events` to the store at `path` synchronously; returns sessions marked crashed."""
+    with StoreWriter.open(path) as writer:
+        for event in events:
+            writer.add(event)
+        return writer.crashed

@@ -1,0 +1,100 @@
+"""Small pure formatters for numbers, sizes, ages and table cells."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from collections.abc import Sequence
+
+_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def pct(share: float | None) -> str:
+    """A share in [0, 1] as a percentage, '-' when unknown."""
+    if share is None or (isinstance(share, float) and math.isnan(share)):
+        return "-"
+    return f"{share * 100:.0f}%"
+
+
+def size(n: float | None) -> str:
+    """Bytes in binary units (KiB, MiB, GiB), '-' when unknown."""
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def age(created_at: float | None, now: float | None = None) -> str:
+    """How long ago an epoch time was: 42s, 3m05s, 2h07m, 3d04h."""
+    if not created_at:
+        return "-"
+    seconds = max(0, int((now if now is not None else time.time()) - created_at))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+def measure(value: float | None, unit: str) -> str:
+    """A metric value in a readable unit (seconds as ms, bytes as MiB...)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if unit == "s":
+        return f"{value * 1000:.2f} ms"
+    if unit == "bytes":
+        return size(value)
+    return f"{value:.4g} {unit}".strip()
+
+
+def number(value: float | None, digits: int = 3) -> str:
+    """A float with a fixed number of decimals, '-' for None or NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def signed_pct(value: float | None) -> str:
+    """A percentage with its sign, e.g. +12.3%."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:+.1f}%"
+
+
+def cell(value: object) -> str:
+    """Any SQL value as a grid cell."""
+    if value is None:
+        return "∅"
+    if isinstance(value, float):
+        return "NaN" if math.isnan(value) else f"{value:.6g}"
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def sparkline(values: Sequence[float | None], width: int, lo: float = 0.0, hi: float = 1.0) -> str:
+    """The last `width` values as unicode blocks scaled from lo to hi; gaps are spaces."""
+    tail = list(values)[-width:] if width > 0 else []
+    span = hi - lo or 1.0
+    out = []
+    for v in tail:
+        if v is None or math.isnan(v):
+            out.append(" ")
+            continue
+        share = min(1.0, max(0.0, (v - lo) / span))
+        out.append(_BLOCKS[min(len(_BLOCKS) - 1, int(share * len(_BLOCKS)))])
+    return "".join(out).rjust(width)
+
+
+def count_rows(shown: int, truncated: bool) -> str:
+    """The grid status: '12 rows', or '500 of more than 500 rows' when capped."""
+    if truncated:
+        return f"{shown} of more than {shown} rows"
+    return f"{shown} row" if shown == 1 else f"{shown} rows"

@@ -1,0 +1,64 @@
+"""Finding labtui instances across usable backends (no Textual; used by the Instances view)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from labtui.backends import Backend, BackendError, Instance, backend_names, open_backend
+from labtui.hosts.base import Host
+from labtui.liveness import session_is_running
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One listed instance, with its memory and whether its session has gone."""
+
+    backend: Backend
+    instance: Instance
+    memory: int | None
+    orphan: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.backend.name}:{self.instance.host}:{self.instance.name}"
+
+
+async def usable_backends(host: Host) -> tuple[list[Backend], list[str]]:
+    """Every backend that imports and says it is usable on host, plus notes on the others."""
+    backends, notes = [], []
+    for name in backend_names():
+        try:
+            backend = open_backend(name, host)
+            availability = await backend.check()
+        except (BackendError, OSError) as exc:
+            notes.append(f"{name}: {exc}")
+            continue
+        if availability.usable:
+            backends.append(backend)
+        else:
+            notes.append(f"{name}: {availability.reason}")
+    return backends, notes
+
+
+async def inventory(backends: list[Backend]) -> tuple[list[Found], list[str]]:
+    """List every lab-labelled instance with its memory; orphans are flagged."""
+    listings = await asyncio.gather(*(b.list(None) for b in backends), return_exceptions=True)
+    found: list[Found] = []
+    notes: list[str] = []
+    running: dict[str, bool] = {}
+    for backend, listing in zip(backends, listings):
+        if isinstance(listing, BaseException):
+            notes.append(f"{backend.name}: cannot list: {listing}")
+            continue
+        try:
+            memory = await backend.memory_many(listing)
+        except Exception as exc:  # memory is optional; say why it is missing
+            notes.append(f"{backend.name}: no memory figures: {exc}")
+            memory = [None] * len(listing)
+        for instance, mem in zip(listing, memory):
+            sid = instance.labels.session
+            if sid not in running:
+                running[sid] = session_is_running(sid)
+            found.append(Found(backend, instance, mem, not running[sid]))
+    return found, notes

@@ -1,0 +1,97 @@
+"""Rich renderables for the run view's text panes (pure: model in, Text out)."""
+
+from __future__ import annotations
+
+import time
+
+from rich.table import Table
+from rich.text import Text
+
+from labtui.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+from labtui.ui.format import measure, number, pct, signed_pct, sparkline
+from labtui.ui.live import HostState, RunModel
+
+SLOWDOWN_HEADERS = ("metric", "bg", "mean", "std", "n", "norm", "slowdown")
+
+
+def hosts_text(hosts: dict[str, HostState], width: int = 40, stale_s: float = 10.0) -> Text:
+    """Each host: connection state, then CPU/RAM/swap availability and a sparkline."""
+    out = Text()
+    if not hosts:
+        return Text("no host sampled yet", "dim")
+    spark_w = max(5, width - 16)
+    for name, state in hosts.items():
+        latest = state.latest
+        fresh = latest is not None and time.time() - latest.ts < stale_s
+        out.append(f"{name} ", "bold")
+        out.append("● connected" if state.connected and fresh else "○ no samples", "green" if fresh else "yellow")
+        if latest is not None and latest.load1 is not None:
+            out.append(f"  load {latest.load1:.2f}", "dim")
+        out.append("\n")
+        for label, attr in (("CPU", "cpu_avail"), ("RAM", "mem_avail"), ("swap", "swap_avail")):
+            values = [getattr(s, attr) for s in state.samples]
+            now = values[-1] if values else None
+            style = "red" if now is not None and now < 0.1 else "cyan"
+            out.append(f" {label:<4} {pct(now):>4} ")
+            out.append(sparkline(values, spark_w), style)
+            out.append("\n")
+    return out
+
+
+def run_text(model: RunModel, gate_state: str) -> Text:
+    """Suite on backend@host, session, status, repetition r/R, step k/n, background, stepping."""
+    out = Text()
+    if model.status == "idle":
+        return Text("no run yet: choose a suite, then press s", "dim")
+    step = f"{model.step + 1 if model.step >= 0 else '-'}/{model.steps}"
+    rows = [
+        ("suite", f"{model.suite} on {model.backend}@{model.host}"),
+        ("session", model.session_id or "-"),
+        ("status", model.status + (f": {model.message}" if model.message else "")),
+        ("repetition", f"{model.repetition}/{model.repetitions}   step {step}"),
+        ("background", str(model.background)),
+        ("stepping", gate_state),
+    ]
+    for key, value in rows:
+        out.append(f"{key:<11}", "dim")
+        out.append(f"{value}\n", "bold" if key in ("status", "repetition") else "")
+    return out
+
+
+def counts_table(model: RunModel) -> Table:
+    """Live instances by backend, state and role."""
+    table = Table("backend", "state", "role", "n", box=None, pad_edge=False, title="instances", title_justify="left")
+    counts = model.counts()
+    for (backend, state, role), n in sorted(counts.items()):
+        table.add_row(backend, state, role, str(n))
+    table.add_row("", "", "total", str(sum(counts.values())), style="bold")
+    return table
+
+
+def slowdown_cells(row: tuple) -> tuple[str, ...]:
+    """One slowdown row (see series.slowdown_rows) as table cells."""
+    metric, background, unit, mean, std, n, norm, slow = row
+    return (metric, str(background), measure(mean, unit), measure(std, unit), str(n), number(norm), signed_pct(slow))
+
+
+def log_line(event: Event) -> Text | None:
+    """An event as one log line, or None for events the log leaves out (samples, instances)."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
+    match event:
+        case SessionStarted():
+            body, style = f"session {event.session_id} started: {event.suite} on {event.backend}@{event.host}", "bold"
+        case SessionEnded():
+            body = f"session {event.session_id} {event.status}" + (f": {event.message}" if event.message else "")
+            style = "bold green" if event.status == "completed" else "bold red"
+        case StepStarted():
+            body, style = f"rep {event.repetition} step {event.step + 1}/{event.steps}: {event.background} background", ""
+        case StepEnded():
+            body, style = f"rep {event.repetition} step {event.step + 1} done" + ("" if event.ok else " (failed)"), "dim"
+        case Result():
+            body, style = f"{event.benchmark}/{event.metric} = {measure(event.value, event.unit)} at {event.background} bg", "cyan"
+        case Log():
+            body = f"[{event.kind}] {event.message}"
+            style = {"error": "red", "warning": "yellow", "debug": "dim"}.get(event.level, "")
+        case _:
+            return None
+    return Text.assemble((stamp + " ", "dim"), (body, style))

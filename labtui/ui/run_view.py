@@ -1,0 +1,288 @@
+"""The Run view: choose a suite, step through a session, watch hosts, counts, chart and log.
+
+The session runs as a Textual worker on the app's event loop.  Its events land
+in a queue that is drained every 100 ms into an in-memory RunModel; panes are
+redrawn at most once per drain, never per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Checkbox, Input, ProgressBar, RichLog, Select, Static
+from textual.worker import Worker
+
+from labtui.backends import BackendUnavailable, open_backend
+from labtui.engine import SessionRunner, StepGate
+from labtui.engine.scaling import planned_steps
+from labtui.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
+from labtui.hosts import HostError, get_host
+from labtui.store import StoreError, StoreWriter
+from labtui.suites import SuiteError, list_suites, load_suite
+from labtui.ui.live import RunModel
+from labtui.ui.modals import ConfirmScreen
+from labtui.ui.panes import SlowdownPanel
+from labtui.ui.render import counts_table, hosts_text, log_line, run_text
+from labtui.ui.series import availability, slowdown
+
+DRAIN_S = 0.1
+#: Events folded per drain at most, so a burst never stalls a keypress.
+DRAIN_MAX = 5000
+DEFAULT_SUITE = "boot-scaling"
+
+
+class RunView(Vertical):
+    """Start, step, pause and abort a session and watch it live."""
+
+    DEFAULT_CSS = """
+    RunView #controls { height: 3; }
+    RunView #suite { width: 34; }
+    RunView #overrides { width: 1fr; }
+    RunView #manual { width: 14; }
+    RunView #top { height: 10; }
+    RunView .pane { border: round $primary; padding: 0 1; width: 1fr; height: 100%; }
+    RunView #runbox { width: 1fr; }
+    RunView #live { height: 1fr; layout: horizontal; }
+    RunView #live > .chart { width: 3fr; height: 100%; max-height: 100%; }
+    RunView #live > DataTable { width: 2fr; height: 100%; }
+    RunView #log { height: 8; border: round $secondary; }
+    """
+    BINDINGS = [
+        Binding("s", "start", "start"),
+        Binding("n", "next_step", "next"),
+        Binding("a", "auto", "auto"),
+        Binding("p", "pause", "pause"),
+        Binding("x", "abort", "abort"),
+    ]
+
+    class Finished(Message):
+        """A session run from the console has ended."""
+
+        def __init__(self, session_id: str, status: str) -> None:
+            super().__init__()
+            self.session_id, self.status = session_id, status
+
+    def __init__(self, db_path: Path, backend: str, host: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.db_path, self.backend_name, self.host_name = db_path, backend, host
+        self.model = RunModel()
+        self.runner: SessionRunner | None = None
+        self.run_worker_handle: Worker | None = None
+        self._queue: asyncio.Queue[Event | None] | None = None
+        self._idle: Worker | None = None
+        self._drawn = -1
+        self._charted = (-1, -1)
+
+    def compose(self) -> ComposeResult:
+        suites = [(f"{s.name}  ({s.kind or 'invalid'})", s.name) for s in list_suites()]
+        names = [value for _, value in suites]
+        with Horizontal(id="controls"):
+            yield Select(suites, value=DEFAULT_SUITE if DEFAULT_SUITE in names else (names[0] if names else Select.NULL),
+                         allow_blank=not names, id="suite", prompt="suite")
+            yield Input(placeholder="overrides, e.g. scale.steps=3 scale.per_step=10 suite.repetitions=2", id="overrides")
+            yield Checkbox("manual", id="manual")
+        with Horizontal(id="top"):
+            yield Static(id="hosts", classes="pane")
+            with Vertical(id="runbox", classes="pane"):
+                yield Static(id="runinfo")
+                yield ProgressBar(id="progress", show_eta=False)
+            yield Static(id="counts", classes="pane")
+        yield SlowdownPanel(id="live")
+        yield RichLog(id="log", max_lines=2000, wrap=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#hosts").border_title = "hosts"
+        self.query_one("#runbox").border_title = "run"
+        self.query_one("#counts").border_title = "instances"
+        self.query_one("#log").border_title = "events"
+        self._start_idle_sampler()
+        self.set_interval(DRAIN_S, self.drain)
+        self.redraw()
+
+    # --- state -------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        return self.runner is not None
+
+    def gate_state(self) -> str:
+        if self.runner is None:
+            return "manual" if self.query_one("#manual", Checkbox).value else "auto"
+        gate = self.runner.ctx.gate
+        if gate.aborted:
+            return "aborting"
+        if gate.auto:
+            return "auto"
+        return "manual: waiting, press n" if gate.waiting else "manual"
+
+    # --- sampling hosts while idle -----------------------------------------------
+
+    def _start_idle_sampler(self) -> None:
+        self._idle = self.run_worker(self._sample_idle(), group="idle", exclusive=True, exit_on_error=False)
+
+    def _stop_idle_sampler(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+    async def _sample_idle(self) -> None:
+        """Sample the host while no session runs (a running session samples it itself)."""
+        try:
+            host = get_host(self.host_name)
+        except HostError as exc:
+            self.log_text(f"host {self.host_name}: {exc}")
+            return
+        async for sample in host.samples(1.0):
+            self.model.add_sample(sample)
+
+    # --- draining events -----------------------------------------------------------
+
+    def drain(self) -> None:
+        """Fold queued events into the model, log them, redraw once if anything changed."""
+        if self._queue is not None:
+            created = ready = destroyed = 0
+            log = self.query_one("#log", RichLog)
+            for _ in range(DRAIN_MAX):
+                try:
+                    event = self._queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    break
+                if event is None:
+                    self._queue = None
+                    break
+                self.model.apply(event)
+                created += isinstance(event, InstanceCreating)
+                ready += isinstance(event, InstanceReady)
+                destroyed += isinstance(event, InstanceDestroyed)
+                if (line := log_line(event)) is not None:
+                    log.write(line)
+            for n, what in ((created, "creating"), (ready, "ready"), (destroyed, "destroyed")):
+                if n:
+                    self.log_text(f"{n} instance(s) {what}", style="dim")
+        if self.model.version != self._drawn:
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Repaint the text panes, and the chart/table when results or samples moved."""
+        self._drawn = self.model.version
+        hosts = self.query_one("#hosts", Static)
+        hosts.update(hosts_text(self.model.hosts, width=max(30, hosts.size.width - 2)))
+        self.query_one("#runinfo", Static).update(run_text(self.model, self.gate_state()))
+        self.query_one("#counts", Static).update(counts_table(self.model))
+        progress = self.query_one("#progress", ProgressBar)
+        if self.model.total_steps:
+            progress.update(total=self.model.total_steps, progress=self.model.steps_done)
+        charted = (len(self.model.results), len(self.model.availability))
+        if charted != self._charted:
+            self._charted = charted
+            slow = slowdown(self.model.results_frame())
+            self.query_one("#live", SlowdownPanel).show(slow, availability(self.model.availability_frame()))
+
+    def log_text(self, message: str, style: str = "") -> None:
+        self.query_one("#log", RichLog).write(Text(message, style))
+
+    # --- actions ----------------------------------------------------------------------
+
+    def action_start(self) -> None:
+        """Load the chosen suite with its overrides and run it as a session."""
+        if self.active:
+            self.notify("a run is already active", severity="warning")
+            return
+        choice = self.query_one("#suite", Select).value
+        if choice is Select.NULL:
+            self.notify("choose a suite first", severity="error")
+            return
+        try:
+            overrides = shlex.split(self.query_one("#overrides", Input).value)
+            suite = load_suite(str(choice), overrides)
+            host = get_host(self.host_name)
+            backend = open_backend(self.backend_name, host)
+        except (SuiteError, HostError, BackendUnavailable, ValueError) as exc:
+            self.notify(str(exc), title="cannot start", severity="error", timeout=10)
+            self.log_text(f"cannot start: {exc}", "red")
+            return
+        gate = StepGate(auto=not self.query_one("#manual", Checkbox).value)
+        runner = SessionRunner(suite, backend, host, gate=gate)
+        self._queue = runner.bus.subscribe()
+        self.runner = runner
+        self.model.reset(suite.name, backend.name, host.name, suite.repetitions, planned_steps(suite))
+        self._charted = (-1, -1)
+        self._stop_idle_sampler()
+        self.run_worker_handle = self.run_worker(self._session(runner), group="run", exclusive=True, exit_on_error=False)
+
+    async def _session(self, runner: SessionRunner) -> None:
+        """Record the session in the store while it runs; restore idle sampling after."""
+        store_queue = runner.bus.subscribe()
+        status = "failed"
+        try:
+            writer = await asyncio.to_thread(StoreWriter.open, self.db_path)
+        except (StoreError, OSError) as exc:
+            self.log_text(f"cannot open the store {self.db_path}: {exc}", "red")
+            self.notify(str(exc), title="cannot start", severity="error", timeout=10)
+            self.model.status, self.model.message = "failed", str(exc)
+            self.runner = self._queue = None
+            self._start_idle_sampler()
+            return
+        store_task = asyncio.create_task(writer.consume(store_queue))  # closes the writer at the end
+        try:
+            status = await runner.run()
+        except Exception as exc:  # the runner records its own failures; this is a failure to start
+            self.log_text(f"the run could not start: {type(exc).__name__}: {exc}", "red")
+            runner.bus.close()
+        finally:
+            await store_task
+            self.runner = None
+            self._start_idle_sampler()
+            self.post_message(self.Finished(runner.session_id, status))
+
+    def _gate(self) -> StepGate | None:
+        if self.runner is None:
+            self.notify("no run is active; press s to start one", severity="warning")
+            return None
+        return self.runner.ctx.gate
+
+    def action_next_step(self) -> None:
+        if gate := self._gate():
+            gate.next()
+            self.log_text("next step", "bold")
+
+    def action_auto(self) -> None:
+        if gate := self._gate():
+            gate.set_auto(True)
+            self.log_text("auto stepping", "bold")
+
+    def action_pause(self) -> None:
+        if gate := self._gate():
+            gate.set_auto(False)
+            self.log_text("manual stepping: the run pauses after this step", "bold")
+
+    def action_abort(self) -> None:
+        """Ask, then abort: the run stops at the next gate and tears down its instances."""
+        if self._gate() is None or self.runner is None:
+            return
+        runner = self.runner
+        live = [f"{i.name} ({i.labels.role})" for i in runner.ctx.live]
+        lines = [f"session {runner.session_id}: stop after the current step, then destroy:", *live]
+        if not live:
+            lines.append("(no live instances right now)")
+
+        def answered(yes: bool | None) -> None:
+            if yes and self.runner is runner:
+                self.abort_run("aborted from the console")
+
+        self.app.push_screen(ConfirmScreen("Abort the run?", lines), answered)
+
+    def abort_run(self, reason: str) -> None:
+        """Abort without asking (the caller asked) and note why in the session's log."""
+        if self.runner is not None:
+            self.runner.ctx.log("warning", "abort", reason)
+            self.runner.ctx.gate.abort()
+            self.log_text(f"aborting ({reason}): the run stops after this step and tears down", "bold red")
+            self.redraw()

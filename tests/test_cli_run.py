@@ -1,0 +1,114 @@
+"""End to end: `labtui run` on the real process backend into a real DuckDB file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+SMALL = ["--set", "scale.steps=3", "--set", "scale.per_step=10", "--set", "suite.repetitions=2"]
+
+
+def labtui(*args: str, env: dict[str, str], timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"labtui {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
+
+
+def test_small_boot_scaling_run_records_everything(tmp_path, env):
+    db = tmp_path / "x.duckdb"
+    out = labtui("run", "boot-scaling", *SMALL, "--db", str(db), env=env, check=True)
+    assert "boot_time" in out.stdout  # the closing table
+    con = duckdb.connect(str(db), read_only=True)
+    (sid, status), = con.execute("select session_id, status from sessions").fetchall()
+    assert status == "completed" and sid in out.stderr
+    # a boot result for every step (baseline + 3) of both repetitions
+    rows = con.execute(
+        "select repetition, step, background from results where metric = 'boot_time' order by 1, 2"
+    ).fetchall()
+    assert rows == [(r, s, s * 10) for r in (1, 2) for s in range(4)]
+    # resource samples during every step
+    missing = con.execute(
+        """select count(*) from steps s where not exists (
+             select 1 from resources r where r.session_id = s.session_id
+             and r.ts between s.started_at and s.ended_at)"""
+    ).fetchone()[0]
+    assert missing == 0 and con.execute("select count(*) from steps").fetchone()[0] == 8
+    # 60 background instances, each created and destroyed
+    assert con.execute(
+        "select count(*), count(created_at), count(destroyed_at) from instances where role = 'background'"
+    ).fetchone() == (60, 60, 60)
+    assert con.execute("select count(*) from hosts where isolation <> ''").fetchone()[0] == 1
+    con.close()
+    left = labtui("instances", "--session", sid, env=env, check=True)
+    assert "0 instance(s)" in left.stderr
+
+
+def test_bad_suite_value_is_exit_2_and_writes_nothing(tmp_path, env):
+    db = tmp_path / "x.duckdb"
+    out = labtui("run", "boot-scaling", "--set", "scale.steps=ten", "--db", str(db), env=env)
+    assert out.returncode == 2
+    assert "scale.steps" in out.stderr and "--set" in out.stderr
+    assert not db.exists()
+
+
+def test_unknown_backend_and_host_list_what_exists(tmp_path, env):
+    out = labtui("run", "boot-scaling", "--backend", "nope", "--db", str(tmp_path / "x.duckdb"), env=env)
+    assert out.returncode == 2 and "available: " in out.stderr and "process" in out.stderr
+    out = labtui("run", "boot-scaling", "--host", "nope", "--db", str(tmp_path / "x.duckdb"), env=env)
+    assert out.returncode == 2 and "known hosts: local" in out.stderr
+
+
+def test_kill_9_mid_run_keeps_completed_steps_and_cleanup_ends_orphans(tmp_path, env):
+    db = tmp_path / "x.duckdb"
+    before = set(_instances_by_session(env))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "labtui", "run", "boot-scaling", "--db", str(db),
+         "--set", "scale.steps=200", "--set", "sampling.settle_s=0.1", "--set", "suite.repetitions=1"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _new_instances(env, before) < 50:
+            time.sleep(0.2)
+        time.sleep(0.5)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert _new_instances(env, before) >= 50  # instances left behind by the crash
+    con = duckdb.connect(str(db), read_only=True)  # the file still opens
+    completed = con.execute("select count(*) from steps where ok").fetchone()[0]
+    results = con.execute("select count(*) from results").fetchone()[0]
+    con.close()
+    assert completed >= 2 and results >= completed
+    out = labtui("cleanup", "--orphans", "--db", str(db), env=env, check=True)
+    assert "destroyed" in out.stdout
+    assert _new_instances(env, before) == 0
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("select status from sessions").fetchone()[0] == "crashed"
+    con.close()
+
+
+def _instances_by_session(env: dict[str, str]) -> dict[str, int]:
+    out = labtui("instances", "--format", "json", env=env, check=True)
+    counts: dict[str, int] = {}
+    for record in json.loads(out.stdout):
+        counts[record["session"]] = counts.get(record["session"], 0) + 1
+    return counts
+
+
+def _new_instances(env: dict[str, str], before: set[str]) -> int:
+    return sum(n for sid, n in _instances_by_session(env).items() if sid not in before)

@@ -1,0 +1,398 @@
+"""The DuckDB store against real files: writer, schema, views, read-only SQL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from labtui.events import (
+    HostFacts,
+    InstanceCreating,
+    InstanceDestroyed,
+    InstanceReady,
+    Log,
+    ResourceSample,
+    Result,
+    SessionEnded,
+    SessionStarted,
+    StepEnded,
+    StepStarted,
+)
+from labtui.store import (
+    SCHEMA_VERSION,
+    StoreError,
+    StoreWriter,
+    connect_readonly,
+    fetch_frame,
+    list_sessions,
+    record_events,
+    resolve_session,
+    run_sql,
+    session_ids,
+    slowdown_frame,
+)
+from labtui.store import writer as writer_module
+
+T0 = 1_700_000_000.0
+REPO = Path(__file__).resolve().parents[1]
+
+
+def started(session_id: str = "s1", pid: int | None = None, ts: float = T0) -> SessionStarted:
+    return SessionStarted(
+        session_id=session_id, suite="boot", kind="scaling", backend="process", host="local",
+        config={"steps": [0, 4]}, pid=os.getpid() if pid is None else pid, ts=ts,
+    )
+
+
+def result(value: float, background: int, better: str = "lower", step: int = 1,
+           session_id: str = "s1", metric: str = "boot", ts: float = T0 + 1) -> Result:
+    return Result(
+        session_id=session_id, repetition=1, step=step, background=background, host="local",
+        instance_id=f"i{background}", benchmark="bench", metric=metric, value=value, unit="s",
+        better=better, ts=ts,
+    )
+
+
+def full_session() -> list[object]:
+    return [
+        started(),
+        HostFacts("s1", "local", "Linux", "6.1", "x86_64", "cpu", 8, 16 << 30, "process", "1",
+                  "namespaces", ts=T0),
+        StepStarted("s1", repetition=1, step=1, steps=2, background=0, ts=T0 + 1),
+        InstanceCreating("s1", "i1", "local", "process", "probe", "probe-1", ts=T0 + 2),
+        InstanceReady("s1", "i1", created_at=T0 + 2, ready_at=T0 + 3.5, boot_s=1.5,
+                      state="running", ts=T0 + 3.5),
+        result(1.5, 0, ts=T0 + 4),
+        ResourceSample("local", 0.9, 0.8, None, 1 << 30, 0.5, ts=T0 + 4, session_id="s1",
+                       instances=1),
+        Log("s1", "info", "step", "step 1 done", ts=T0 + 5),
+        InstanceDestroyed("s1", "i1", ts=T0 + 6),
+        StepEnded("s1", repetition=1, step=1, background=0, ok=True, ts=T0 + 6),
+        SessionEnded("s1", "completed", "all good", ts=T0 + 7),
+    ]
+
+
+def one(path: Path, sql: str) -> tuple:
+    return run_sql(path, sql).rows[0]
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    assert record_events(db, full_session()) == []
+    session = fetch_frame(db, "SELECT *, epoch(started_at) AS s0, epoch(ended_at) AS s1 "
+                              "FROM sessions").row(0, named=True)
+    assert session["status"] == "completed"
+    assert session["message"] == "all good"
+    assert session["controller"] == writer_module.controller_name()
+    assert session["pid"] == os.getpid()
+    assert (session["s0"], session["s1"]) == (T0, T0 + 7)
+    assert one(db, "SELECT config->>'$.steps[1]' FROM sessions") == ("4",)
+    assert one(db, "SELECT typeof(started_at) FROM sessions") == ("TIMESTAMP WITH TIME ZONE",)
+    assert one(db, "SELECT ended_at - started_at FROM sessions") == (timedelta(seconds=7),)
+    assert one(db, "SELECT steps, background, ok, epoch(ended_at) - epoch(started_at) "
+                   "FROM steps") == (2, 0, True, 5.0)
+    assert one(db, "SELECT role, name, boot_s, state, epoch(created_at), epoch(ready_at), "
+                   "epoch(destroyed_at) FROM instances") == (
+        "probe", "probe-1", 1.5, "destroyed", T0 + 2, T0 + 3.5, T0 + 6)
+    assert one(db, "SELECT value, unit, better FROM results") == (1.5, "s", "lower")
+    assert one(db, "SELECT session_id, swap_avail, instances, mem_used_bytes FROM resources") == (
+        "s1", None, 1, 1 << 30)
+    assert one(db, "SELECT level, kind, message FROM events") == ("info", "step", "step 1 done")
+    assert one(db, "SELECT cores, mem_total_bytes, isolation FROM hosts") == (
+        8, 16 << 30, "namespaces")
+    assert one(db, "SELECT value FROM meta WHERE key = 'schema_version'") == (str(SCHEMA_VERSION),)
+
+
+def test_instance_row_upserted_across_flushes(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    with StoreWriter.open(db) as writer:
+        for event in full_session()[:4]:
+            writer.add(event)
+        assert writer.flush() == 4
+        writer.add(full_session()[4])
+        assert writer.flush() == 1
+        writer.add(InstanceDestroyed("s1", "i1", ts=T0 + 9))
+        writer.add(StepEnded("s1", 1, 1, 0, ok=False, ts=T0 + 9))
+        writer.flush()
+        assert writer.flush() == 0
+    assert one(db, "SELECT count(*), any_value(name), any_value(boot_s), any_value(state), "
+                   "epoch(any_value(destroyed_at)) FROM instances") == (
+        1, "probe-1", 1.5, "destroyed", T0 + 9)
+    assert one(db, "SELECT count(*), any_value(steps), any_value(ok) FROM steps") == (1, 2, False)
+
+
+def test_failed_flush_drops_only_its_batch(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    with StoreWriter.open(db) as writer:
+        writer.add(started())
+        writer.add(SessionEnded("s1", "bogus"))  # type: ignore[arg-type]
+        with pytest.raises(StoreError, match="could not write 1 rows .*CHECK constraint"):
+            writer.flush()
+        assert writer.pending == 0
+        writer.add(started("s2"))
+    assert session_ids(db) == ["s2"]
+
+
+def test_file_and_directory_are_private(tmp_path: Path) -> None:
+    db = tmp_path / "new" / "lab.duckdb"
+    record_events(db, full_session())
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    wal = db.with_name(db.name + ".wal")
+    assert not wal.exists() or stat.S_IMODE(wal.stat().st_mode) == 0o600
+
+
+def test_slowdown_lower_is_better(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, [started(), result(0.9, 0), result(1.1, 0), result(1.5, 4, step=2),
+                       result(1.5, 4, step=2)])
+    frame = slowdown_frame(db, "s1")
+    assert frame["background"].to_list() == [0, 4]
+    assert frame["n"].to_list() == [2, 2]
+    assert frame["mean"].to_list() == pytest.approx([1.0, 1.5])
+    assert frame["std"][0] == pytest.approx(0.1414213562)
+    assert frame["normalized"].to_list() == pytest.approx([1.0, 1.5])
+    assert frame["slowdown_pct"].to_list() == pytest.approx([0.0, 50.0])
+
+
+def test_slowdown_higher_is_better(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, [started(), result(100, 2, "higher", metric="ops"),
+                       result(80, 8, "higher", step=2, metric="ops"),
+                       result(2.0, 2, metric="boot"), result(3.0, 8, step=2, metric="boot")])
+    ops = slowdown_frame(db, "s1", metric="ops")
+    assert ops["normalized"].to_list() == pytest.approx([1.0, 0.8])
+    assert ops["slowdown_pct"].to_list() == pytest.approx([0.0, 20.0])
+    assert ops["std"].to_list() == [None, None]
+    assert len(slowdown_frame(db, "s1")) == 4
+    assert slowdown_frame(db, "other").is_empty()
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("INSERT INTO events VALUES ('x', now(), 'info', 'k', 'm')", "INSERT"),
+        ("COPY results TO '/tmp/labtui-stolen.csv'", "COPY"),
+        ("ATTACH '/tmp/other.duckdb' AS other", "ATTACH"),
+        ("EXPORT DATABASE '/tmp/labtui-export'", "EXPORT"),
+        ("INSTALL httpfs", "LOAD"),
+        ("LOAD json", "LOAD"),
+        ("SET threads = 1", "SET"),
+        ("CALL pragma_version()", "CALL"),
+        ("PRAGMA table_info('results')", "PRAGMA"),
+        ("CREATE TABLE x AS SELECT 1", "CREATE"),
+        ("UPDATE sessions SET status = 'failed'", "UPDATE"),
+        ("DELETE FROM results", "DELETE"),
+        ("DROP TABLE results", "DROP"),
+    ],
+)
+def test_run_sql_rejects_non_reads(tmp_path: Path, sql: str, kind: str) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, full_session())
+    with pytest.raises(StoreError, match=f"{kind} statements are not allowed"):
+        run_sql(db, sql)
+    assert one(db, "SELECT count(*) FROM results") == (1,)
+    assert not Path("/tmp/labtui-stolen.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["SELECT * FROM sessions", "FROM results", "SHOW TABLES", "DESCRIBE results",
+     "SUMMARIZE results", "EXPLAIN SELECT * FROM results", "WITH x AS (SELECT 1 AS a) FROM x",
+     "SELECT * FROM slowdown;"],
+)
+def test_run_sql_allows_reads(tmp_path: Path, sql: str) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, full_session())
+    answer = run_sql(db, sql)
+    assert answer.columns and not answer.truncated
+
+
+def test_run_sql_refuses_files_and_many_statements(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, full_session())
+    with pytest.raises(StoreError, match="disabled by configuration"):
+        run_sql(db, "SELECT * FROM read_csv('/etc/passwd')")
+    with pytest.raises(StoreError, match="one SQL statement"):
+        run_sql(db, "SELECT 1; SELECT 2")
+    with pytest.raises(StoreError, match="syntax error"):
+        run_sql(db, "SELEC 1")
+
+
+def test_run_sql_caps_rows(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, [started()] + [result(float(i), 0, ts=T0 + i) for i in range(1000)])
+    answer = run_sql(db, "SELECT value, ts FROM results ORDER BY value", limit=500)
+    assert answer.columns == ["value", "ts"]
+    assert len(answer.rows) == 500 and answer.truncated and answer.total_known == 501
+    assert answer.rows[-1][0] == 499.0
+    assert answer.rows[0][1].timestamp() == T0
+    exact = run_sql(db, "SELECT * FROM results", limit=1000)
+    assert not exact.truncated and exact.total_known == 1000
+    began = time.monotonic()
+    huge = run_sql(db, "SELECT * FROM range(1000000000000)", limit=10)
+    assert huge.truncated and len(huge.rows) == 10 and time.monotonic() - began < 5
+
+
+def test_missing_store(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.duckdb"
+    with pytest.raises(StoreError, match=str(missing)):
+        run_sql(missing, "SELECT 1")
+    assert not missing.exists()
+
+
+def _spawn(code: str) -> subprocess.Popen[str]:
+    """A Python child running `code`; it prints 'ready' when it has done its work."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.stdout is not None
+    proc.stdout.close()
+
+
+def test_reader_reports_store_in_use(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, full_session())
+    holder = _spawn(f"""
+        import time
+        from labtui.store import StoreWriter
+        writer = StoreWriter.open({str(db)!r})
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    try:
+        with pytest.raises(StoreError, match=f"{db} is in use by a running labtui session"):
+            connect_readonly(db)
+    finally:
+        _kill(holder)
+    assert session_ids(db) == ["s1"]
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, [])
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)])
+    con.close()
+    with pytest.raises(StoreError, match="newer than this labtui"):
+        StoreWriter.open(db)
+    with pytest.raises(StoreError, match="newer than this labtui"):
+        connect_readonly(db)
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_crashed_sessions_are_marked(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    dead = _dead_pid()
+    record_events(db, [
+        started("dead", pid=dead), result(1.0, 0, session_id="dead", ts=T0 + 30),
+        Log("dead", "info", "step", "last words", ts=T0 + 40),
+        started("alive"), started("elsewhere", pid=dead), started("quiet", pid=dead),
+    ])
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE sessions SET controller = 'other-host' WHERE session_id = 'elsewhere'")
+    con.close()
+    before = time.time()
+    with StoreWriter.open(db) as writer:
+        assert writer.crashed == ["dead", "quiet"]
+    rows = dict(fetch_frame(db, "SELECT session_id, status FROM sessions").iter_rows())
+    assert rows == {"dead": "crashed", "quiet": "crashed", "alive": "running",
+                    "elsewhere": "running"}
+    assert one(db, "SELECT epoch(ended_at), message FROM sessions WHERE session_id = 'dead'") == (
+        T0 + 40, f"controller process {dead} ended without closing the session")
+    assert one(db, "SELECT epoch(ended_at) FROM sessions WHERE session_id = 'quiet'")[0] >= before
+
+
+def test_flushed_step_survives_killed_writer(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    child = _spawn(f"""
+        import os, time
+        from labtui.events import SessionStarted, StepStarted, StepEnded, Result
+        from labtui.store import StoreWriter
+        w = StoreWriter.open({str(db)!r})
+        w.add(SessionStarted("k1", "boot", "scaling", "process", "local", {{}}, os.getpid()))
+        w.add(StepStarted("k1", 1, 1, 3, 0, ts={T0}))
+        w.add(Result("k1", 1, 1, 0, "local", "i1", "b", "m", 2.0, "s", "lower", ts={T0 + 1}))
+        w.add(StepEnded("k1", 1, 1, 0, ts={T0 + 2}))
+        w.flush()
+        w.add(StepStarted("k1", 1, 2, 3, 4, ts={T0 + 3}))
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    _kill(child)
+    with StoreWriter.open(db) as writer:
+        assert writer.crashed == ["k1"]
+    assert one(db, "SELECT count(*), epoch(max(ended_at)) FROM steps") == (1, T0 + 2)
+    assert one(db, "SELECT status, epoch(ended_at) FROM sessions") == ("crashed", T0 + 2)
+    assert one(db, "SELECT count(*) FROM results") == (1,)
+
+
+def test_sessions_listing_and_prefixes(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, [started("abc123", ts=T0), started("abd456", ts=T0 + 10),
+                       result(1.0, 0, session_id="abc123"), result(2.0, 0, session_id="abc123")])
+    listing = list_sessions(db)
+    assert listing["session_id"].to_list() == ["abd456", "abc123"]
+    assert listing["results"].to_list() == [0, 2]
+    assert listing.columns == ["session_id", "suite", "backend", "host", "status", "started_at",
+                               "ended_at", "steps", "results"]
+    assert session_ids(db) == ["abc123", "abd456"]
+    assert resolve_session(db, "abc") == "abc123"
+    assert resolve_session(db, "abd456") == "abd456"
+    with pytest.raises(StoreError, match="abc123, abd456"):
+        resolve_session(db, "ab")
+    with pytest.raises(StoreError, match="no session id starts with 'zz'"):
+        resolve_session(db, "zz")
+
+
+async def test_consume_flushes_on_step_end_and_timer(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(writer_module, "FLUSH_INTERVAL_S", 0.2)
+    db = tmp_path / "lab.duckdb"
+    writer = StoreWriter.open(db)
+    queue: asyncio.Queue = asyncio.Queue()
+    task = asyncio.create_task(writer.consume(queue))
+    for event in full_session()[:3]:
+        queue.put_nowait(event)
+    await queue.join()  # task_done comes after add(), so the events are buffered
+    await _until(lambda: writer.pending == 0)
+    queue.put_nowait(result(1.0, 0))  # not urgent: only the timer flushes it
+    await queue.join()
+    await _until(lambda: writer.pending == 0)
+    for event in full_session()[3:]:
+        queue.put_nowait(event)
+    queue.put_nowait(None)
+    await asyncio.wait_for(task, 10)
+    assert one(db, "SELECT status FROM sessions") == ("completed",)
+    assert one(db, "SELECT count(*) FROM results") == (2,)
+    assert one(db, "SELECT state FROM instances") == ("destroyed",)
+
+
+async def _until(condition, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)

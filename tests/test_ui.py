@@ -1,0 +1,453 @@
+"""The console: pure helpers, then pilot tests that drive real runs on the process backend."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from labtui.events import InstanceCreating, InstanceDestroyed, InstanceReady, ResourceSample, Result, SessionStarted, StepStarted
+from labtui.ui.chart import render_chart, thin
+from labtui.ui.export import export, result_frame
+from labtui.ui.format import age, cell, count_rows, measure, pct, size, sparkline
+from labtui.ui.history import History
+from labtui.ui.live import RunModel
+from labtui.ui.series import availability, slowdown, slowdown_rows
+
+# --- pure helpers ---------------------------------------------------------------------------
+
+
+def test_formatters() -> None:
+    assert pct(0.873) == "87%" and pct(None) == "-"
+    assert size(512) == "512 B" and size(3 * 2**20) == "3.0 MiB" and size(None) == "-"
+    assert age(100.0, now=105.0) == "5s" and age(0, now=1.0) == "-" and age(0.5, now=3725.5) == "1h02m"
+    assert measure(0.00123, "s") == "1.23 ms" and measure(float("nan"), "s") == "-"
+    assert cell(None) == "∅" and cell(1.5) == "1.5"
+    assert count_rows(500, True) == "500 of more than 500 rows"
+    assert count_rows(1, False) == "1 row" and count_rows(3, False) == "3 rows"
+
+
+def test_sparkline_scales_and_pads() -> None:
+    assert sparkline([0.0, 1.0], 4) == "  ▁█"
+    assert sparkline([0.5, None, 2.0], 3) == "▅ █"
+    assert sparkline(list(range(100)), 5, lo=0, hi=99) == sparkline(list(range(95, 100)), 5, lo=0, hi=99)
+
+
+def _results(values: dict[tuple[int, int], list[float]], better: str = "lower") -> pl.DataFrame:
+    rows = [
+        ("s1", rep, step, bg, "boot", "boot_time", "s", better, v)
+        for (rep, bg), vs in values.items()
+        for step, v in [(bg // 10, x) for x in vs]
+    ]
+    model = RunModel()
+    model.results.extend(rows)
+    return model.results_frame()
+
+
+def test_slowdown_means_across_repetitions_and_normalizes() -> None:
+    frame = _results({(1, 0): [1.0, 1.0], (2, 0): [1.0], (1, 10): [2.0], (2, 10): [4.0]})
+    slow = slowdown(frame)
+    assert slow["background"].to_list() == [0, 10]
+    assert slow["mean"].to_list() == [1.0, 3.0]
+    assert slow["n"].to_list() == [2, 2]
+    assert slow["normalized"].to_list() == [1.0, 3.0]
+    assert slow["slowdown_pct"].to_list() == pytest.approx([0.0, 200.0])
+    assert slow["std"][1] == pytest.approx(2**0.5)
+    higher = slowdown(_results({(1, 0): [10.0], (1, 10): [5.0]}, better="higher"))
+    assert higher["slowdown_pct"].to_list() == pytest.approx([0.0, 50.0])
+    assert set(slowdown_rows(slow)) == {"boot/boot_time@0", "boot/boot_time@10"}
+    assert slowdown(RunModel().results_frame()).is_empty()
+
+
+def test_availability_and_chart() -> None:
+    samples = pl.DataFrame(
+        {"host": ["a", "a", "a"], "background": [0, 0, 10], "cpu_avail": [0.9, 0.7, 0.5],
+         "mem_avail": [0.8, 0.8, 0.6], "swap_avail": [1.0, 1.0, None]},
+    )
+    avail = availability(samples)
+    assert avail["cpu"].to_list() == pytest.approx([0.8, 0.5])
+    slow = slowdown(_results({(1, 0): [1.0], (1, 10): [1.5]}))
+    text = render_chart(slow, avail, "boot_time", width=70).plain
+    assert "boot_time normalized" in text
+    assert "1.500" in text and "80%" in text and "50%" in text
+    assert "█" in text
+    assert "no results yet" in render_chart(slowdown(RunModel().results_frame()), avail, "").plain
+
+
+def test_thin_keeps_ends() -> None:
+    assert thin(list(range(5)), 10) == [0, 1, 2, 3, 4]
+    picked = thin(list(range(101)), 5)
+    assert picked[0] == 0 and picked[-1] == 100 and len(picked) == 5
+
+
+def test_run_model_counts_and_bounds() -> None:
+    model = RunModel()
+    model.apply(SessionStarted("s1", "boot-scaling", "scaling", "process", "local", {}, 1))
+    model.apply(StepStarted("s1", 1, 0, 3, 0))
+    for i in range(3):
+        model.apply(InstanceCreating("s1", f"ba{i}", "local", "process", "background", f"ba{i}"))
+    model.apply(InstanceReady("s1", "ba0", 0.0, 0.1, 0.1, "running"))
+    model.apply(InstanceDestroyed("s1", "ba2"))
+    assert model.counts() == {("process", "running", "background"): 1, ("process", "creating", "background"): 1}
+    model.apply(Result("s1", 1, 0, 0, "local", "wo1", "boot", "boot_time", 0.002, "s", "lower"))
+    assert model.results_frame().height == 1
+    for _ in range(700):
+        model.add_sample(ResourceSample("local", 0.5, 0.5, 1.0, 1, 0.1))
+    assert len(model.hosts["local"].samples) == 600
+    assert model.availability_frame().height == 700
+
+
+def test_history_persists_dedups_and_recalls(tmp_path: Path) -> None:
+    path = tmp_path / "h" / "history.json"
+    history = History(path)
+    for q in ("select 1", "select 2", "select 1"):
+        history.add(q)
+    assert json.loads(path.read_text()) == ["select 2", "select 1"]
+    again = History(path)
+    assert again.older() == "select 1" and again.older() == "select 2" and again.older() == "select 2"
+    assert again.newer() == "select 1" and again.newer() == ""
+
+
+def test_export_csv_and_parquet(tmp_path: Path) -> None:
+    frame = result_frame(["a", "a", "b"], [(1, 2, "x"), (3, 4, None)])
+    assert frame.columns == ["a", "a_2", "b"]
+    assert pl.read_csv(export(frame, tmp_path / "out.csv")).height == 2
+    assert pl.read_parquet(export(frame, tmp_path / "out.parquet"))["b"].to_list() == ["x", None]
+
+
+def test_ui_is_the_only_textual_importer() -> None:
+    root = Path(__file__).resolve().parent.parent / "labtui"
+    offenders = [
+        str(p.relative_to(root)) for p in root.rglob("*.py")
+        if "textual" in p.read_text() and p.relative_to(root).parts[0] != "ui"
+        and ("import textual" in p.read_text() or "from textual" in p.read_text())
+    ]
+    assert offenders == []
+
+
+def test_pane_renderers() -> None:
+    from labtui.events import Log
+    from labtui.ui.render import counts_table, hosts_text, log_line, run_text
+
+    model = RunModel()
+    assert "press s" in run_text(model, "auto").plain
+    assert "no host" in hosts_text({}).plain
+    model.reset("boot-scaling", "process", "local", 2, 3)
+    model.apply(StepStarted("s1", 2, 1, 3, 10))
+    text = " ".join(run_text(model, "manual: waiting, press n").plain.split())
+    assert "repetition 2/2 step 2/3" in text and "background 10" in text and "boot-scaling on process@local" in text
+    model.add_sample(ResourceSample("local", 0.42, 0.5, None, 1, 0.3))
+    hosts = hosts_text(model.hosts, width=40).plain
+    assert "local ● connected" in hosts and "CPU   42%" in hosts and "swap    -" in hosts
+    model.apply(InstanceCreating("s1", "ba1", "local", "process", "background", "ba1"))
+    assert counts_table(model).row_count == 2
+    assert log_line(ResourceSample("local", 1, 1, 1, 1, 1)) is None
+    assert "[teardown] bye" in log_line(Log("s1", "info", "teardown", "bye")).plain
+
+
+# --- pilot tests on the real process backend ---------------------------------------------------
+
+from labtui.backends import InstanceSpec, Labels, open_backend  # noqa: E402
+from labtui.hosts import get_host  # noqa: E402
+
+SIZE = (160, 50)
+TINY = "scale.steps=2 scale.per_step=3 suite.repetitions=1"
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Runtime and state dirs in tmp; returns the store path."""
+    monkeypatch.setenv("LABTUI_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("LABTUI_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "lab.duckdb"
+
+
+async def wait_for(pilot, condition, timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.1)
+
+
+async def destroy_session(session: str) -> None:
+    """Leave nothing behind: destroy whatever the session still has."""
+    backend = open_backend("process", get_host("local"))
+    left = await backend.list(session)
+    for instance in left:
+        await backend.destroy(instance, force=True)
+
+
+def pane_text(app, selector: str) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(app.query_one(selector).content)
+    return console.export_text()
+
+
+async def start_run(app, pilot, *, manual: bool) -> None:
+    from textual.widgets import Checkbox, Input
+
+    app.query_one("#overrides", Input).value = TINY
+    app.query_one("#manual", Checkbox).value = manual
+    await pilot.press("s")
+    log = app.query_one("#log")
+    await wait_for(pilot, lambda: app.run_view.model.session_id != "", 30,
+                   "session start; log: " + "\n".join(line.text for line in log.lines))
+
+
+async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
+    from textual.widgets import DataTable, TextArea
+
+    from labtui.ui.app import LabApp
+
+    app = LabApp(lab)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "%" in pane_text(app, "#hosts").split("CPU")[-1][:8], 10, "a CPU figure")
+        await start_run(app, pilot, manual=False)
+        view = app.run_view
+        session = view.model.session_id
+        try:
+            await wait_for(pilot, lambda: not view.active, 90, "the run to end")
+            await pilot.pause(0.3)
+            info = pane_text(app, "#runinfo")
+            assert "completed" in info and "3/3" in info and "background 6" in " ".join(info.split())
+            assert app.query_one("#live DataTable", DataTable).row_count == 3
+            assert "boot_time normalized" in pane_text(app, "#live .chart")
+            hosts = pane_text(app, "#hosts")
+            assert "local" in hosts and "CPU" in hosts
+            assert sum(view.model.counts().values()) == 0
+            assert pane_text(app, "#counts").split()[-2:] == ["total", "0"]
+
+            await pilot.press("3")  # the store is free again: the run's rows are queryable
+            await wait_for(pilot, lambda: app.query_one("#sessions", DataTable).row_count == 1, 15, "the new session")
+            app.query_one("#sql", TextArea).text = "select count(*) from results"
+            app.query_one("#sql", TextArea).focus()
+            await pilot.press("ctrl+r")
+            result = app.query_one("#result", DataTable)
+            await wait_for(pilot, lambda: result.row_count == 1, 15, "the count")
+            assert result.get_row_at(0) == ["3"]
+        finally:
+            await destroy_session(session)
+
+
+async def test_manual_stepping_waits_for_n_then_abort_tears_down(lab: Path) -> None:
+    from labtui.ui.app import LabApp
+
+    app = LabApp(lab)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_run(app, pilot, manual=True)
+        view = app.run_view
+        session = view.model.session_id
+        try:
+            gate = view.runner.ctx.gate
+            await wait_for(pilot, lambda: gate.waiting, 30, "the gate after the baseline")
+            await pilot.pause(1.0)
+            assert gate.waiting and view.model.steps_done == 1
+            assert "press n" in pane_text(app, "#runinfo")
+            await pilot.press("n")
+            await wait_for(pilot, lambda: view.model.steps_done == 2 and gate.waiting, 30, "step 2")
+            assert sum(view.model.counts().values()) == 3
+            assert len(await open_backend("process", get_host("local")).list(session)) == 3
+            await pilot.press("x")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: not view.active, 30, "the abort")
+            await pilot.pause(0.3)
+            assert view.model.status == "aborted"
+            assert sum(view.model.counts().values()) == 0
+            assert await open_backend("process", get_host("local")).list(session) == []
+        finally:
+            await destroy_session(session)
+
+
+async def test_instances_view_lists_destroys_after_confirming_and_cleans_orphans(lab: Path) -> None:
+    import secrets
+
+    from textual.widgets import DataTable
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.modals import ConfirmScreen
+
+    session = "gone-" + secrets.token_hex(3)
+    backend = open_backend("process", get_host("local"))
+    await backend.prepare(["sleeper"])
+    specs = [InstanceSpec(Labels(session, "background", f"ba{i}"), program="sleeper") for i in range(3)]
+    made = await backend.create_many(specs)
+    names = sorted(i.name for i in made)
+    app = LabApp(lab)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            view = app.query_one(InstancesView)
+            await pilot.press("2")
+            mine = lambda: sorted(f.instance.name for f in view.found.values() if f.instance.labels.session == session)  # noqa: E731
+            await wait_for(pilot, lambda: mine() == names, 30, "the sleepers listed")
+            found = [f for f in view.found.values() if f.instance.labels.session == session]
+            assert all(f.orphan and f.memory for f in found)
+            table = app.query_one("#inst-table", DataTable)
+            victim = next(f for f in found if f.instance.name == names[1])
+            assert "orphan" in str(table.get_row(victim.key)[-1])
+
+            await pilot.press("slash", *session, "enter")
+            await wait_for(pilot, lambda: table.row_count == 3, 5, "the filter")
+            table.move_cursor(row=table.get_row_index(victim.key))
+            await pilot.press("space")
+            assert view.selected == {victim.key}
+            await pilot.press("d")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the confirmation")
+            listed = str(app.screen.query_one("#confirm-list").content)
+            assert names[1] in listed and names[0] not in listed and names[2] not in listed
+            await pilot.press("y")
+            await wait_for(pilot, lambda: mine() == [names[0], names[2]], 30, "the destroy")
+            assert sorted(i.name for i in await backend.list(session)) == [names[0], names[2]]
+
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the cleanup confirmation")
+            listed = str(app.screen.query_one("#confirm-list").content)
+            assert names[0] in listed and names[2] in listed and names[1] not in listed
+            await pilot.press("n")
+            await pilot.pause(0.2)
+            assert len(await backend.list(session)) == 2
+            await pilot.press("c", "y")
+            await wait_for(pilot, lambda: mine() == [], 30, "the cleanup")
+            assert await backend.list(session) == []
+    finally:
+        await destroy_session(session)
+
+
+def make_store(path: Path, session: str = "20260101-000000-abcdef", results: int = 600) -> str:
+    """A store with one finished session: 2 steps, `results` boot results, a few samples."""
+    from labtui.events import SessionEnded, StepEnded
+    from labtui.store import StoreWriter
+
+    writer = StoreWriter.open(path)
+    t0 = time.time() - 100
+    writer.add(SessionStarted(session, "boot-scaling", "scaling", "process", "local", {}, 1, ts=t0))
+    half = results // 2
+    for step, background in ((0, 0), (1, 10)):
+        start = t0 + 10 * step + 1
+        writer.add(StepStarted(session, 1, step, 2, background, ts=start))
+        writer.add(ResourceSample("local", 0.9 - 0.4 * step, 0.8, 1.0, 1000, 0.5, ts=start + 1, session_id=session,
+                                  instances=background))
+        for i in range(half):
+            writer.add(Result(session, 1, step, background, "local", f"wo{i}", "boot", "boot_time",
+                              0.01 * (1 + step), "s", "lower", ts=start + 2))
+        writer.add(StepEnded(session, 1, step, background, ts=start + 3))
+    writer.add(SessionEnded(session, "completed", ts=t0 + 30))
+    writer.flush()
+    writer.close()
+    return session
+
+
+async def test_sessions_view_replays_queries_caps_refuses_writes_and_exports(lab: Path, tmp_path: Path) -> None:
+    from textual.widgets import DataTable, TextArea
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.panes import SlowdownPanel
+
+    session = make_store(lab)
+    app = LabApp(lab)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        sessions = app.query_one("#sessions", DataTable)
+        await wait_for(pilot, lambda: sessions.row_count == 1, 15, "the sessions list")
+        sessions.focus()
+        await pilot.press("enter")
+        replay = app.query_one("#replay", SlowdownPanel)
+        await wait_for(pilot, lambda: replay.table.row_count == 2, 15, "the replayed slowdown table")
+        assert "boot_time normalized" in pane_text(app, "#replay .chart")
+        assert "+100.0%" in [str(c) for c in replay.table.get_row("boot/boot_time@10")]
+
+        editor = app.query_one("#sql", TextArea)
+        status = app.query_one("#sql-status")
+        result = app.query_one("#result", DataTable)
+
+        async def run(sql: str) -> None:
+            editor.text = sql
+            status.update("")
+            editor.focus()
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: str(status.content) not in ("", "running..."), 15, f"the query {sql!r}")
+
+        await run("select * from results")
+        assert "500 of more than 500 rows" in str(status.content)
+        assert result.row_count == 500
+        await run("delete from results")
+        assert status.has_class("error") and "error" in str(status.content)
+        await run("select count(*) as n from results")
+        assert not status.has_class("error") and "1 row" in str(status.content)
+        assert result.get_row_at(0) == ["600"]
+
+        history = json.loads((tmp_path / "state" / "history.json").read_text())
+        assert history[-1] == "select count(*) as n from results" and "delete from results" in history
+
+        result.focus()
+        target = tmp_path / "out" / "count.csv"
+        await pilot.press("e", *str(target), "enter")
+        await wait_for(pilot, target.exists, 10, "the export")
+        await pilot.pause(0.2)
+        assert pl.read_csv(target)["n"].to_list() == [600]
+        assert replay.border_title == f"session {session}"
+
+
+async def test_quit_during_a_run_asks_then_tears_down(lab: Path) -> None:
+    from labtui.ui.app import LabApp
+    from labtui.ui.modals import ConfirmScreen
+
+    app = LabApp(lab)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_run(app, pilot, manual=True)
+        view = app.run_view
+        session = view.model.session_id
+        try:
+            gate = view.runner.ctx.gate
+            await wait_for(pilot, lambda: gate.waiting, 30, "the gate")
+            await pilot.press("n")
+            await wait_for(pilot, lambda: view.model.steps_done == 2 and gate.waiting, 30, "step 2")
+            await pilot.press("q")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the quit question")
+            await pilot.press("n")
+            await pilot.pause(0.2)
+            assert view.active and app.is_running
+            await pilot.press("q", "y")
+            await wait_for(pilot, lambda: not app.is_running, 30, "the app to exit")
+        except BaseException:
+            await destroy_session(session)
+            raise
+    try:
+        assert await open_backend("process", get_host("local")).list(session) == []
+    finally:
+        await destroy_session(session)
+
+
+async def test_help_palette_and_tabs(lab: Path) -> None:
+    from textual.command import CommandPalette
+    from textual.widgets import TabbedContent
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.modals import HelpScreen
+
+    app = LabApp(lab)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        assert "ctrl+r" in str(app.screen.query_one("#help-text").content)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), 5, "the palette")
+        await pilot.press(*"Go to Sessions")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.query_one(TabbedContent).active == "tab-sessions", 5, "the Sessions tab")
+        await pilot.press("1")
+        assert app.query_one(TabbedContent).active == "tab-run"
+        await pilot.press("x")  # no run: a notice, nothing else
+        assert not app.run_view.active
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, 5, "quit without a run")
