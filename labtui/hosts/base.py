@@ -101,6 +101,14 @@ class Host(abc.ABC):
     async def facts(self) -> Facts:
         """Describe the host (OS, kernel, CPU, memory)."""
 
+    @abc.abstractmethod
+    async def unix_socket_path(self, remote_path: str) -> str:
+        """A path on the controller whose connections reach remote_path on the host.
+
+        LocalHost returns the path itself; an SSH host forwards a local socket
+        through its connection (how the Docker API is reached on a remote host).
+        """
+
     @property
     @abc.abstractmethod
     def runtime_dir(self) -> str:

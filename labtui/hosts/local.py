@@ -95,6 +95,9 @@ class LocalHost(Host):
     async def get_file(self, remote_path: str, local_path: str) -> None:
         await asyncio.to_thread(_copy, remote_path, local_path, 0o644)
 
+    async def unix_socket_path(self, remote_path: str) -> str:
+        return remote_path
+
     async def sample(self) -> ResourceSample:
         sample, self._cpu_before = await asyncio.to_thread(_read_sample, self.name, self._cpu_before)
         return sample
