@@ -61,7 +61,10 @@ class InstanceSpec:
     ``program`` names a probe (``hello``, ``sleeper``, ...) or, for image-based
     backends, ``image`` names an image.  ``wait`` says when create returns:
     ``"exit"`` after the instance ran to completion (boot time = create to
-    exit), ``"ready"`` once it is running.
+    exit), ``"ready"`` once it is running.  ``capture_output`` (with
+    ``wait="exit"``) returns what the instance printed on stdout in
+    ``Instance.output``; ``start_at`` (epoch seconds) holds the program back
+    until that time, so instances created by separate calls start together.
     """
 
     labels: Labels
@@ -72,6 +75,8 @@ class InstanceSpec:
     cpus: str | None = None
     mem_limit_bytes: int | None = None
     timeout_s: float = 60.0
+    capture_output: bool = False
+    start_at: float | None = None
 
 
 @dataclass(slots=True)
@@ -93,6 +98,8 @@ class Instance:
     exit_code: int | None = None
     handle: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    #: What the instance printed on stdout, when the spec asked to capture it.
+    output: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,8 +84,8 @@ def _mark_crashed(db: Path, plan: CleanupPlan) -> set[str]:
     return crashed
 
 
-async def run_cleanup(plan: CleanupPlan, db: Path) -> CleanupReport:
-    """Destroy every target (force), then record the destroys in the store."""
+async def run_cleanup(plan: CleanupPlan, db: Path, *, record: bool = True) -> CleanupReport:
+    """Destroy every target (force), then record the destroys in the store unless record is False."""
     report = CleanupReport()
     done: list[Target] = []
 
@@ -100,7 +100,8 @@ async def run_cleanup(plan: CleanupPlan, db: Path) -> CleanupReport:
             done.append(target)
 
     await asyncio.gather(*(one(t) for t in plan.targets))
-    _record(db, done, report)
+    if record:
+        _record(db, done, report)
     return report
 
 

@@ -67,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="every labtui instance")
     p.add_argument("--dry-run", action="store_true", help="list what would be destroyed, destroy nothing")
 
+    p = sub.add_parser("images", help="docker images labtui builds from its probes")
+    images = p.add_subparsers(dest="images_command", metavar="ACTION", required=True)
+    p = images.add_parser("build", help="build the labtui/<probe> images FROM scratch (missing or stale ones)")
+    p.add_argument("--host", metavar="H", default="local", help="host name from the lab config (default: local)")
+    p.add_argument("--force", action="store_true", help="rebuild even the images that are up to date")
+
     p = sub.add_parser("backends", help="list backends and whether they are usable here")
     p.add_argument("--host", metavar="H", default="local")
 

@@ -7,6 +7,7 @@ each other.  Every timestamp is seconds since the epoch (float, UTC).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -110,6 +111,15 @@ class InstanceDestroyed:
 
 
 @dataclass(frozen=True, slots=True)
+class InstanceDestroying:
+    """Intent: the engine is about to ask a backend to destroy this instance."""
+
+    session_id: str
+    instance_id: str
+    ts: float = field(default_factory=now)
+
+
+@dataclass(frozen=True, slots=True)
 class Result:
     session_id: str
     repetition: int
@@ -149,6 +159,18 @@ class Log:
     ts: float = field(default_factory=now)
 
 
+@dataclass(eq=False, slots=True)
+class Checkpoint:
+    """Not a record: asks the durable subscriber (the store) to commit everything before it.
+
+    The subscriber calls ``done.set_result(None)`` once the rows are committed,
+    or ``done.set_exception(...)`` when it cannot; the engine awaits ``done``
+    before acting, so an intent is on disk before the action it announces.
+    """
+
+    done: asyncio.Future[None]
+
+
 Event = (
     SessionStarted
     | SessionEnded
@@ -157,6 +179,7 @@ Event = (
     | StepEnded
     | InstanceCreating
     | InstanceReady
+    | InstanceDestroying
     | InstanceDestroyed
     | Result
     | ResourceSample

@@ -191,11 +191,21 @@ def pane_text(app, selector: str) -> str:
 
 
 async def start_run(app, pilot, *, manual: bool) -> None:
-    from textual.widgets import Checkbox, Input
+    """Start boot-scaling through the start-run dialog with TINY overrides."""
+    from textual.widgets import Input, RadioButton, Select
 
-    app.query_one("#overrides", Input).value = TINY
-    app.query_one("#manual", Checkbox).value = manual
+    from labtui.ui.start_dialog import StartDialog
+
     await pilot.press("s")
+    await wait_for(pilot, lambda: isinstance(app.screen, StartDialog), 5, "the start dialog")
+    dialog = app.screen
+    await wait_for(pilot, lambda: dialog.query_one("#backend", Select).value == "process", 30, "the backend check")
+    for override in TINY.split():
+        key, value = override.split("=")
+        dialog.query_one("#" + {"scale.steps": "steps", "scale.per_step": "per-step",
+                                "suite.repetitions": "repetitions"}[key], Input).value = value
+    dialog.query_one("#manual" if manual else "#auto", RadioButton).value = True
+    await pilot.press("ctrl+s")
     log = app.query_one("#log")
     await wait_for(pilot, lambda: app.run_view.model.session_id != "", 30,
                    "session start; log: " + "\n".join(line.text for line in log.lines))
@@ -396,8 +406,9 @@ async def test_sessions_view_replays_queries_caps_refuses_writes_and_exports(lab
 
 
 async def test_quit_during_a_run_asks_then_tears_down(lab: Path) -> None:
+    from labtui.store import run_sql
     from labtui.ui.app import LabApp
-    from labtui.ui.modals import ConfirmScreen
+    from labtui.ui.modals import QuitScreen
 
     app = LabApp(lab)
     async with app.run_test(size=SIZE) as pilot:
@@ -410,17 +421,22 @@ async def test_quit_during_a_run_asks_then_tears_down(lab: Path) -> None:
             await pilot.press("n")
             await wait_for(pilot, lambda: view.model.steps_done == 2 and gate.waiting, 30, "step 2")
             await pilot.press("q")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the quit question")
-            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), 5, "the quit question")
+            assert "3 live instance(s)" in str(app.screen.query_one("#quit-list").content)
+            await pilot.press("escape")
             await pilot.pause(0.2)
             assert view.active and app.is_running
-            await pilot.press("q", "y")
+            await pilot.press("q", "t")
             await wait_for(pilot, lambda: not app.is_running, 30, "the app to exit")
         except BaseException:
             await destroy_session(session)
             raise
     try:
         assert await open_backend("process", get_host("local")).list(session) == []
+        quit_log = run_sql(lab, f"select level, message from events where session_id = '{session}' and kind = 'quit'")
+        assert quit_log.rows == [("info", "console quit: tearing down 3 instance(s)")]
+        status = run_sql(lab, f"select status from sessions where session_id = '{session}'")
+        assert status.rows == [("aborted",)]
     finally:
         await destroy_session(session)
 

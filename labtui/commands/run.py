@@ -35,14 +35,19 @@ def cmd_run(args) -> int:
         raise UsageError(str(exc)) from None
     gate = StepGate(auto=not args.step)
     runner = SessionRunner(suite, backend, host, gate=gate)
-    status = asyncio.run(_run(runner, writer, console, interactive=args.step))
+    try:
+        status = asyncio.run(_run(runner, writer, console, interactive=args.step))
+    except StoreError as exc:
+        console.print(f"[red]store error:[/] {exc}", highlight=False)
+        console.print(f"session {runner.session_id} stopped; what was committed before is intact in {path}")
+        return 1
     console.print(f"session [bold]{runner.session_id}[/] {status} -> {path}", highlight=False)
     render_summary(Console(), path, runner.session_id)
     return EXIT_CODES.get(status, 1)
 
 
 async def _run(runner: SessionRunner, writer: StoreWriter, console: Console, *, interactive: bool) -> str:
-    store_queue = runner.bus.subscribe()
+    store_queue = runner.bus.subscribe(durable=True)
     progress_queue = runner.bus.subscribe()
     store_task = asyncio.create_task(writer.consume(store_queue))
     run_task = asyncio.create_task(runner.run())

@@ -7,17 +7,20 @@ creation order so an abort can tear them down in reverse.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
-from labtui.backends import Backend, Instance, InstanceSpec, Labels
+from labtui.backends import Backend, BackendError, Instance, InstanceSpec, Labels
 from labtui.engine.bus import EventBus
 from labtui.engine.gate import StepGate
 from labtui.events import (
     Better,
     InstanceCreating,
     InstanceDestroyed,
+    InstanceDestroying,
     InstanceReady,
     Log,
     Result,
@@ -25,6 +28,11 @@ from labtui.events import (
 )
 from labtui.hosts.base import Host
 from labtui.suites.model import Program, Suite
+
+T = TypeVar("T")
+#: Every backend call is bounded: this much, plus a little per instance in the batch.
+OPERATION_TIMEOUT_S = 120.0
+PER_INSTANCE_TIMEOUT_S = 2.0
 
 
 @dataclass
@@ -48,6 +56,7 @@ class RunContext:
     gate: StepGate
     position: Position = field(default_factory=Position)
     live: list[Instance] = field(default_factory=list)
+    tearing_down: bool = False
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def log(self, level: str, kind: str, message: str) -> None:
@@ -77,7 +86,8 @@ class RunContext:
                     spec.labels.instance,
                 )
             )
-        instances = await self.backend.create_many(specs)
+        await self.bus.checkpoint()
+        instances = await self._bounded(self.backend.create_many(specs), specs, "create")
         for instance in instances:
             if instance.state != "exited":
                 self.live.append(instance)
@@ -94,19 +104,49 @@ class RunContext:
         return instances
 
     async def destroy(self, instances: Sequence[Instance], *, force: bool = False) -> None:
-        """Destroy instances in reverse order of creation and record each."""
+        """Destroy instances in reverse order of creation, recording intent first and each after.
+
+        While tearing down, a store that cannot commit the intent (a full disk)
+        does not stop the destroys: ending the instances matters more.
+        """
         ordered = list(reversed(instances))
-        await self.backend.destroy_many(ordered, force=force)
+        if not ordered:
+            return
+        for instance in ordered:
+            self.bus.publish(InstanceDestroying(self.session_id, instance.labels.instance))
+        try:
+            await self.bus.checkpoint()
+        except Exception:
+            if not self.tearing_down:
+                raise
+        await self._bounded(self.backend.destroy_many(ordered, force=force), ordered, "destroy")
         gone = {id(i) for i in ordered}
         self.live = [i for i in self.live if id(i) not in gone]
         for instance in ordered:
             self.bus.publish(InstanceDestroyed(self.session_id, instance.labels.instance))
 
     async def teardown(self) -> None:
-        """Destroy every live instance, newest first."""
-        if self.live:
-            self.log("info", "teardown", f"destroying {len(self.live)} instances")
+        """Destroy every live instance, newest first; force those that resist."""
+        self.tearing_down = True
+        if not self.live:
+            return
+        self.log("info", "teardown", f"destroying {len(self.live)} instances")
+        try:
             await self.destroy(list(self.live))
+        except Exception as exc:
+            self.log("warning", "stuck", f"destroy failed ({exc}); forcing {len(self.live)} instances")
+            await self.destroy(list(self.live), force=True)
+
+    async def _bounded(self, work: Awaitable[T], items: Sequence[object], what: str) -> T:
+        """Await a backend call with a timeout that grows with the batch size."""
+        timeout = OPERATION_TIMEOUT_S + PER_INSTANCE_TIMEOUT_S * len(items)
+        try:
+            return await asyncio.wait_for(work, timeout)
+        except TimeoutError:
+            raise BackendError(
+                f"{self.backend.name} {what} of {len(items)} instance(s) on {self.host.name} "
+                f"did not finish within {timeout:g} s"
+            ) from None
 
     def result(self, benchmark: str, metric: str, value: float, unit: str, better: Better, instance_id: str = "") -> None:
         p = self.position

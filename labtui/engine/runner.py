@@ -36,6 +36,9 @@ def new_session_id() -> str:
 class SessionRunner:
     """Drives one session; subscribe to `bus` before calling run()."""
 
+    #: Set to leave the live instances running when the session ends (a console quit that keeps them).
+    keep_instances: bool = False
+
     def __init__(
         self,
         suite: Suite,
@@ -104,6 +107,10 @@ class SessionRunner:
         return status
 
     async def _teardown(self) -> None:
+        if self.keep_instances:
+            if self.ctx.live:
+                self.ctx.log("warning", "teardown", f"leaving {len(self.ctx.live)} instance(s) running")
+            return
         try:
             await self.ctx.teardown()
         except Exception as exc:

@@ -1,4 +1,4 @@
-"""Hosts: the local machine now, SSH hosts through the lab config."""
+"""Hosts: the local machine, and SSH hosts declared in the lab config (labtui.toml)."""
 
 from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
 
@@ -6,8 +6,10 @@ __all__ = ["CommandResult", "CommandTimeout", "Facts", "Host", "HostError", "get
 
 
 def known_hosts() -> list[str]:
-    """Names accepted by --host."""
-    return ["local"]
+    """Names accepted by --host: local, then the lab config's hosts."""
+    from labtui.hosts.config import load_lab_config
+
+    return ["local", *load_lab_config().hosts]
 
 
 def get_host(name: str) -> Host:
@@ -16,4 +18,12 @@ def get_host(name: str) -> Host:
         from labtui.hosts.local import LocalHost
 
         return LocalHost()
-    raise HostError(f"unknown host {name!r}; known hosts: {', '.join(known_hosts())}")
+    from labtui.hosts.config import load_lab_config
+
+    lab = load_lab_config()
+    if name in lab.hosts:
+        from labtui.hosts.ssh import SSHHost
+
+        return SSHHost(lab.hosts[name], resolve=lab.hosts.__getitem__)
+    where = f" (lab config: {lab.path})" if lab.path else " (no labtui.toml here; --config or LABTUI_CONFIG names one)"
+    raise HostError(f"unknown host {name!r}; known hosts: {', '.join(['local', *lab.hosts])}{where}")

@@ -24,10 +24,12 @@ import duckdb
 import pyarrow as pa
 
 from labtui.events import (
+    Checkpoint,
     Event,
     HostFacts,
     InstanceCreating,
     InstanceDestroyed,
+    InstanceDestroying,
     InstanceReady,
     Log,
     ResourceSample,
@@ -298,26 +300,46 @@ class StoreWriter:
         """The writer task: store events from `queue` until a None, then close.
 
         Flushes (in a worker thread) on SessionStarted, StepEnded and
-        SessionEnded, at least every FLUSH_INTERVAL_S while rows are waiting,
-        and when more than MAX_BUFFER_ROWS rows are buffered.
+        SessionEnded, on every Checkpoint (then answers it), at least every
+        FLUSH_INTERVAL_S while rows are waiting, and when more than
+        MAX_BUFFER_ROWS rows are buffered.  When a write fails (a full disk),
+        what was committed stays intact, every later checkpoint is answered
+        with the error so the engine stops, the queue is still drained, and
+        the error is raised at the end.
         """
         loop = asyncio.get_running_loop()
         last = loop.time()
+        failure: StoreError | None = None
         try:
             while True:
                 event = await _next_event(queue, last + FLUSH_INTERVAL_S - loop.time())
                 if event is None:
                     queue.task_done()
-                    return
+                    break
                 if event is not _TIMEOUT:
-                    self.add(event)
                     queue.task_done()
-                if self._pending and (self._urgent(event) or loop.time() - last >= FLUSH_INTERVAL_S):
-                    await asyncio.to_thread(self.flush)
+                    if failure is None and not isinstance(event, Checkpoint):
+                        self.add(event)
+                urgent = isinstance(event, Checkpoint) or self._urgent(event)
+                if failure is None and self._pending and (urgent or loop.time() - last >= FLUSH_INTERVAL_S):
+                    try:
+                        await asyncio.to_thread(self.flush)
+                    except StoreError as exc:
+                        failure = exc
+                if isinstance(event, Checkpoint) and not event.done.done():
+                    if failure is None:
+                        event.done.set_result(None)
+                    else:
+                        event.done.set_exception(failure)
                 if not self._pending:
                     last = loop.time()
         finally:
-            await asyncio.to_thread(self.close)
+            if failure is None:
+                await asyncio.to_thread(self.close)
+            else:
+                self._con.close()
+        if failure is not None:
+            raise failure
 
     def _urgent(self, event: object) -> bool:
         return isinstance(event, _URGENT) or self._pending > MAX_BUFFER_ROWS
@@ -411,6 +433,9 @@ class StoreWriter:
             destroyed_at=e.ts, state=e.state,
         )
 
+    def _instance_destroying(self, e: InstanceDestroying) -> None:
+        self._upsert("instances", session_id=e.session_id, instance_id=e.instance_id, state="destroying")
+
     def _result(self, e: Result) -> None:
         self._append(
             "results",
@@ -437,6 +462,7 @@ _HANDLERS = {
     StepEnded: StoreWriter._step_ended,
     InstanceCreating: StoreWriter._instance_creating,
     InstanceReady: StoreWriter._instance_ready,
+    InstanceDestroying: StoreWriter._instance_destroying,
     InstanceDestroyed: StoreWriter._instance_destroyed,
     Result: StoreWriter._result,
     ResourceSample: StoreWriter._resource,

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from labtui.paths import default_db_path
 from labtui.ui.instances_view import InstancesView
-from labtui.ui.modals import ConfirmScreen, HelpScreen
+from labtui.ui.modals import HelpScreen, QuitScreen
 from labtui.ui.run_view import RunView
 from labtui.ui.sessions_view import SessionsView
 
@@ -37,17 +39,20 @@ class LabApp(App[int]):
         Binding("3", "show_tab('tab-sessions')", "sessions", show=False),
     ]
 
-    def __init__(self, db_path: Path | None = None, backend: str = "process", host: str = "local") -> None:
+    def __init__(self, db_path: Path | None = None, backend: str = "process", host: str = "local", *,
+                 idle_sampling: bool = True) -> None:
         super().__init__()
         self.db_path = Path(db_path) if db_path else default_db_path()
         self.backend_name, self.host_name = backend, host
+        self.idle_sampling = idle_sampling
         self.sub_title = str(self.db_path)
 
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(initial="tab-run"):
             with TabPane(TABS["tab-run"], id="tab-run"):
-                yield RunView(self.db_path, self.backend_name, self.host_name, id="run-view")
+                yield RunView(self.db_path, self.backend_name, self.host_name, idle_sampling=self.idle_sampling,
+                              id="run-view")
             with TabPane(TABS["tab-instances"], id="tab-instances"):
                 yield InstancesView(self.db_path, self.host_name, id="instances-view")
             with TabPane(TABS["tab-sessions"], id="tab-sessions"):
@@ -106,25 +111,27 @@ class LabApp(App[int]):
             self.query_one("#live DataTable", DataTable).focus()
 
     def action_request_quit(self) -> None:
-        """Quit; while a run is active, ask, then abort it and wait for its teardown."""
+        """Quit; while a run is active, ask whether to tear its instances down or leave them running."""
         runner = self.run_view.runner
         if runner is None:
             self.exit(0)
             return
-        lines = [f"session {runner.session_id} is running with {len(runner.ctx.live)} live instance(s).",
-                 "Quitting aborts it after the current step and destroys its instances, then exits."]
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.run_view.abort_run("console quit: tearing down")
-                self.run_worker(self._quit_after_run(), group="quit")
+        def answered(answer: str | None) -> None:
+            if answer is not None and self.run_view.runner is runner:
+                worker = self.run_view.quit_run(leave=answer == "leave")
+                self.run_worker(self._quit_after_run(worker), group="quit")
+            elif answer is not None:
+                self.exit(0)
 
-        self.push_screen(ConfirmScreen("Abort the run, tear down and quit?", lines), answered)
+        self.push_screen(QuitScreen(runner.session_id, [f"{i.name} ({i.labels.role})" for i in runner.ctx.live]),
+                         answered)
 
-    async def _quit_after_run(self) -> None:
-        worker = self.run_view.run_worker_handle
+    async def _quit_after_run(self, worker: Worker | None) -> None:
+        """Exit once the session has ended and its store writer has committed."""
         if worker is not None:
-            await worker.wait()
+            with suppress(WorkerCancelled, WorkerFailed):
+                await worker.wait()
         self.exit(0)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -132,14 +139,14 @@ class LabApp(App[int]):
         yield from super().get_system_commands(screen)
         run, inst, sess = self.run_view, self.query_one(InstancesView), self.query_one(SessionsView)
         commands = [
-            ("Run: start the chosen suite", "s in the Run view", run.action_start),
+            ("Run: start a run (suite, backend, host, overrides, stepping)", "s in the Run view", run.action_start),
             ("Run: next step", "n", run.action_next_step),
             ("Run: auto stepping", "a", run.action_auto),
             ("Run: pause (manual stepping)", "p", run.action_pause),
             ("Run: abort and tear down", "x (asks first)", run.action_abort),
             ("Instances: refresh", "r in the Instances view", inst.action_refresh),
             ("Instances: destroy selected", "d (asks first)", inst.action_destroy),
-            ("Instances: clean up the session's orphans", "c (asks first)", inst.action_cleanup),
+            ("Instances: clean up the session's stuck and orphaned instances", "c (asks first)", inst.action_cleanup),
             ("Sessions: refresh sessions and schema", "r in the Sessions view", sess.action_refresh),
             ("SQL: run the query", "ctrl+r / ctrl+enter", sess.action_run_sql),
             ("SQL: export the result", "e", sess.action_export),

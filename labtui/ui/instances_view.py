@@ -1,7 +1,15 @@
-"""The Instances view: every labtui instance on the host, select and destroy, clean up orphans."""
+"""The Instances view: every labtui instance on the host, select and destroy, clean up stuck and orphans.
+
+An instance is flagged when it needs attention: "orphan" (no process runs its
+session), "stuck <state>" (still in a transitional state past STUCK_AFTER_S),
+or "destroy failed" (a destroy from this view failed; remembered until the
+instance is gone).
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -16,7 +24,7 @@ from labtui.cleanup import CleanupPlan, Target, run_cleanup
 from labtui.hosts import HostError, get_host
 from labtui.liveness import session_is_running
 from labtui.ui.format import age, size
-from labtui.ui.inventory import Found, inventory, usable_backends
+from labtui.ui.inventory import Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.modals import ConfirmScreen
 from labtui.ui.tablesync import sync_rows
 
@@ -44,7 +52,11 @@ class InstancesView(Vertical):
         self.db_path, self.host_name = db_path, host
         self.found: dict[str, Found] = {}
         self.selected: set[str] = set()
+        self.failures: dict[str, str] = {}
         self.filter_text = ""
+        self.notes: list[str] = []
+        #: The clock ages and stuck checks use (replaceable for a reproducible screen).
+        self.now: Callable[[], float] = time.time
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: any text in name, role, session, state...", id="inst-filter")
@@ -75,32 +87,42 @@ class InstancesView(Vertical):
             return
         backends, notes = await usable_backends(host)
         found, more = await inventory(backends)
+        self.show(found, [b.name for b in backends], notes + more)
+
+    def show(self, found: list[Found], backends: list[str], notes: list[str]) -> None:
+        """Show a listing: rows by keyed diff, flags, and a status line with the counts."""
         self.found = {f.key: f for f in found}
         self.selected &= set(self.found)
+        self.failures = {k: v for k, v in self.failures.items() if k in self.found}
         self.render_rows()
-        orphans = sum(f.orphan for f in found)
-        names = ", ".join(b.name for b in backends) or "none"
-        self.status(f"{len(found)} instance(s), {orphans} orphaned · backends: {names}"
-                    + ("\n" + "; ".join(notes + more) if notes or more else ""))
+        now = self.now()
+        flagged = [self.flags(k, f, now) for k, f in self.found.items()]
+        orphans = sum("orphan" in fl for fl in flagged)
+        stuck = sum(any(x.startswith("stuck") for x in fl) for fl in flagged)
+        self.status(f"{len(found)} instance(s): {orphans} orphaned, {stuck} stuck, {len(self.failures)} failed destroy"
+                    f" · backends: {', '.join(backends) or 'none'}" + ("\n" + "; ".join(notes) if notes else ""))
 
-    def _cells(self, key: str, f: Found) -> tuple:
+    def flags(self, key: str, f: Found, now: float) -> list[str]:
+        return flags(f, now, self.failures.get(key))
+
+    def _cells(self, key: str, f: Found, now: float) -> tuple:
         i = f.instance
-        flag = Text("orphan", "bold red") if f.orphan else Text("")
+        flag = Text(", ".join(self.flags(key, f, now)), "bold red")
         return ("✔" if key in self.selected else " ", i.name, f.backend.name, i.host, i.labels.role,
-                i.labels.session, i.state, age(i.created_at), size(f.memory), flag)
+                i.labels.session, i.state, age(i.created_at, now), size(f.memory), flag)
 
     def visible(self) -> dict[str, Found]:
         """The listed instances that match the filter."""
         needle = self.filter_text.lower()
         if not needle:
             return dict(self.found)
-        return {
-            k: f for k, f in self.found.items()
-            if needle in " ".join(str(c) for c in self._cells(k, f)[1:-1]).lower() + (" orphan" if f.orphan else "")
-        }
+        now = self.now()
+        return {k: f for k, f in self.found.items()
+                if needle in " ".join(str(c) for c in self._cells(k, f, now)[1:]).lower()}
 
     def render_rows(self) -> None:
-        rows = {k: self._cells(k, f) for k, f in self.visible().items()}
+        now = self.now()
+        rows = {k: self._cells(k, f, now) for k, f in self.visible().items()}
         with self.app.batch_update():
             sync_rows(self.table, rows)
 
@@ -147,9 +169,10 @@ class InstancesView(Vertical):
         if self.table.cursor_row < self.table.row_count - 1:
             self.table.move_cursor(row=self.table.cursor_row + 1)
 
-    def _confirm_destroy(self, title: str, targets: list[Target]) -> None:
+    def _confirm_destroy(self, title: str, targets: list[Target], *, reasons: bool = False) -> None:
         lines = [f"{t.instance.name}  {t.backend.name}@{t.instance.host}  role={t.instance.labels.role}  "
-                 f"session={t.instance.labels.session}  state={t.instance.state}" for t in targets]
+                 f"session={t.instance.labels.session}  state={t.instance.state}"
+                 + (f"  [{t.reason}]" if reasons else "") for t in targets]
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -168,30 +191,42 @@ class InstancesView(Vertical):
         self._confirm_destroy(f"Destroy {len(targets)} instance(s)?", targets)
 
     def action_cleanup(self) -> None:
-        """Destroy every instance of the session under the cursor, once that session has gone."""
+        """Destroy every stuck or orphaned instance of the session under the cursor, after confirming."""
         key = self.cursor_key()
         if key is None or key not in self.found:
             self.notify("no instance under the cursor", severity="warning")
             return
         sid = self.found[key].instance.labels.session
-        if session_is_running(sid):
-            self.notify(f"session {sid} is running: abort it instead of cleaning up", severity="warning")
+        now = self.now()
+        targets = [Target(f.backend, f.instance, ", ".join(fl))
+                   for k, f in self.found.items()
+                   if f.instance.labels.session == sid and (fl := self.flags(k, f, now))]
+        if not targets:
+            self.notify(f"session {sid} has no stuck or orphaned instance", severity="warning")
             return
-        targets = [Target(f.backend, f.instance, "orphan of a session that is not running")
-                   for f in self.found.values() if f.instance.labels.session == sid]
-        self._confirm_destroy(f"Clean up {len(targets)} orphan(s) of session {sid}?", targets)
+        title = f"Clean up {len(targets)} stuck or orphaned instance(s) of session {sid}?"
+        if session_is_running(sid):
+            title += " The session is still running."
+        self._confirm_destroy(title, targets, reasons=True)
 
     async def _destroy(self, targets: list[Target]) -> None:
         self.status(f"destroying {len(targets)} instance(s)...")
         recording = not getattr(self.app, "run_active", False)
-        db = self.db_path if recording else Path("/nonexistent/labtui-console-not-recorded")
-        report = await run_cleanup(CleanupPlan(targets=targets), db)
+        report = await run_cleanup(CleanupPlan(targets=targets), self.db_path, record=recording)
         message = f"destroyed {report.destroyed}, failed {report.failed}"
         if not recording:
             message += " (not recorded: a run in this console holds the store)"
         self.notify(message, severity="error" if report.failed else "information")
         for error in report.errors:
             self.notify(error, severity="error", timeout=10)
-        self.selected -= {t.backend.name + ":" + t.instance.host + ":" + t.instance.name for t in targets}
+        keys = {_key(t): t.instance.name for t in targets}
+        self.failures.update(destroy_errors(keys, report.errors))
+        for key in set(keys) - set(destroy_errors(keys, report.errors)):
+            self.failures.pop(key, None)
+        self.selected -= set(keys)
         await self._refresh()
         self.status(message)
+
+
+def _key(target: Target) -> str:
+    return f"{target.backend.name}:{target.instance.host}:{target.instance.name}"

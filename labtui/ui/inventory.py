@@ -10,6 +10,12 @@ from labtui.hosts.base import Host
 from labtui.liveness import session_is_running
 
 
+#: States an instance only passes through; one still in such a state after STUCK_AFTER_S is stuck.
+TRANSITIONAL = frozenset({"creating", "created", "starting", "restarting", "stopping", "removing", "destroying",
+                          "zombie"})
+STUCK_AFTER_S = 60.0
+
+
 @dataclass(frozen=True, slots=True)
 class Found:
     """One listed instance, with its memory and whether its session has gone."""
@@ -62,3 +68,24 @@ async def inventory(backends: list[Backend]) -> tuple[list[Found], list[str]]:
                 running[sid] = session_is_running(sid)
             found.append(Found(backend, instance, mem, not running[sid]))
     return found, notes
+
+
+def flags(found: Found, now: float, destroy_error: str | None = None, stuck_after: float = STUCK_AFTER_S) -> list[str]:
+    """Why an instance needs attention: orphaned, stuck in a transitional state, or a failed destroy."""
+    out = ["orphan"] if found.orphan else []
+    instance = found.instance
+    if instance.state in TRANSITIONAL and instance.created_at and now - instance.created_at > stuck_after:
+        out.append(f"stuck {instance.state}")
+    if destroy_error:
+        out.append("destroy failed")
+    return out
+
+
+def destroy_errors(keys: dict[str, str], errors: list[str]) -> dict[str, str]:
+    """Match a cleanup report's errors ("name: why") to instance keys (key -> name); key -> error."""
+    matched: dict[str, str] = {}
+    for key, name in keys.items():
+        for error in errors:
+            if error.startswith(f"{name}: "):
+                matched[key] = error
+    return matched

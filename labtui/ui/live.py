@@ -16,6 +16,7 @@ from labtui.events import (
     Event,
     InstanceCreating,
     InstanceDestroyed,
+    InstanceDestroying,
     InstanceReady,
     ResourceSample,
     Result,
@@ -126,6 +127,9 @@ class RunModel:
             case InstanceReady():
                 if known := self.instances.get(event.instance_id):
                     known.state = event.state
+            case InstanceDestroying():
+                if known := self.instances.get(event.instance_id):
+                    known.state = "destroying"
             case InstanceDestroyed():
                 self.instances.pop(event.instance_id, None)
             case Result():

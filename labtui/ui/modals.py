@@ -51,24 +51,72 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(answer)
 
 
+class QuitScreen(ModalScreen[str | None]):
+    """Quitting during a run: tear the instances down, leave them running, or stay."""
+
+    DEFAULT_CSS = """
+    QuitScreen { align: center middle; }
+    QuitScreen > Vertical { width: 90; max-width: 95%; height: auto; max-height: 80%;
+        border: thick $warning; background: $surface; padding: 1 2; }
+    QuitScreen #quit-title { text-style: bold; margin-bottom: 1; }
+    QuitScreen VerticalScroll { height: auto; max-height: 16; }
+    QuitScreen Horizontal { height: auto; margin-top: 1; }
+    QuitScreen Button { margin-right: 2; }
+    """
+    BINDINGS = [
+        Binding("t", "answer('teardown')", "tear down"),
+        Binding("l", "answer('leave')", "leave"),
+        Binding("n,escape", "answer(None)", "stay"),
+    ]
+
+    def __init__(self, session_id: str, live: Sequence[str]) -> None:
+        super().__init__()
+        self._session_id, self._live = session_id, list(live)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Session {self._session_id} is running. Quit and do what with its instances?",
+                        id="quit-title")
+            with VerticalScroll():
+                listed = self._live or ["(no live instances right now)"]
+                yield Static("\n".join([f"{len(self._live)} live instance(s):", *listed]), id="quit-list", markup=False)
+            yield Static("Tear down: abort after the current step and destroy them (waits).\n"
+                         "Leave: stop the engine now and leave them running; they show as orphans "
+                         "in the Instances view and `labtui cleanup --orphans` removes them.")
+            with Horizontal():
+                yield Button("Tear down and quit (t)", variant="error", id="teardown")
+                yield Button("Leave running and quit (l)", variant="warning", id="leave")
+                yield Button("Stay (esc)", id="stay")
+
+    def on_mount(self) -> None:
+        self.query_one("#stay", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None if event.button.id == "stay" else event.button.id)
+
+    def action_answer(self, answer: str | None) -> None:
+        self.dismiss(answer)
+
+
 HELP = """\
 [b]Everywhere[/b]
   1 2 3        Run, Instances, Sessions+SQL views
   ?            this help            ctrl+p  command palette
   /            filter the current list
   esc          back (close filter or dialog, leave an editor)
-  q, ctrl+q    quit (asks first while a run is active, then tears it down)
+  q, ctrl+q    quit; during a run asks: t tear down, l leave instances running, esc stay
 
 [b]Run[/b]
-  s  start the chosen suite      n  next step (manual stepping)
+  s  start a run: suite, backend, host, steps, per step, repetitions, stepping
+  n  next step (manual stepping)
   a  auto: run the steps on      p  pause: manual stepping after this step
   x  abort and tear down         m  next metric in the chart
-  tab moves between suite, overrides, "manual" and the panes
 
 [b]Instances[/b]
   r  refresh                     space  select / unselect
   d  destroy selected (or the one under the cursor), after confirming
-  c  clean up every orphan of the session under the cursor, after confirming
+  c  clean up every stuck or orphaned instance of the session under the cursor
+     (flags: orphan, stuck in a transitional state, destroy failed)
 
 [b]Sessions+SQL[/b]
   enter   open the session under the cursor (slowdown table and chart)

@@ -8,7 +8,6 @@ redrawn at most once per drain, never per event.
 from __future__ import annotations
 
 import asyncio
-import shlex
 from pathlib import Path
 
 from rich.text import Text
@@ -16,21 +15,23 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Checkbox, Input, ProgressBar, RichLog, Select, Static
+from textual.widgets import ProgressBar, RichLog, Static
 from textual.worker import Worker
 
-from labtui.backends import BackendUnavailable, open_backend
+from labtui.backends import BackendError, open_backend
 from labtui.engine import SessionRunner, StepGate
 from labtui.engine.scaling import planned_steps
 from labtui.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
-from labtui.hosts import HostError, get_host
+from labtui.hosts import HostError, get_host, known_hosts
 from labtui.store import StoreError, StoreWriter
-from labtui.suites import SuiteError, list_suites, load_suite
+from labtui.suites import list_suites
+from labtui.ui.choices import StartRequest, backend_choices
 from labtui.ui.live import RunModel
 from labtui.ui.modals import ConfirmScreen
 from labtui.ui.panes import SlowdownPanel
 from labtui.ui.render import counts_table, hosts_text, log_line, run_text
 from labtui.ui.series import availability, slowdown
+from labtui.ui.start_dialog import StartDialog
 
 DRAIN_S = 0.1
 #: Events folded per drain at most, so a burst never stalls a keypress.
@@ -42,10 +43,6 @@ class RunView(Vertical):
     """Start, step, pause and abort a session and watch it live."""
 
     DEFAULT_CSS = """
-    RunView #controls { height: 3; }
-    RunView #suite { width: 34; }
-    RunView #overrides { width: 1fr; }
-    RunView #manual { width: 14; }
     RunView #top { height: 10; }
     RunView .pane { border: round $primary; padding: 0 1; width: 1fr; height: 100%; }
     RunView #runbox { width: 1fr; }
@@ -69,9 +66,12 @@ class RunView(Vertical):
             super().__init__()
             self.session_id, self.status = session_id, status
 
-    def __init__(self, db_path: Path, backend: str, host: str, *, id: str | None = None) -> None:
+    def __init__(self, db_path: Path, backend: str, host: str, *, idle_sampling: bool = True,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
         self.db_path, self.backend_name, self.host_name = db_path, backend, host
+        self.idle_sampling = idle_sampling
+        self.suite_name, self.manual = DEFAULT_SUITE, False
         self.model = RunModel()
         self.runner: SessionRunner | None = None
         self.run_worker_handle: Worker | None = None
@@ -81,13 +81,6 @@ class RunView(Vertical):
         self._charted = (-1, -1)
 
     def compose(self) -> ComposeResult:
-        suites = [(f"{s.name}  ({s.kind or 'invalid'})", s.name) for s in list_suites()]
-        names = [value for _, value in suites]
-        with Horizontal(id="controls"):
-            yield Select(suites, value=DEFAULT_SUITE if DEFAULT_SUITE in names else (names[0] if names else Select.NULL),
-                         allow_blank=not names, id="suite", prompt="suite")
-            yield Input(placeholder="overrides, e.g. scale.steps=3 scale.per_step=10 suite.repetitions=2", id="overrides")
-            yield Checkbox("manual", id="manual")
         with Horizontal(id="top"):
             yield Static(id="hosts", classes="pane")
             with Vertical(id="runbox", classes="pane"):
@@ -114,7 +107,7 @@ class RunView(Vertical):
 
     def gate_state(self) -> str:
         if self.runner is None:
-            return "manual" if self.query_one("#manual", Checkbox).value else "auto"
+            return "manual" if self.manual else "auto"
         gate = self.runner.ctx.gate
         if gate.aborted:
             return "aborting"
@@ -125,6 +118,8 @@ class RunView(Vertical):
     # --- sampling hosts while idle -----------------------------------------------
 
     def _start_idle_sampler(self) -> None:
+        if not self.idle_sampling:
+            return
         self._idle = self.run_worker(self._sample_idle(), group="idle", exclusive=True, exit_on_error=False)
 
     def _stop_idle_sampler(self) -> None:
@@ -191,35 +186,48 @@ class RunView(Vertical):
     # --- actions ----------------------------------------------------------------------
 
     def action_start(self) -> None:
-        """Load the chosen suite with its overrides and run it as a session."""
+        """Open the start-run dialog; a confirmed request starts the session."""
         if self.active:
             self.notify("a run is already active", severity="warning")
             return
-        choice = self.query_one("#suite", Select).value
-        if choice is Select.NULL:
-            self.notify("choose a suite first", severity="error")
+        suites = [(f"{s.name}  ({s.kind or 'invalid'})", s.name) for s in list_suites()]
+        dialog = StartDialog(suites, known_hosts(), backend_choices, suite=self.suite_name,
+                             backend=self.backend_name, host=self.host_name, manual=self.manual)
+        self.app.push_screen(dialog, self._started)
+
+    def _started(self, request: StartRequest | None) -> None:
+        if request is not None:
+            self.start(request)
+
+    def start(self, request: StartRequest) -> None:
+        """Run a checked request as a session recorded in the store."""
+        if self.active:
+            self.notify("a run is already active", severity="warning")
             return
         try:
-            overrides = shlex.split(self.query_one("#overrides", Input).value)
-            suite = load_suite(str(choice), overrides)
-            host = get_host(self.host_name)
-            backend = open_backend(self.backend_name, host)
-        except (SuiteError, HostError, BackendUnavailable, ValueError) as exc:
+            host = get_host(request.host)
+            backend = open_backend(request.backend, host)
+        except (HostError, BackendError) as exc:
             self.notify(str(exc), title="cannot start", severity="error", timeout=10)
             self.log_text(f"cannot start: {exc}", "red")
             return
-        gate = StepGate(auto=not self.query_one("#manual", Checkbox).value)
+        suite = request.suite
+        self.suite_name = suite.name
+        self.backend_name, self.host_name, self.manual = request.backend, request.host, request.manual
+        gate = StepGate(auto=not request.manual)
         runner = SessionRunner(suite, backend, host, gate=gate)
         self._queue = runner.bus.subscribe()
         self.runner = runner
         self.model.reset(suite.name, backend.name, host.name, suite.repetitions, planned_steps(suite))
         self._charted = (-1, -1)
         self._stop_idle_sampler()
+        if request.overrides:
+            self.log_text("overrides: " + " ".join(request.overrides), "dim")
         self.run_worker_handle = self.run_worker(self._session(runner), group="run", exclusive=True, exit_on_error=False)
 
     async def _session(self, runner: SessionRunner) -> None:
         """Record the session in the store while it runs; restore idle sampling after."""
-        store_queue = runner.bus.subscribe()
+        store_queue = runner.bus.subscribe(durable=True)
         status = "failed"
         try:
             writer = await asyncio.to_thread(StoreWriter.open, self.db_path)
@@ -278,6 +286,29 @@ class RunView(Vertical):
                 self.abort_run("aborted from the console")
 
         self.app.push_screen(ConfirmScreen("Abort the run?", lines), answered)
+
+    def quit_run(self, leave: bool) -> Worker | None:
+        """Record the console's quit answer in the session, then tear down or leave the instances.
+
+        Tearing down aborts at the next gate and destroys the live instances;
+        leaving cancels the engine at once and skips its teardown.  Returns the
+        run's worker, to wait for the session's end.
+        """
+        runner, worker = self.runner, self.run_worker_handle
+        if runner is None:
+            return None
+        names = ", ".join(i.name for i in runner.ctx.live) or "none"
+        if leave:
+            runner.ctx.log("warning", "quit", f"console quit: leaving {len(runner.ctx.live)} instance(s) running "
+                                              f"without teardown: {names}")
+            runner.keep_instances = True
+            runner.ctx.gate.abort()
+            if worker is not None:
+                worker.cancel()
+        else:
+            runner.ctx.log("info", "quit", f"console quit: tearing down {len(runner.ctx.live)} instance(s)")
+            self.abort_run("console quit: tearing down")
+        return worker
 
     def abort_run(self, reason: str) -> None:
         """Abort without asking (the caller asked) and note why in the session's log."""

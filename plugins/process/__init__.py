@@ -7,7 +7,9 @@ instances in their own session, pid/ipc/uts namespaces and cgroup where the
 host allows it, and labels them through their environment (LABTUI_SESSION,
 LABTUI_ROLE, LABTUI_INSTANCE), which is how ``list`` finds them again after a
 crash and how ``destroy`` proves a pid is still ours before signalling it.
-An instance's handle is ``"<pid>:<instance>"``.
+An instance's handle is ``"<pid>:<instance>"``.  With ``capture_output`` the
+agent sends the instance's stdout to a file under ``{runtime_dir}/out``, read
+back and removed once the instance exited.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ HANDLE_BATCH = 256
 AGENT_CALLS = 8
 #: Time an agent call may take beyond the instance's own timeout.
 AGENT_SLACK_S = 30.0
+#: Most bytes of a captured stdout read back.
+OUTPUT_LIMIT = 1 << 20
 
 T = TypeVar("T")
 
@@ -150,6 +154,11 @@ class ProcessBackend(Backend):
             argv += ["--timeout", f"{first.timeout_s:g}"]
         if first.cpus:
             argv += ["--cpus", first.cpus]
+        if first.start_at is not None:
+            argv += ["--start-at", str(int(first.start_at * 1e9))]
+        output_path = await self._output_path(first) if first.capture_output else None
+        if output_path:
+            argv += ["--stdout", output_path]
         for spec in specs:
             argv += ["--instance", spec.labels.instance]
         argv += ["--", await self._program(first.program), *first.args]
@@ -162,6 +171,10 @@ class ProcessBackend(Backend):
         records = _records(result.stdout)
         started = [fields for fields in records if fields[0] in ("instance", "exit")]
         created = [self._started(fields, by_id[fields[1]]) for fields in started]
+        if output_path:
+            output = await self._read_output(output_path)
+            for instance in created:
+                instance.output = output
         if result.ok and len(created) == len(specs):
             return created
         await self._destroy_quietly(created)
@@ -189,6 +202,23 @@ class ProcessBackend(Backend):
         if refused:
             raise BackendError(f"process backend on host {self.host.name}: memory of " + "; ".join(refused))
         return [int(f[3]) if f[0] == "mem" else None for f in records]
+
+    async def _output_path(self, spec: InstanceSpec) -> str:
+        """A fresh file on the host for one instance's stdout (its directory created)."""
+        directory = f"{self.host.runtime_dir}/out"
+        result = await self._run_agent(["mkdir", "-p", directory])
+        if not result.ok:
+            raise BackendError(f"process backend on host {self.host.name}: mkdir {directory}: {_last_line(result.stderr)}")
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{spec.labels.session}.{spec.labels.instance}")
+        return f"{directory}/{safe}.{secrets.token_hex(4)}.out"
+
+    async def _read_output(self, path: str) -> str:
+        """Read back (at most OUTPUT_LIMIT bytes of) a captured stdout and remove the file."""
+        try:
+            result = await self._run_agent(["head", "-c", str(OUTPUT_LIMIT), path])
+        finally:
+            await self._run_agent(["rm", "-f", path])
+        return result.stdout if result.ok else ""
 
     async def _destroy_quietly(self, instances: Sequence[Instance]) -> None:
         """Best-effort cleanup after a failed create; the create error is what gets reported."""
@@ -280,6 +310,8 @@ def _validate(spec: InstanceSpec) -> None:
         raise BackendError("process backend cannot limit memory: it has no mem_limit capability")
     if spec.wait not in ("ready", "exit"):
         raise BackendError(f"process backend: wait must be 'ready' or 'exit', not {spec.wait!r}")
+    if spec.capture_output and spec.wait != "exit":
+        raise BackendError("process backend: capture_output needs wait='exit' (the output is read after the exit)")
     for value in (spec.labels.session, spec.labels.role, spec.labels.instance):
         if not value or len(value) > 255 or any(c in value for c in "\t\n\0"):
             raise BackendError(f"process backend: bad label {value!r} (1-255 characters, no tabs or newlines)")
@@ -302,8 +334,10 @@ def _batches(specs: list[InstanceSpec]) -> list[list[InstanceSpec]]:
     """
     groups: dict[tuple, list[InstanceSpec]] = {}
     for index, spec in enumerate(specs):
-        key = (spec.labels.session, spec.labels.role, spec.program, spec.args, spec.cpus, spec.wait, spec.timeout_s)
-        groups.setdefault(key + ((index,) if spec.wait == "exit" else ()), []).append(spec)
+        key = (spec.labels.session, spec.labels.role, spec.program, spec.args, spec.cpus, spec.wait, spec.timeout_s,
+               spec.capture_output, spec.start_at)
+        alone = spec.wait == "exit" or spec.capture_output
+        groups.setdefault(key + ((index,) if alone else ()), []).append(spec)
     return [chunk for group in groups.values() for chunk in _chunks(group, SPAWN_BATCH)]
 
 

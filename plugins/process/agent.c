@@ -12,7 +12,8 @@
  *
  *   spawn --session S --role R --instance ID [--instance ID2 ...]
  *         [--cpus LIST] [--wait ready|exit] [--isolate auto|none]
- *         [--timeout SECONDS] -- PROGRAM [ARGS...]
+ *         [--timeout SECONDS] [--stdout FILE] [--start-at WALL_NS]
+ *         -- PROGRAM [ARGS...]
  *       instance  ID  PID  WALL_NS  BOOT_NS  ISOLATION            (--wait ready)
  *       exit      ID  PID  WALL_NS  BOOT_NS  EXIT_CODE  ISOLATION (--wait exit)
  *       error     ID  REASON
@@ -21,6 +22,11 @@
  *     WALL_NS is CLOCK_REALTIME just before the fork; BOOT_NS is CLOCK_MONOTONIC
  *     from just before the fork to the exec (ready) or to the observed exit.
  *     ISOLATION is e.g. "pidns+ipcns+utsns,cgroup-v1-pids", or "none".
+ *     --stdout sends the instance's stdout to FILE (created 0600, truncated)
+ *     instead of /dev/null; it takes a single --instance.  --start-at makes
+ *     the instance wait until CLOCK_REALTIME reaches WALL_NS before exec, so
+ *     instances spawned by separate calls start together (BOOT_NS includes
+ *     the wait).
  *
  *   ps [--session S]
  *       proc  PID  SESSION  ROLE  INSTANCE  STATE  RSS_BYTES  START_EPOCH_S  COMM
@@ -822,6 +828,8 @@ struct spawn_options {
     int wait_exit;
     int isolate;
     double timeout_s;
+    const char *stdout_path; /* NULL: /dev/null */
+    int64_t start_at_ns;     /* CLOCK_REALTIME to exec at; 0: at once */
     char **program;
 };
 
@@ -894,6 +902,19 @@ __attribute__((noreturn)) static void run_instance(const struct spawn_options *o
             report_failure(status_fd, "dup2", errno);
     if (null > 2)
         close(null);
+    if (o->stdout_path) {
+        int out = open(o->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+        if (out < 0)
+            report_failure(status_fd, "open --stdout", errno);
+        if (dup2(out, 1) < 0)
+            report_failure(status_fd, "dup2", errno);
+        close(out);
+    }
+    if (o->start_at_ns > 0) {
+        struct timespec at = {(time_t)(o->start_at_ns / 1000000000), (long)(o->start_at_ns % 1000000000)};
+        while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+            ;
+    }
     execvp(o->program[0], o->program);
     report_failure(status_fd, "exec", errno);
 }
@@ -1074,7 +1095,8 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         {"session", required_argument, NULL, 's'}, {"role", required_argument, NULL, 'r'},
         {"instance", required_argument, NULL, 'i'}, {"cpus", required_argument, NULL, 'c'},
         {"wait", required_argument, NULL, 'w'},    {"isolate", required_argument, NULL, 'I'},
-        {"timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
+        {"timeout", required_argument, NULL, 't'}, {"stdout", required_argument, NULL, 'o'},
+        {"start-at", required_argument, NULL, 'S'}, {NULL, 0, NULL, 0},
     };
     int opt;
     memset(o, 0, sizeof *o);
@@ -1102,6 +1124,8 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
             o->isolate = strcmp(optarg, "auto") == 0;
             break;
         case 't': o->timeout_s = atof(optarg); break;
+        case 'o': o->stdout_path = optarg; break;
+        case 'S': o->start_at_ns = strtoll(optarg, NULL, 10); break;
         default: usage_error("spawn: unknown option");
         }
     }
@@ -1112,6 +1136,10 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         usage_error("spawn: --wait exit takes exactly one --instance");
     if (o->timeout_s <= 0)
         usage_error("spawn: --timeout must be positive");
+    if (o->stdout_path && o->n_instances != 1)
+        usage_error("spawn: --stdout takes exactly one --instance");
+    if (o->start_at_ns < 0)
+        usage_error("spawn: --start-at must be a CLOCK_REALTIME time in nanoseconds");
 }
 
 static int cmd_spawn(int argc, char **argv)
