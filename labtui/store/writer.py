@@ -22,6 +22,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from labtui.events import (
     Checkpoint,
@@ -48,8 +49,9 @@ _ARROW_TYPES = {
     "int": pa.int64(),
     "float": pa.float64(),
     "bool": pa.bool_(),
-    "ts": pa.float64(),  # epoch seconds, converted with to_timestamp() on insert
+    "ts": pa.float64(),  # epoch seconds, converted to _UTC_MICROS before insert
 }
+_UTC_MICROS = pa.timestamp("us", tz="UTC")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +68,7 @@ class _Table:
 
     def insert_sql(self) -> str:
         names = ", ".join(name for name, _ in self.columns)
-        exprs = ", ".join(
-            f"to_timestamp({name})" if kind == "ts" else name for name, kind in self.columns
-        )
-        sql = f"INSERT INTO {self.name} ({names}) SELECT {exprs} FROM {self.batch_view}"
+        sql = f"INSERT INTO {self.name} ({names}) SELECT {names} FROM {self.batch_view}"
         if not self.key:
             return sql
         updates = ", ".join(
@@ -86,10 +85,19 @@ class _Table:
         columns = list(zip(*rows)) or [()] * len(self.columns)
         return pa.table(
             {
-                name: pa.array(values, _ARROW_TYPES[kind])
+                name: _column(values, kind)
                 for (name, kind), values in zip(self.columns, columns)
             }
         )
+
+
+def _column(values: tuple[Any, ...], kind: str) -> pa.Array:
+    """One Arrow column; epoch-second floats become UTC timestamps, vectorized."""
+    array = pa.array(values, _ARROW_TYPES[kind])
+    if kind != "ts":
+        return array
+    micros = pc.cast(pc.round(pc.multiply(array, 1_000_000.0)), pa.int64())
+    return pc.cast(micros, _UTC_MICROS)
 
 
 _TABLES = {
