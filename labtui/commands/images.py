@@ -1,0 +1,29 @@
+"""`labtui images build`: build the docker backend's probe images on a host's engine."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.console import Console
+from rich.table import Table
+
+from labtui.backends import BackendError
+from labtui.commands.common import backend_from, host_from
+
+
+def cmd_images(args) -> int:
+    """Build (or confirm current) every ``labtui/<probe>`` image on the host's Docker engine."""
+    host = host_from(args.host)
+    backend = backend_from("docker", host)
+    try:
+        built = asyncio.run(backend.build_images(force=args.force))
+    except BackendError as exc:
+        Console(stderr=True).print(f"[red]labtui images build: {exc}[/]", highlight=False)
+        return 1
+    table = Table("image", "id", "size", "status", title=f"labtui images on {host.name}", title_justify="left")
+    for image in built:
+        table.add_row(image.name, image.image_id.removeprefix("sha256:")[:12], f"{image.size_bytes / 1e6:.1f} MB",
+                      "built" if image.built else "up to date")
+    Console().print(table)
+    return 0
+

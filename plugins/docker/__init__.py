@@ -1,0 +1,368 @@
+"""The docker backend: every instance is a container on a Docker engine.
+
+It talks to the Engine API over the engine's unix socket with aiodocker (no
+``docker`` CLI), reached through ``host.unix_socket_path`` so an SSH host's
+engine works the same as the local one.  Containers carry the lab labels
+``labtui.session``, ``labtui.role`` and ``labtui.instance``; list, destroy and
+cleanup select by them and refuse anything else.  Probes run from
+``labtui/<probe>`` images built FROM scratch on first use (``images.py``).
+An instance's handle is the container id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import aiodocker
+
+from labtui.backends import (
+    CPU_LIMIT,
+    EXEC,
+    MEM_LIMIT,
+    NETWORKING,
+    PINNING,
+    TMPFS,
+    Availability,
+    Backend,
+    BackendError,
+    Instance,
+    InstanceSpec,
+)
+from labtui.hosts.base import CommandResult, HostError
+
+from .containers import (
+    LABEL_SESSION,
+    ContainerSpec,
+    container_name,
+    create_body,
+    lab_labels,
+    memory_used,
+    validate,
+)
+from .engine import DOCKER_SOCKET, Engine, EngineError
+from .images import BuiltImage, ImageBuilder, bundled_probes, managed_probe
+
+if TYPE_CHECKING:
+    from labtui.hosts.base import Host
+
+__all__ = ["BACKEND", "ContainerSpec", "DockerBackend"]
+
+#: Seconds any one list/inspect/remove/stats call may take.
+API_TIMEOUT_S = 60.0
+#: Stats requests in flight at once (below aiohttp's 100 connections per client).
+STATS_IN_FLIGHT = 96
+
+
+class DockerBackend(Backend):
+    """Instances are containers created, found and removed through the Engine API."""
+
+    name = "docker"
+    capabilities = frozenset({PINNING, CPU_LIMIT, MEM_LIMIT, TMPFS, EXEC, NETWORKING})
+    max_parallel_creates = 8
+    #: Seconds ``docker stop`` waits between SIGTERM and SIGKILL when destroying.
+    stop_grace_s = 2
+
+    def __init__(self, host: Host, socket_path: str = DOCKER_SOCKET) -> None:
+        super().__init__(host)
+        self.engine = Engine(host, socket_path)
+        self.images = ImageBuilder(host, self.engine)
+        self._known_images: set[str] = set()
+
+    async def check(self) -> Availability:
+        """Usable when the engine answers on its socket; the version is the engine's."""
+        socket_path = self.engine.socket_path
+        try:
+            present = (await self.host.run(["test", "-S", socket_path], timeout=10.0)).ok
+        except HostError as exc:
+            return Availability(False, f"cannot check {socket_path} on host {self.host.name}: {exc}")
+        if not present:
+            return Availability(False, f"no docker socket at {socket_path} on host {self.host.name}: is dockerd running?")
+        try:
+            async with asyncio.timeout(API_TIMEOUT_S):
+                found = await self.engine.call("asking the engine's version", "GET", "version", versioned_api=False)
+        except (BackendError, TimeoutError) as exc:
+            reason = str(exc) or f"no answer from the engine within {API_TIMEOUT_S:g}s"
+            if "Permission denied" in reason:
+                reason += " (run as root or join the docker group)"
+            return Availability(False, reason)
+        version = f"Docker {found.get('Version', '?')} (API {found.get('ApiVersion', '?')})"
+        return Availability(True, f"docker engine on {socket_path}", version)
+
+    async def prepare(self, programs: Iterable[str]) -> None:
+        """Build the images of the named probes that the engine lacks or has stale."""
+        async with self.engine.client():
+            for probe in sorted(set(programs)):
+                await self.images.ensure_cached(probe)
+
+    async def build_images(self, *, force: bool = False) -> list[BuiltImage]:
+        """Ensure every ``labtui/<probe>`` image (rebuild all with force); raise BackendError if unusable."""
+        availability = await self.check()
+        if not availability.usable:
+            raise BackendError(availability.reason)
+        async with self.engine.client():
+            return [await self.images.ensure(probe, force=force) for probe in bundled_probes()]
+
+    async def isolation(self) -> str:
+        """The engine's runtime and security options, e.g. ``runc+seccomp,cgroupfs``."""
+        try:
+            found = await self.engine.call("reading engine info", "GET", "info")
+        except BackendError:
+            return ""
+        security = [o.split(",")[0].removeprefix("name=") for o in found.get("SecurityOptions") or []]
+        return f"{'+'.join([found.get('DefaultRuntime', 'runc'), *security])},{found.get('CgroupDriver', '')}"
+
+    # -- create ----------------------------------------------------------------
+
+    async def create(self, spec: InstanceSpec) -> Instance:
+        """Create (and start) one container; for ``wait="exit"`` run it to exit and remove it.
+
+        ``boot_s`` runs from the create request to start returning (ready) or
+        to the engine reporting the exit; ``details["phases"]`` splits it into
+        create, start and run.  Image builds happen before the clock starts.
+        """
+        validate(spec)
+        async with self.engine.client():
+            image, cmd = await self._image_for(spec)
+            body = create_body(spec, image, cmd)
+            params = {"name": name} if (name := container_name(spec.labels)) else {}
+            container_id = ""
+            try:
+                async with asyncio.timeout(spec.timeout_s):
+                    created_at, t0 = time.time(), time.monotonic()
+                    created = await self.engine.call(f"creating a container from {image}", "POST",
+                                                     "containers/create", params=params, data=body)
+                    container_id = created["Id"]
+                    t1 = time.monotonic()
+                    await self.engine.call(f"starting container {container_id[:12]}", "POST",
+                                           f"containers/{container_id}/start")
+                    t2 = time.monotonic()
+                    exit_code = None
+                    if spec.wait == "exit":
+                        waited = await self.engine.call(f"waiting for container {container_id[:12]}", "POST",
+                                                        f"containers/{container_id}/wait")
+                        exit_code = int(waited.get("StatusCode", -1))
+                    t3 = time.monotonic()
+                    ports = await self._ports(container_id) if isinstance(spec, ContainerSpec) and spec.ports else {}
+            except TimeoutError:
+                await self._remove_quietly(container_id)
+                raise BackendError(
+                    f"docker on host {self.host.name}: creating {spec.labels.instance} from {image} "
+                    f"took over {spec.timeout_s:g}s"
+                ) from None
+            except BaseException:
+                await self._remove_quietly(container_id)
+                raise
+            if spec.wait == "exit":
+                await self._remove_quietly(container_id)
+        phases = {"create_s": t1 - t0, "start_s": t2 - t1}
+        if spec.wait == "exit":
+            phases["run_s"] = t3 - t2
+        boot_s = (t3 if spec.wait == "exit" else t2) - t0
+        return Instance(
+            labels=spec.labels,
+            name=name or container_id[:12],
+            backend=self.name,
+            host=self.host.name,
+            state="exited" if spec.wait == "exit" else "running",
+            created_at=created_at,
+            ready_at=created_at + boot_s,
+            boot_s=boot_s,
+            exit_code=exit_code,
+            handle=container_id,
+            details={"container_id": container_id, "image": image, "phases": phases, "ports": ports,
+                     "exit_code": exit_code},
+        )
+
+    async def create_many(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
+        """Create containers, at most max_parallel_creates in flight, over one client.
+
+        If any create fails, the others this call made are removed and the
+        first error is raised.
+        """
+        async with self.engine.client():
+            for spec in specs:
+                validate(spec)
+                await self._image_for(spec)
+            gate = asyncio.Semaphore(self.max_parallel_creates)
+
+            async def one(spec: InstanceSpec) -> Instance:
+                async with gate:
+                    return await self.create(spec)
+
+            results = await asyncio.gather(*(one(s) for s in specs), return_exceptions=True)
+            created = [r for r in results if isinstance(r, Instance)]
+            errors = [r for r in results if isinstance(r, BaseException)]
+            if errors:
+                await self._destroy_quietly(created)
+                raise errors[0]
+            return created
+
+    async def _image_for(self, spec: InstanceSpec) -> tuple[str, list[str] | None]:
+        """The image to run and the command (None: the image's own); builds labtui probe images."""
+        probe = spec.program or managed_probe(spec.image or "")
+        if probe:
+            image = await self.images.ensure_cached(probe)
+            return image, [f"/bin/{probe}", *spec.args] if spec.args else None
+        assert spec.image is not None
+        if spec.image not in self._known_images:
+            try:
+                await self.engine.call(f"inspecting image {spec.image}", "GET", f"images/{spec.image}/json")
+            except EngineError as exc:
+                if exc.status == 404:
+                    raise BackendError(
+                        f"docker on host {self.host.name}: image {spec.image!r} is not on the engine; labtui builds "
+                        "only labtui/<probe> images (`labtui images build`), pull or load other images first"
+                    ) from None
+                raise
+            self._known_images.add(spec.image)
+        return spec.image, list(spec.args) if spec.args else None
+
+    async def _ports(self, container_id: str) -> dict[int, int]:
+        """Container TCP port -> host port on 127.0.0.1, as the engine published them."""
+        found = await self.engine.call(f"inspecting container {container_id[:12]}", "GET",
+                                       f"containers/{container_id}/json")
+        ports = (found.get("NetworkSettings") or {}).get("Ports") or {}
+        return {int(key.split("/")[0]): int(b[0]["HostPort"]) for key, b in ports.items() if b}
+
+    # -- destroy ---------------------------------------------------------------
+
+    async def destroy(self, instance: Instance, *, force: bool = False) -> None:
+        """Remove the container after checking it carries the instance's labels.
+
+        ``force`` removes it at once (SIGKILL); otherwise it is stopped first
+        (SIGTERM, then SIGKILL after stop_grace_s).  A container already gone
+        is not an error.
+        """
+        if not instance.handle:
+            raise BackendError(f"docker backend: {instance.name} has no container id")
+        short = instance.handle[:12]
+        async with self.engine.client(), asyncio.timeout(API_TIMEOUT_S + self.stop_grace_s):
+            try:
+                found = await self.engine.call(f"inspecting container {short}", "GET",
+                                               f"containers/{instance.handle}/json")
+                if lab_labels((found.get("Config") or {}).get("Labels")) != instance.labels:
+                    raise BackendError(
+                        f"docker on host {self.host.name}: refusing to remove container {short}: "
+                        f"it does not carry the labels of {instance.labels.session}/{instance.labels.instance}"
+                    )
+                if not force and (found.get("State") or {}).get("Running"):
+                    await self.engine.call(f"stopping container {short}", "POST",
+                                           f"containers/{instance.handle}/stop", params={"t": self.stop_grace_s})
+                await self.engine.call(f"removing container {short}", "DELETE", f"containers/{instance.handle}",
+                                       params={"force": True})
+            except EngineError as exc:
+                if exc.status != 404:
+                    raise
+
+    async def destroy_many(self, instances: Sequence[Instance], *, force: bool = False) -> None:
+        """Remove containers over one client, at most max_parallel_creates at a time; raise the first error."""
+        async with self.engine.client():
+            gate = asyncio.Semaphore(self.max_parallel_creates)
+
+            async def one(instance: Instance) -> None:
+                async with gate:
+                    await self.destroy(instance, force=force)
+
+            results = await asyncio.gather(*(one(i) for i in instances), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def _remove_quietly(self, container_id: str) -> None:
+        """Remove a container this backend just created; the error that led here is what matters."""
+        if container_id:
+            try:
+                async with asyncio.timeout(API_TIMEOUT_S):
+                    await self.engine.call("removing a container", "DELETE", f"containers/{container_id}",
+                                           params={"force": True})
+            except (BackendError, TimeoutError):
+                pass
+
+    async def _destroy_quietly(self, instances: Sequence[Instance]) -> None:
+        try:
+            await self.destroy_many(instances, force=True)
+        except BackendError:
+            pass
+
+    # -- list, memory, exec ----------------------------------------------------
+
+    async def list(self, session: str | None = None) -> list[Instance]:
+        """Containers carrying lab labels (of one session, or all), running or not."""
+        label = f"{LABEL_SESSION}={session}" if session else LABEL_SESSION
+        async with asyncio.timeout(API_TIMEOUT_S):
+            found = await self.engine.call("listing containers", "GET", "containers/json",
+                                           params={"all": True, "filters": {"label": [label]}})
+        instances = []
+        for entry in found:
+            labels = lab_labels(entry.get("Labels"))
+            if labels is None or (session and labels.session != session):
+                continue
+            names = entry.get("Names") or []
+            instances.append(Instance(
+                labels=labels,
+                name=names[0].lstrip("/") if names else entry["Id"][:12],
+                backend=self.name,
+                host=self.host.name,
+                state=entry.get("State", "unknown"),
+                created_at=float(entry.get("Created", 0)) or None,
+                handle=entry["Id"],
+                details={"container_id": entry["Id"], "image": entry.get("Image", ""), "status": entry.get("Status", "")},
+            ))
+        return instances
+
+    async def memory_bytes(self, instance: Instance) -> int | None:
+        """Memory charged to the container (usage minus inactive file cache); None when it is gone."""
+        try:
+            async with asyncio.timeout(API_TIMEOUT_S):
+                stats = await self.engine.call(f"reading stats of {instance.handle[:12]}", "GET",
+                                               f"containers/{instance.handle}/stats",
+                                               params={"stream": False, "one-shot": True})
+        except EngineError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return memory_used(stats)
+
+    async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
+        """memory_bytes of many containers over one client, STATS_IN_FLIGHT at a time.
+
+        The engine answers a stats request at its collector's next tick (once
+        a second) whatever ``one-shot`` says, so requests are mostly waiting:
+        many in flight cost the engine one collection, not one each.
+        """
+        gate = asyncio.Semaphore(STATS_IN_FLIGHT)
+
+        async def one(instance: Instance) -> int | None:
+            async with gate:
+                return await self.memory_bytes(instance)
+
+        async with self.engine.client():
+            return list(await asyncio.gather(*(one(i) for i in instances)))
+
+    async def exec(self, instance: Instance, argv: Sequence[str], *, timeout: float = 60.0) -> CommandResult:
+        """Run argv inside the container and collect its output and exit code."""
+        short = instance.handle[:12]
+        started = time.monotonic()
+        out: list[bytes] = []
+        err: list[bytes] = []
+        async with self.engine.client() as docker:
+            try:
+                async with asyncio.timeout(timeout):
+                    container = docker.containers.container(instance.handle)
+                    execution = await container.exec(list(argv), stdout=True, stderr=True)
+                    async with execution.start(detach=False) as stream:
+                        while (message := await stream.read_out()) is not None:
+                            (out if message.stream == 1 else err).append(message.data)
+                    code = (await execution.inspect()).get("ExitCode")
+            except TimeoutError:
+                raise BackendError(f"docker on host {self.host.name}: exec in {short} ran over {timeout:g}s") from None
+            except aiodocker.DockerError as exc:
+                raise self.engine.error(f"exec {argv[0] if argv else ''} in {short}", exc) from exc
+        return CommandResult(tuple(argv), int(code if code is not None else -1), b"".join(out).decode(errors="replace"),
+                             b"".join(err).decode(errors="replace"), time.monotonic() - started)
+
+
+BACKEND = DockerBackend

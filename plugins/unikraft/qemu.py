@@ -1,0 +1,86 @@
+"""The qemu-system-x86_64 command line of one instance."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from labtui.backends import BackendError, Labels
+
+from .state import StateDir, vm_name
+
+QEMU = "qemu-system-x86_64"
+#: isa-debug-exit: a guest write of CODE to port 0xf4 ends QEMU with status (CODE << 1) | 1.
+DEBUG_EXIT = "isa-debug-exit,iobase=0xf4,iosize=0x04"
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What to boot and how: a kernel plus the machine around it."""
+
+    kernel: str
+    initrd: str | None = None
+    #: Kernel arguments; application arguments follow after " -- ".
+    append: str = ""
+    memory: str = "64M"
+    smp: int = 1
+    machine: str = "pc"
+    #: TCP ports forwarded from 127.0.0.1 on the host to the same port in the guest.
+    ports: tuple[int, ...] = ()
+    #: Console regex that means ready; "" means ready as soon as QEMU runs.
+    ready: str = ""
+
+
+def command_line(append: str, args: Sequence[str]) -> str:
+    """Unikraft's -append form: kernel arguments, then ``--`` and the application's."""
+    if not args:
+        return append
+    return f"{append} -- {' '.join(args)}".strip()
+
+
+def qemu_argv(launch: Launch, state: StateDir, labels: Labels, *, accel: str, args: Sequence[str],
+              daemonize: bool) -> list[str]:
+    """The argv that boots launch with labels in -name, its state files under state."""
+    for value in (state.path, launch.kernel, launch.initrd or ""):
+        if "," in value:
+            raise BackendError(f"unikraft backend: path {value!r} contains a comma, which QEMU options cannot take")
+    argv = [
+        QEMU,
+        "-name", vm_name(labels),
+        "-accel", accel,
+        "-machine", launch.machine,
+        "-m", launch.memory,
+        "-smp", str(launch.smp),
+        "-display", "none", "-nodefaults", "-no-reboot",
+        "-kernel", launch.kernel,
+        "-serial", f"file:{state.console}",
+        # relative to the state directory, QEMU's working directory (socket paths max 107 bytes)
+        "-qmp", "unix:qmp.sock,server=on,wait=off",
+        "-pidfile", state.pidfile,
+        "-device", DEBUG_EXIT,
+    ]
+    append = command_line(launch.append, args)
+    if append:
+        argv += ["-append", append]
+    if launch.initrd:
+        argv += ["-initrd", launch.initrd]
+    if launch.ports:
+        forwards = ",".join(f"hostfwd=tcp:127.0.0.1:{port}-:{port}" for port in launch.ports)
+        argv += ["-nic", f"user,model=virtio-net-pci,{forwards}"]
+    if daemonize:
+        argv.append("-daemonize")
+    return argv
+
+
+def decode_exit(status: int, stderr: str) -> int:
+    """The guest's exit code from QEMU's exit status; BackendError when QEMU itself failed.
+
+    isa-debug-exit makes QEMU exit with (code << 1) | 1; 0 is an orderly
+    power-off.  QEMU's own errors also exit 1, but say why on stderr.
+    """
+    errors = [line for line in stderr.splitlines() if line.strip() and "warning:" not in line]
+    if status == 0:
+        return 0
+    if status % 2 == 1 and not errors:
+        return status >> 1
+    raise BackendError(f"qemu exited {status}: {errors[-1] if errors else 'no error message'}")

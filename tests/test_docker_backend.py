@@ -1,0 +1,294 @@
+"""The docker backend against a real Docker engine on this machine.
+
+Every test needs dockerd answering on /var/run/docker.sock (CI starts it); the
+module is skipped, with the reason, only when that socket does not exist.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import aiodocker
+import duckdb
+import pytest
+
+from labtui.backends import Backend, BackendError, Instance, InstanceSpec, Labels, open_backend
+from labtui.hosts.local import LocalHost
+
+SOCKET = "/var/run/docker.sock"
+
+pytestmark = pytest.mark.skipif(
+    not Path(SOCKET).is_socket(), reason=f"no Docker engine socket at {SOCKET}: start dockerd to run these tests"
+)
+
+
+@pytest.fixture(scope="module")
+def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One runtime dir per module, so the probes compile once."""
+    path = tmp_path_factory.mktemp("runtime")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LABTUI_RUNTIME_DIR", str(path))
+        yield path
+
+
+class Lab:
+    """A docker backend plus the sessions a test used; their containers are removed afterwards."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.sessions: list[str] = []
+
+    def session(self) -> str:
+        name = f"test-{secrets.token_hex(4)}"
+        self.sessions.append(name)
+        return name
+
+    async def sleepers(self, session: str, count: int, role: str = "idle", **extra) -> list[Instance]:
+        specs = [InstanceSpec(Labels(session, role, f"s{i}"), program="sleeper", **extra) for i in range(count)]
+        return await self.backend.create_many(specs)
+
+    async def cleanup(self) -> None:
+        for session in self.sessions:
+            left = await self.backend.list(session)
+            if left:
+                await self.backend.destroy_many(left, force=True)
+
+
+@pytest.fixture
+async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
+    lab = Lab(open_backend("docker", LocalHost()))
+    try:
+        yield lab
+    finally:
+        await lab.cleanup()
+
+
+def container_spec():
+    """The docker plugin's ContainerSpec (importable once the plugin is loaded)."""
+    from labtui._plugins.docker import ContainerSpec
+
+    return ContainerSpec
+
+
+async def inspect(handle: str) -> dict:
+    async with aiodocker.Docker(url=f"unix://{SOCKET}") as docker:
+        return await docker.containers.container(handle).show()
+
+
+# -- availability and images -------------------------------------------------
+
+
+async def test_check_reports_the_engine_version(lab):
+    found = await lab.backend.check()
+    assert found.usable, found.reason
+    assert found.version.startswith("Docker ") and "API 1." in found.version
+
+
+async def test_check_without_a_socket_says_why(runtime_dir, tmp_path):
+    backend_cls = type(open_backend("docker", LocalHost()))
+    found = await backend_cls(LocalHost(), socket_path=str(tmp_path / "absent.sock")).check()
+    assert not found.usable
+    assert "no docker socket" in found.reason and "absent.sock" in found.reason
+
+
+async def test_probe_image_is_built_from_scratch_with_static_binaries(lab):
+    from labtui._plugins.docker.images import is_static_elf
+
+    built = await lab.backend.images.ensure("hello", force=True)
+    assert built.built and built.name == "labtui/hello"
+    async with aiodocker.Docker(url=f"unix://{SOCKET}") as docker:
+        image = await docker.images.inspect("labtui/hello")
+    assert image["Id"] == built.image_id
+    assert image["Config"]["Labels"]["labtui.managed"] == "1"
+    assert image["Config"]["Cmd"] == ["/bin/hello"]
+    assert len(image["RootFS"]["Layers"]) == 1  # FROM scratch: only the COPY of the probes
+    again = await lab.backend.images.ensure("hello")
+    assert not again.built and again.image_id == built.image_id  # current: not rebuilt
+    assert not is_static_elf(Path(sys.executable).resolve().read_bytes())  # a dynamic binary is told apart
+
+
+# -- create, list, memory, destroy -------------------------------------------
+
+
+async def test_hello_boot_is_create_to_exit_with_phases(lab):
+    session = lab.session()
+    instance = await lab.backend.create(InstanceSpec(Labels(session, "worker", "h1"), program="hello", wait="exit"))
+    assert instance.state == "exited" and instance.exit_code == 0
+    phases = instance.details["phases"]
+    assert set(phases) == {"create_s", "start_s", "run_s"} and all(v > 0 for v in phases.values())
+    assert instance.boot_s == pytest.approx(sum(phases.values()), abs=1e-6)
+    assert instance.ready_at == pytest.approx(instance.created_at + instance.boot_s)
+    assert await lab.backend.list(session) == []  # the exited container was removed
+
+
+async def test_image_spec_runs_the_named_image_with_args(lab):
+    session = lab.session()
+    spec = InstanceSpec(Labels(session, "worker", "e1"), image="labtui/hello", args=("ignored",), wait="exit")
+    instance = await lab.backend.create(spec)
+    assert instance.exit_code == 0 and instance.details["image"] == "labtui/hello"
+
+
+async def test_ten_sleepers_are_listed_by_session_measured_and_destroyed(lab):
+    session, other = lab.session(), lab.session()
+    created = await lab.sleepers(session, 10)
+    (stranger,) = await lab.sleepers(other, 1)
+    found = await lab.backend.list(session)
+    assert sorted(i.handle for i in found) == sorted(i.handle for i in created)
+    assert {i.labels for i in found} == {Labels(session, "idle", f"s{n}") for n in range(10)}
+    assert all(i.state == "running" and i.name.startswith("labtui-") for i in found)
+    assert stranger.handle in {i.handle for i in await lab.backend.list()}
+    labels = (await inspect(created[0].handle))["Config"]["Labels"]
+    assert labels["labtui.session"] == session and labels["labtui.role"] == "idle"
+    assert labels["labtui.instance"] == created[0].labels.instance
+
+    used = await lab.backend.memory_many(created)
+    assert all(u is not None and 0 < u < 64 * 2**20 for u in used), used
+
+    await lab.backend.destroy_many(created)
+    assert await lab.backend.list(session) == []
+    assert await lab.backend.memory_bytes(created[0]) is None  # gone
+    await lab.backend.destroy(created[0])  # destroying what is gone is not an error
+    assert [i.handle for i in await lab.backend.list(other)] == [stranger.handle]
+
+
+async def test_destroy_refuses_a_container_without_the_instance_labels(lab):
+    session = lab.session()
+    (real,) = await lab.sleepers(session, 1)
+    impostor = Instance(Labels(session, "idle", "someone-else"), "x", "docker", "local", "running", handle=real.handle)
+    with pytest.raises(BackendError, match="refusing"):
+        await lab.backend.destroy(impostor, force=True)
+    assert [i.handle for i in await lab.backend.list(session)] == [real.handle]
+
+
+async def test_exec_runs_a_probe_inside(lab):
+    (sleeper,) = await lab.sleepers(lab.session(), 1)
+    result = await lab.backend.exec(sleeper, ["/bin/hello"])
+    assert result.ok and result.stdout == "hello from labtui\n"
+    missing = await lab.backend.exec(sleeper, ["/bin/no-such-program"])
+    assert missing.returncode == 126 and "no such file" in missing.stdout  # the runtime's own error
+
+
+async def test_pinning_limits_tmpfs_and_ports_reach_the_kernel(lab):
+    ContainerSpec = container_spec()
+    session = lab.session()
+    spec = ContainerSpec(
+        Labels(session, "idle", "lim"), program="sleeper", cpus="0", mem_limit_bytes=64 * 2**20,
+        cpu_limit=0.5, tmpfs=(("/scratch", "size=8m"),), ports=(8080,),
+    )
+    instance = await lab.backend.create(spec)
+    pid = (await inspect(instance.handle))["State"]["Pid"]
+    status = Path(f"/proc/{pid}/status").read_text()
+    assert "Cpus_allowed_list:\t0\n" in status
+    mounts = [line.split() for line in Path(f"/proc/{pid}/mounts").read_text().splitlines()]
+    assert any(m[1] == "/scratch" and m[2] == "tmpfs" and "size=8192k" in m[3] for m in mounts)
+    assert cgroup_value(pid, "memory", "memory.limit_in_bytes", "memory.max") == str(64 * 2**20)
+    cpu = cgroup_value(pid, "cpu", "cpu.cfs_quota_us", "cpu.max")
+    assert cpu in ("50000", "50000 100000")
+    host_port = instance.details["ports"][8080]
+    with socket.create_connection(("127.0.0.1", host_port), timeout=5):
+        pass  # published on 127.0.0.1 ...
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.2", host_port), timeout=2).close()  # ... and only there
+
+
+def cgroup_value(pid: int, controller: str, v1_file: str, v2_file: str) -> str:
+    """Read a cgroup limit of pid, on the v1 hierarchy of controller or on v2."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            return Path(f"/sys/fs/cgroup/{controller}{path}/{v1_file}").read_text().strip()
+    v2 = [line.split(":", 2)[2] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::")]
+    return Path(f"/sys/fs/cgroup{v2[0]}/{v2_file}").read_text().strip()
+
+
+# -- bad input and failures --------------------------------------------------
+
+
+async def test_a_missing_image_is_a_clear_error(lab):
+    session = lab.session()
+    spec = InstanceSpec(Labels(session, "worker", "m1"), image=f"labtui-test-absent/{secrets.token_hex(4)}:none")
+    with pytest.raises(BackendError, match="is not on the engine"):
+        await lab.backend.create(spec)
+    assert await lab.backend.list(session) == []
+
+
+async def test_a_failed_start_leaves_nothing_behind(lab):
+    session = lab.session()
+    spec = InstanceSpec(Labels(session, "idle", "bad"), program="sleeper", cpus="4095")  # no such CPU
+    with pytest.raises(BackendError, match="docker on host local"):
+        await lab.backend.create(spec)
+    assert await lab.backend.list(session) == []
+
+
+async def test_a_failed_create_in_a_batch_removes_the_others(lab):
+    session = lab.session()
+    specs = [InstanceSpec(Labels(session, "idle", f"ok{i}"), program="sleeper") for i in range(3)]
+    specs.append(InstanceSpec(Labels(session, "idle", "bad"), program="sleeper", cpus="4095"))
+    with pytest.raises(BackendError):
+        await lab.backend.create_many(specs)
+    assert await lab.backend.list(session) == []
+
+
+# -- through the CLI ---------------------------------------------------------
+
+
+def labtui(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def env(runtime_dir: Path) -> dict[str, str]:
+    return {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
+
+
+@pytest.fixture
+async def stranger(lab) -> AsyncIterator[str]:
+    """A running container labtui did not create (no lab labels); removed after the test."""
+    await lab.backend.images.ensure_cached("sleeper")
+    async with aiodocker.Docker(url=f"unix://{SOCKET}") as docker:
+        container = await docker.containers.create(
+            {"Image": "labtui/sleeper", "Labels": {"purpose": "labtui-test-stranger"}},
+            name=f"stranger-{secrets.token_hex(4)}",
+        )
+        try:
+            await container.start()
+            yield container.id
+        finally:
+            await container.delete(force=True)
+
+
+async def test_cleanup_all_spares_an_unlabelled_container(lab, stranger, env, tmp_path):
+    session = lab.session()
+    await lab.sleepers(session, 2)
+    out = labtui("cleanup", "--all", "--backend", "docker", "--db", str(tmp_path / "c.duckdb"), env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert await lab.backend.list(session) == []
+    assert (await inspect(stranger))["State"]["Running"]
+
+
+async def test_small_docker_boot_scaling_run_records_results(lab, env, tmp_path):
+    db = tmp_path / "run.duckdb"
+    out = labtui(
+        "run", "docker-boot-scaling", "--backend", "docker", "--set", "scale.steps=2", "--set", "scale.per_step=3",
+        "--set", "suite.repetitions=1", "--set", "sampling.quiet_timeout_s=0", "--db", str(db), env=env,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    (session, status, backend), = con.execute("select session_id, status, backend from sessions").fetchall()
+    lab.sessions.append(session)
+    assert status == "completed" and backend == "docker"
+    rows = con.execute(
+        "select step, background, value from results where metric = 'boot_time' order by step"
+    ).fetchall()
+    assert [(step, background) for step, background, _ in rows] == [(0, 0), (1, 3), (2, 6)]
+    assert all(0 < value < 30 for _, _, value in rows)
+    (version,) = con.execute("select backend_version from hosts").fetchone()
+    assert version.startswith("Docker ")
+    assert await lab.backend.list(session) == []  # torn down
