@@ -7,6 +7,7 @@ it runs, so `labtui --help` stays fast.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,12 @@ def _db_option(p: argparse.ArgumentParser) -> None:
 def _target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", metavar="B", help="backend to use (default: all usable ones, or process for run)")
     p.add_argument("--host", metavar="H", default="local", help="host name from the lab config (default: local)")
+    _config_option(p)
+
+
+def _config_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
+                   help="the lab config naming SSH hosts (default: $LABTUI_CONFIG or ./labtui.toml)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"labtui {__version__}")
     _db_option(parser)
+    _config_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("run", help="run a suite headless and record it in the store")
@@ -76,6 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("backends", help="list backends and whether they are usable here")
     p.add_argument("--host", metavar="H", default="local")
 
+    p = sub.add_parser("hosts", help="the lab's hosts; `hosts check` tests them, `hosts trust NAME` records a host key")
+    _config_option(p)
+    hosts = p.add_subparsers(dest="hosts_command", metavar="ACTION")
+    hosts.add_parser("check", help="reachable? OS, CPUs, memory and usable backends of every host, concurrently")
+    p = hosts.add_parser("trust", help="record the host key NAME offers now in its known_hosts (shows the fingerprint)")
+    p.add_argument("name", help="a host from the lab config")
+    p.add_argument("--replace", action="store_true", help="replace a different key recorded for the host")
+    p.add_argument("--fingerprint", metavar="SHA256:...", help="record only if the offered key has this fingerprint")
+
     p = sub.add_parser("info", help="versions, paths and the store's contents")
     _db_option(p)
     return parser
@@ -85,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `labtui` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "config", None):
+        os.environ["LABTUI_CONFIG"] = args.config  # read by labtui.hosts.get_host, here and in children
     if args.command is None:
         from labtui.ui import open_console
 

@@ -17,6 +17,7 @@ _ROUTES = {
     "info": "labtui.commands.query",
     "instances": "labtui.commands.instances",
     "cleanup": "labtui.commands.instances",
+    "hosts": "labtui.commands.hosts",
     "images": "labtui.commands.images",
 }
 

@@ -66,6 +66,7 @@ async def _run(runner: SessionRunner, writer: StoreWriter, console: Console, *, 
         for task in side:
             task.cancel()
         await asyncio.gather(*side, return_exceptions=True)
+        await runner.ctx.host.close()
     return status
 
 

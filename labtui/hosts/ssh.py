@@ -1,0 +1,492 @@
+"""SSHHost: a machine reached over SSH with asyncssh.
+
+Commands are argv lists; the one place a shell is unavoidable is the remote
+side of an SSH exec request, so every argument is quoted with shlex.quote and
+the command runs as ``printf PID; exec ARGV`` (the PID lets a timeout kill the
+whole remote process group).  Connections form a small pool: each carries at
+most MAX_CHANNELS concurrent sessions, below OpenSSH's default MaxSessions of
+10, and the pool opens another connection when all are busy.  A lost
+connection is dropped and the next call reconnects with backoff.  Host keys
+are checked against the host's known_hosts file only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import asyncssh
+
+from labtui.events import ResourceSample
+from labtui.hosts import hostkeys, illumos, linux, remote_sampler
+from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
+from labtui.hosts.config import HostConfig
+
+#: Concurrent sessions per connection (OpenSSH's MaxSessions defaults to 10).
+MAX_CHANNELS = 8
+#: Connections one host may open when its sessions are all busy.
+MAX_CONNECTIONS = 4
+#: Delays before the second, third, ... connection attempt.
+RECONNECT_BACKOFF_S = (0.5, 1.0, 2.0)
+#: Keepalives that may go unanswered before the connection counts as lost.
+KEEPALIVE_COUNT_MAX = 3
+#: Seconds a kill of a timed-out remote process group may take.
+KILL_TIMEOUT_S = 10.0
+
+# Run once per connection: say which OS this is, make the runtime dir ours and private.
+_INIT = 'uname -s && mkdir -p -m 700 "$1" && test -O "$1" && test ! -h "$1" && chmod 700 "$1"'
+
+
+class _Client(asyncssh.SSHClient):
+    """Notices when its connection goes away."""
+
+    def __init__(self) -> None:
+        self.lost = False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+
+
+@dataclass(slots=True)
+class _Conn:
+    conn: asyncssh.SSHClientConnection
+    client: _Client
+    os_name: str
+    busy: int = 0
+
+    @property
+    def alive(self) -> bool:
+        return not self.client.lost
+
+
+class SSHHost(Host):
+    """A host from the lab config, driven over a pool of SSH connections."""
+
+    def __init__(self, config: HostConfig, *, resolve: Callable[[str], HostConfig] | None = None) -> None:
+        self.name = config.name
+        self.config = config
+        self._jump: SSHHost | None = None
+        if config.jump:
+            if resolve is None:
+                raise HostError(f"host {config.name}: jump host {config.jump!r} given but no way to resolve it")
+            self._jump = SSHHost(resolve(config.jump), resolve=resolve)
+        self._conns: list[_Conn] = []
+        self._pool_lock = asyncio.Lock()
+        self._gate = asyncio.Semaphore(MAX_CHANNELS * MAX_CONNECTIONS)
+        self._sampler: asyncssh.SSHClientProcess | None = None
+        self._sampler_os = ""
+        self._sample_lock = asyncio.Lock()
+        self._cpu_before: linux.CpuTimes | None = None
+        self._facts: Facts | None = None
+        self._forwards: dict[str, tuple[asyncssh.SSHListener, _Conn, str]] = {}
+        self._forward_dir: str | None = None
+
+    @property
+    def runtime_dir(self) -> str:
+        """``runtime_dir`` from the config, else /tmp/labtui-USER; created 0700 on connect."""
+        return self.config.runtime_dir or f"/tmp/labtui-{self.config.user or getpass.getuser()}"
+
+    # -- commands ------------------------------------------------------------
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = 60.0,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        started = time.monotonic()
+        pid: list[int] = []
+        try:
+            async with self._slot() as conn:
+                proc = await self._start(conn, argv, env)
+                try:
+                    out, err = await asyncio.wait_for(self._collect(proc, pid, input), timeout)
+                except (asyncio.TimeoutError, asyncio.CancelledError):
+                    proc.close()
+                    raise
+                except (asyncssh.Error, OSError) as exc:
+                    raise HostError(f"host {self.name}: connection lost while running {argv[0]}: {_reason(exc)}") from exc
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            if pid:  # the slot is free again, so the kill never waits on our own session
+                await self._kill_group(pid[0])
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise CommandTimeout(f"{argv[0]} timed out after {timeout:g} s on host {self.name}") from None
+        returncode = proc.returncode
+        if returncode is None:
+            raise HostError(f"host {self.name}: connection lost while running {argv[0]}")
+        stderr = err.decode(errors="replace")
+        if returncode == 127 and _not_found(stderr, argv[0]):
+            raise HostError(f"{argv[0]}: command not found on host {self.name}")
+        return CommandResult(tuple(argv), returncode, out.decode(errors="replace"), stderr, time.monotonic() - started)
+
+    async def stream(self, argv: Sequence[str], *, timeout: float | None = None) -> AsyncIterator[str]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pid: int | None = None
+        try:
+            async with self._slot() as conn:
+                proc = await self._start(conn, argv, None)
+                proc.stdin.write_eof()
+                try:
+                    pid = await self._read_pid(proc)
+                    while True:
+                        remaining = None if deadline is None else deadline - time.monotonic()
+                        if remaining is not None and remaining <= 0:
+                            raise CommandTimeout(f"{argv[0]} timed out after {timeout:g} s on host {self.name}")
+                        try:
+                            line = await asyncio.wait_for(proc.stdout.readline(), remaining)
+                        except asyncio.TimeoutError:
+                            continue
+                        except (asyncssh.Error, OSError) as exc:
+                            raise HostError(f"host {self.name}: connection lost while streaming {argv[0]}: {_reason(exc)}") from exc
+                        if not line:
+                            with contextlib.suppress(asyncio.TimeoutError):
+                                await asyncio.wait_for(proc.wait_closed(), KILL_TIMEOUT_S)
+                            if proc.returncode is None and proc.is_closing():
+                                pid = None  # no exit status: the connection went, and the host with it
+                                raise HostError(f"host {self.name}: connection lost while streaming {argv[0]}")
+                            break
+                        yield line.decode(errors="replace").rstrip("\n")
+                finally:
+                    if proc.returncode is not None:
+                        pid = None
+                    proc.close()
+        finally:
+            if pid is not None:  # stopped early, timed out or cancelled: end what is left
+                await self._kill_group(pid)
+
+    async def _start(
+        self, conn: asyncssh.SSHClientConnection, argv: Sequence[str], env: Mapping[str, str] | None
+    ) -> asyncssh.SSHClientProcess:
+        if not argv:
+            raise HostError(f"host {self.name}: empty command")
+        try:
+            return await conn.create_process(remote_command(argv, env), encoding=None)
+        except (asyncssh.Error, OSError) as exc:
+            raise HostError(f"host {self.name}: cannot start {argv[0]}: {_reason(exc)}") from exc
+
+    async def _collect(
+        self, proc: asyncssh.SSHClientProcess, pid: list[int], input: bytes | None
+    ) -> tuple[bytes, bytes]:
+        if input:
+            proc.stdin.write(input)
+        proc.stdin.write_eof()
+        found = await self._read_pid(proc)
+        if found is not None:
+            pid.append(found)
+        out, err = await proc.communicate()
+        return out, err
+
+    async def _read_pid(self, proc: asyncssh.SSHClientProcess) -> int | None:
+        line = await proc.stdout.readline()
+        try:
+            return int(line)
+        except ValueError:
+            return None
+
+    async def _kill_group(self, pid: int) -> None:
+        """SIGKILL a timed-out command's process group (it leads one: sshd made it a session)."""
+
+        async def kill() -> None:
+            async with self._slot() as conn:
+                proc = await conn.create_process(remote_command(["kill", "-KILL", "--", f"-{pid}"], None))
+                proc.stdin.write_eof()
+                await proc.wait_closed()
+
+        with contextlib.suppress(HostError, asyncssh.Error, OSError, asyncio.TimeoutError):
+            await asyncio.wait_for(kill(), KILL_TIMEOUT_S)
+
+    # -- files ---------------------------------------------------------------
+
+    async def put_file(self, local_path: str, remote_path: str, *, mode: int = 0o644) -> None:
+        partial = f"{remote_path}.labtui-{os.getpid()}-{id(self):x}.partial"
+        async with self._sftp() as sftp:
+            parent = str(Path(remote_path).parent)
+            await sftp.makedirs(parent, exist_ok=True)
+            await sftp.put(local_path, partial)
+            await sftp.chmod(partial, mode)
+            await sftp.posix_rename(partial, remote_path)
+
+    async def get_file(self, remote_path: str, local_path: str) -> None:
+        Path(local_path).parent.mkdir(parents=True, exist_ok=True)
+        partial = f"{local_path}.tmp-{os.getpid()}"
+        async with self._sftp() as sftp:
+            await sftp.get(remote_path, partial)
+        os.replace(partial, local_path)
+
+    @contextlib.asynccontextmanager
+    async def _sftp(self) -> AsyncIterator[asyncssh.SFTPClient]:
+        async with self._slot() as conn:
+            try:
+                async with conn.start_sftp_client() as sftp:
+                    yield sftp
+            except (asyncssh.Error, OSError) as exc:
+                raise HostError(f"host {self.name}: SFTP: {_reason(exc)}") from exc
+
+    # -- sockets -------------------------------------------------------------
+
+    async def unix_socket_path(self, remote_path: str) -> str:
+        """A private socket on the controller forwarded to remote_path through the pool."""
+        known = self._forwards.get(remote_path)
+        if known is not None and known[1].alive:
+            return known[2]
+        if self._forward_dir is None:
+            self._forward_dir = tempfile.mkdtemp(prefix=f"labtui-fwd-{self.name}-")
+        local = f"{self._forward_dir}/{len(self._forwards)}-{Path(remote_path).name}"[:100]
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(local)
+        async with self._pool_lock:
+            conn = await self._pick_locked(reserve=False)
+        try:
+            listener = await conn.conn.forward_local_path(local, remote_path)
+        except (asyncssh.Error, OSError) as exc:
+            raise HostError(f"host {self.name}: cannot forward {remote_path}: {_reason(exc)}") from exc
+        self._forwards[remote_path] = (listener, conn, local)
+        return local
+
+    # -- resources -----------------------------------------------------------
+
+    async def sample(self) -> ResourceSample:
+        async with self._sample_lock:
+            proc = await self._sampler_channel()
+            try:
+                proc.stdin.write(b"\n")
+                lines = await asyncio.wait_for(_read_until_end(proc), self.config.connect_timeout_s)
+            except (asyncssh.Error, OSError, asyncio.TimeoutError, EOFError) as exc:
+                proc.close()
+                self._sampler = None
+                raise HostError(f"host {self.name}: resource sampler failed: {_reason(exc)}") from exc
+            sections = remote_sampler.split_sections(lines)
+            try:
+                sample, self._cpu_before = remote_sampler.build_sample(
+                    self.name, self._sampler_os, sections, self._cpu_before
+                )
+            except (KeyError, ValueError, IndexError) as exc:
+                raise HostError(f"host {self.name}: unreadable resource sample: {exc}") from exc
+            return sample
+
+    async def _sampler_channel(self) -> asyncssh.SSHClientProcess:
+        """The long-lived sampler process, started on first use and after a lost connection."""
+        if self._sampler is not None and self._sampler.returncode is None and not self._sampler.is_closing():
+            return self._sampler
+        async with self._pool_lock:
+            conn = await self._pick_locked(reserve=True)  # holds one session for the sampler's life
+        try:
+            script = remote_sampler.sampler_script(conn.os_name)
+        except ValueError as exc:
+            conn.busy -= 1
+            raise HostError(f"host {self.name}: {exc}") from None
+        try:
+            proc = await conn.conn.create_process(remote_command(["sh", "-c", script], None), encoding=None)
+            await self._read_pid(proc)
+        except (asyncssh.Error, OSError) as exc:
+            conn.busy -= 1
+            raise HostError(f"host {self.name}: cannot start the resource sampler: {_reason(exc)}") from exc
+        _release_when_closed(proc, conn)
+        self._sampler, self._sampler_os, self._cpu_before = proc, conn.os_name, None
+        return proc
+
+    async def facts(self) -> Facts:
+        """Kernel, CPU and memory, read once per connection pool (the OS is known from connect)."""
+        if self._facts is not None and any(c.alive for c in self._conns):
+            return self._facts
+        async with self._pool_lock:
+            os_name = (await self._pick_locked(reserve=False)).os_name
+        if os_name == "SunOS":
+            uname, kstat, pagesize = await self._outputs(
+                ["uname", "-r", "-m"], ["kstat", "-p", *illumos.FACT_KSTATS], ["pagesize"]
+            )
+            kstats = illumos.parse_kstat(kstat)
+            cores, model = illumos.ncpus(kstats), illumos.cpu_model(kstats)
+            mem_total = int(kstats["unix:0:system_pages:physmem"]) * int(pagesize.split()[0])
+        else:
+            uname, meminfo, cpuinfo, nproc = await self._outputs(
+                ["uname", "-r", "-m"], ["cat", "/proc/meminfo"], ["cat", "/proc/cpuinfo"], ["getconf", "_NPROCESSORS_ONLN"]
+            )
+            cores, model = int(nproc.strip() or 1), linux.parse_cpu_model(cpuinfo)
+            mem_total = linux.parse_meminfo(meminfo)["MemTotal"]
+        release, arch = uname.split()
+        self._facts = Facts(os_name, release, arch, model, cores, mem_total)
+        return self._facts
+
+    async def _outputs(self, *argvs: list[str]) -> list[str]:
+        results = await asyncio.gather(*(self.run(argv, timeout=30) for argv in argvs))
+        return [r.check().stdout for r in results]
+
+    # -- connections ---------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[asyncssh.SSHClientConnection]:
+        """One session's worth of a pooled connection, held for the block."""
+        async with self._gate:
+            async with self._pool_lock:
+                conn = await self._pick_locked(reserve=True)
+            try:
+                yield conn.conn
+            finally:
+                conn.busy -= 1
+
+    async def _pick_locked(self, *, reserve: bool) -> _Conn:
+        """A live connection with a free session (reserved when asked); opens one if needed."""
+        self._conns = [c for c in self._conns if c.alive]
+        free = [c for c in self._conns if c.busy < MAX_CHANNELS]
+        if free or (self._conns and not reserve):
+            conn = min(free or self._conns, key=lambda c: c.busy)
+        elif len(self._conns) < MAX_CONNECTIONS:
+            conn = await self._connect()
+            self._conns.append(conn)
+        else:  # only reached by the sampler, which is outside the gate
+            conn = min(self._conns, key=lambda c: c.busy)
+        if reserve:
+            conn.busy += 1
+        return conn
+
+    async def _connect(self) -> _Conn:
+        """Connect with backoff; key and authentication refusals are final, not retried."""
+        last: Exception | None = None
+        for attempt, delay in enumerate((0.0, *RECONNECT_BACKOFF_S)):
+            if delay:
+                await asyncio.sleep(delay)
+            try:
+                return await self._connect_once()
+            except (hostkeys.HostKeyRefused, _AuthRefused):
+                raise
+            except HostError as exc:
+                last = exc
+        raise HostError(f"{last} (gave up after {attempt + 1} attempts)")
+
+    async def _connect_once(self) -> _Conn:
+        cfg = self.config
+        tunnel = await self.jump_connection()
+        client = _Client()
+        identity = cfg.identity_path
+        try:
+            conn = await asyncssh.connect(
+                cfg.address,
+                cfg.port,
+                tunnel=tunnel if tunnel is not None else (),
+                username=cfg.user or (),
+                client_keys=[str(identity)] if identity else (),
+                agent_path=None if identity else (),
+                known_hosts=hostkeys.known_hosts_for(cfg),
+                config=[],
+                preferred_auth="publickey",
+                connect_timeout=cfg.connect_timeout_s,
+                keepalive_interval=cfg.keepalive_s,
+                keepalive_count_max=KEEPALIVE_COUNT_MAX,
+                client_factory=lambda: client,
+            )
+        except asyncssh.HostKeyNotVerifiable:
+            raise await hostkeys.refusal(cfg, tunnel) from None
+        except asyncssh.PermissionDenied as exc:
+            keys = str(identity) if identity else "the default keys and agent"
+            raise _AuthRefused(
+                f"host {self.name}: {cfg.user or getpass.getuser()}@{cfg.address}:{cfg.port} refused "
+                f"authentication with {keys}: {exc.reason}"
+            ) from None
+        except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
+            raise HostError(f"host {self.name}: cannot connect to {cfg.address}:{cfg.port}: {_reason(exc)}") from exc
+        try:
+            result = await asyncio.wait_for(
+                conn.run(remote_command(["sh", "-c", _INIT, "sh", self.runtime_dir], None), encoding=None),
+                cfg.connect_timeout_s,
+            )
+        except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
+            conn.close()
+            raise HostError(f"host {self.name}: connected but could not start a command: {_reason(exc)}") from exc
+        lines = (result.stdout or b"").decode(errors="replace").split()
+        if result.exit_status != 0 or len(lines) < 2:
+            conn.close()
+            detail = (result.stderr or b"").decode(errors="replace").strip() or f"exit {result.exit_status}"
+            raise HostError(f"host {self.name}: cannot prepare private runtime dir {self.runtime_dir}: {detail}")
+        return _Conn(conn, client, os_name=lines[1])
+
+    async def jump_connection(self) -> asyncssh.SSHClientConnection | None:
+        """The connection to this host's jump host, or None when it is reached directly."""
+        return await self._jump.tunnel() if self._jump is not None else None
+
+    async def tunnel(self) -> asyncssh.SSHClientConnection:
+        """A live connection to this host for tunnelling to a host behind it."""
+        async with self._pool_lock:
+            return (await self._pick_locked(reserve=False)).conn
+
+    async def close(self) -> None:
+        """Stop the sampler and forwards, close every connection, then the jump host's."""
+        if self._sampler is not None:
+            self._sampler.close()
+            self._sampler = None
+        for listener, _, _ in self._forwards.values():
+            listener.close()
+        self._forwards.clear()
+        if self._forward_dir is not None:
+            shutil.rmtree(self._forward_dir, ignore_errors=True)
+            self._forward_dir = None
+        conns, self._conns = self._conns, []
+        for c in conns:
+            c.conn.close()
+        for c in conns:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(c.conn.wait_closed(), 5)
+        if self._jump is not None:
+            await self._jump.close()
+
+
+class _AuthRefused(HostError):
+    """The host refused our keys: retrying will not help."""
+
+
+def remote_command(argv: Sequence[str], env: Mapping[str, str] | None) -> str:
+    """The remote shell command for argv: print the shell's PID, then exec argv (each word quoted)."""
+    words = [*(["env", *(f"{k}={v}" for k, v in env.items())] if env else []), *argv]
+    return "printf '%s\\n' $$; exec " + " ".join(shlex.quote(str(w)) for w in words)
+
+
+async def _read_until_end(proc: asyncssh.SSHClientProcess) -> list[str]:
+    lines = []
+    while True:
+        raw = await proc.stdout.readline()
+        if not raw:
+            raise EOFError("sampler channel closed")
+        line = raw.decode(errors="replace").rstrip("\n")
+        if line == remote_sampler.END:
+            return lines
+        lines.append(line)
+
+
+def _release_when_closed(proc: asyncssh.SSHClientProcess, conn: _Conn) -> None:
+    async def wait() -> None:
+        with contextlib.suppress(Exception):
+            await proc.wait_closed()
+        conn.busy -= 1
+
+    task = asyncio.get_running_loop().create_task(wait())
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+
+
+_BACKGROUND: set[asyncio.Task] = set()
+
+
+def _not_found(stderr: str, program: str) -> bool:
+    """Whether the remote shell's exec reported program missing (bash and dash wording)."""
+    return f"exec: {program}: not found" in stderr
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out"
+    if isinstance(exc, asyncssh.DisconnectError | asyncssh.ChannelOpenError):
+        return exc.reason or type(exc).__name__
+    return str(exc) or type(exc).__name__

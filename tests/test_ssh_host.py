@@ -1,0 +1,511 @@
+"""SSHHost against real OpenSSH sshd processes on 127.0.0.2 and 127.0.0.3.
+
+CI needs the openssh-server package (sshd); the fixture writes its own config,
+host keys and authorized_keys under tmp and runs sshd in the foreground.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from labtui.backends import InstanceSpec, Labels, open_backend
+from labtui.hosts import CommandTimeout, HostError, get_host, known_hosts
+from labtui.hosts import hostkeys, illumos, remote_sampler
+from labtui.hosts.config import ConfigError, load_lab_config
+from labtui.hosts.local import LocalHost
+from labtui.hosts.ssh import MAX_CHANNELS, SSHHost, remote_command
+
+from sshd_fixture import Sshd, host_table, sshd_available, start_sshd, write_key
+
+pytestmark = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")
+
+
+# -- fixtures -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with the client key the servers accept."""
+    tmp = tmp_path_factory.mktemp("keys")
+    write_key(tmp / "client_key")
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory, keys: Path) -> Iterator[dict[str, Sshd]]:
+    """h2 on 127.0.0.2 and h3 on 127.0.0.3, shared by the module's tests."""
+    started: dict[str, Sshd] = {}
+    try:
+        for name, address in (("h2", "127.0.0.2"), ("h3", "127.0.0.3")):
+            started[name] = start_sshd(tmp_path_factory.mktemp(name), address, keys / "client_key.pub")
+        yield started
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+class Lab:
+    """A lab config in tmp naming the servers; hosts it opened are closed at the end."""
+
+    def __init__(self, tmp: Path, keys: Path, servers: dict[str, Sshd]) -> None:
+        self.tmp, self.servers, self.opened = tmp, servers, []
+        for suffix in ("", ".pub"):
+            (tmp / f"client_key{suffix}").write_bytes((keys / f"client_key{suffix}").read_bytes())
+        os.chmod(tmp / "client_key", 0o600)
+        self.config = tmp / "labtui.toml"
+        self.write()
+
+    def write(self, **extra: dict[str, object]) -> None:
+        self.config.write_text(
+            "".join(host_table(n, s, self.tmp, **extra.get(n, {})) for n, s in self.servers.items())
+        )
+
+    def trust_all(self) -> None:
+        lines = [
+            f"[{s.address}]:{s.port} {s.host_key.export_public_key('openssh').decode().split()[0]} "
+            f"{s.host_key.export_public_key('openssh').decode().split()[1]}\n"
+            for s in self.servers.values()
+        ]
+        (self.tmp / "known_hosts").write_text("".join(lines))
+
+    def host(self, name: str = "h2") -> SSHHost:
+        host = get_host(name)
+        assert isinstance(host, SSHHost)
+        self.opened.append(host)
+        return host
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "LABTUI_CONFIG": str(self.config), "LABTUI_RUNTIME_DIR": str(self.tmp / "rt"),
+                "COLUMNS": "200"}
+
+
+@pytest.fixture
+async def lab(tmp_path: Path, keys: Path, servers: dict[str, Sshd], monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Lab]:
+    monkeypatch.setenv("LABTUI_CONFIG", str(tmp_path / "labtui.toml"))
+    lab = Lab(tmp_path, keys, servers)
+    lab.trust_all()
+    try:
+        yield lab
+    finally:
+        for host in lab.opened:
+            await host.close()
+
+
+@pytest.fixture
+def own_sshd(tmp_path: Path, keys: Path) -> Iterator[list[Sshd]]:
+    """Servers a test may kill or freeze; stopped at the end whatever happened."""
+    started: list[Sshd] = []
+    yield started
+    for server in started:
+        server.stop()
+
+
+def labtui(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def processes_matching(text: str) -> list[int]:
+    """PIDs whose command line contains text."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return [pid for pid in found if pid != os.getpid()]
+
+
+# -- commands -----------------------------------------------------------------
+
+
+async def test_run_collects_output_exit_code_and_stderr(lab: Lab) -> None:
+    host = lab.host()
+    result = await host.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    with pytest.raises(HostError, match="exited 3: err"):
+        result.check()
+    seen = (await host.run(["sh", "-c", "echo $SSH_CONNECTION"])).stdout.split()
+    assert seen[2:] == ["127.0.0.2", str(lab.servers["h2"].port)]  # really over SSH to h2
+
+
+async def test_argv_arrives_intact_and_nothing_is_injected(lab: Lab) -> None:
+    marker = lab.tmp / "injected"
+    nasty = ["a b", "it's", '"q"', "$(touch " + str(marker) + ")", "`touch " + str(marker) + "`",
+             "; touch " + str(marker), "x\ny", "", "*", "$HOME", "\\", "--", "ü"]
+    result = await lab.host().run(["printf", "%s\\0", *nasty])
+    assert result.stdout.split("\0")[:-1] == nasty
+    assert not marker.exists()
+
+
+async def test_env_and_input(lab: Lab) -> None:
+    host = lab.host()
+    result = await host.run(["sh", "-c", 'printf "%s|" "$LAB_X"; cat'], input=b"from stdin", env={"LAB_X": "a b'c"})
+    assert result.stdout == "a b'c|from stdin"
+    assert (await host.run(["cat"])).stdout == ""  # no input: stdin is closed, not left open
+
+
+async def test_timeout_kills_the_remote_process_group(lab: Lab) -> None:
+    host = lab.host()
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout, match="timed out after 0.5 s on host h2"):
+        await host.run(["sh", "-c", "sleep 37.25 & sleep 37.5; wait"], timeout=0.5)
+    assert time.monotonic() - started < 5
+    deadline = time.monotonic() + 5
+    while processes_matching("sleep\x0037.") and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert processes_matching("sleep\x0037.") == []
+
+
+async def test_missing_command_is_a_host_error(lab: Lab) -> None:
+    with pytest.raises(HostError, match="labtui-no-such-command: command not found on host h2"):
+        await lab.host().run(["labtui-no-such-command", "x"])
+
+
+async def test_stream_yields_lines_and_stopping_early_ends_the_command(lab: Lab) -> None:
+    host = lab.host()
+    assert [line async for line in host.stream(["printf", "a\\nb b\\nc\\n"])] == ["a", "b b", "c"]
+    async for line in host.stream(["sh", "-c", "echo first; exec sleep 38.5"]):
+        assert line == "first"
+        break
+    deadline = time.monotonic() + 5
+    while processes_matching("sleep\x0038.5") and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert processes_matching("sleep\x0038.5") == []
+    with pytest.raises(CommandTimeout):
+        async for _ in host.stream(["sleep", "38.75"], timeout=0.3):
+            pass
+
+
+async def test_sftp_round_trip(lab: Lab) -> None:
+    host = lab.host()
+    data = os.urandom(300_000)
+    (lab.tmp / "src.bin").write_bytes(data)
+    remote = str(lab.tmp / "remote dir" / "copy.bin")
+    await host.put_file(str(lab.tmp / "src.bin"), remote, mode=0o750)
+    assert (await host.run(["stat", "-c", "%a %s", remote])).stdout.split() == ["750", str(len(data))]
+    await host.get_file(remote, str(lab.tmp / "back" / "copy.bin"))
+    assert (lab.tmp / "back" / "copy.bin").read_bytes() == data
+    with pytest.raises(HostError, match="SFTP"):
+        await host.get_file(str(lab.tmp / "nope"), str(lab.tmp / "nope2"))
+
+
+async def test_unix_socket_is_forwarded(lab: Lab) -> None:
+    remote_socket = str(lab.tmp / "echo.sock")
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"echo:" + await reader.readline())
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_unix_server(echo, remote_socket)
+    try:
+        local = await lab.host().unix_socket_path(remote_socket)
+        assert local != remote_socket and (os.stat(os.path.dirname(local)).st_mode & 0o777) == 0o700
+        reader, writer = await asyncio.open_unix_connection(local)
+        writer.write(b"ping\n")
+        assert await reader.readline() == b"echo:ping\n"
+        writer.close()
+    finally:
+        server.close()
+
+
+# -- resources ----------------------------------------------------------------
+
+
+async def test_samples_come_from_one_long_lived_channel(lab: Lab) -> None:
+    host = lab.host()
+    readings = []
+    async for sample in host.samples(0.2):
+        readings.append(sample)
+        assert len(processes_matching("stat meminfo loadavg")) == 1  # one sampler loop on the host, however many samples
+        if len(readings) == 3:
+            break
+    extra = await host.sample()  # an on-demand reading shares the channel
+    assert len(processes_matching("stat meminfo loadavg")) == 1
+    for sample in [*readings, extra]:
+        assert sample.host == "h2" and sample.cpu_avail is not None and 0 <= sample.cpu_avail <= 1
+        assert 0 < sample.mem_avail <= 1 and sample.mem_used_bytes > 0 and sample.load1 >= 0
+    await host.close()
+    deadline = time.monotonic() + 5
+    while processes_matching("stat meminfo loadavg") and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert processes_matching("stat meminfo loadavg") == []  # closing the host ends the remote loop
+
+
+async def test_facts_match_the_machine(lab: Lab) -> None:
+    remote, local = await lab.host().facts(), await LocalHost().facts()
+    assert (remote.os, remote.kernel, remote.arch, remote.cores, remote.mem_total_bytes) == (
+        "Linux", local.kernel, local.arch, local.cores, local.mem_total_bytes)
+    assert remote.cpu_model == local.cpu_model
+
+
+async def test_runtime_dir_is_private_on_the_host(lab: Lab) -> None:
+    host = lab.host()
+    await host.run(["true"])
+    assert host.runtime_dir == str(lab.tmp / "runtime-h2")
+    assert os.stat(host.runtime_dir).st_mode & 0o777 == 0o700
+
+
+# -- pool ---------------------------------------------------------------------
+
+
+async def test_more_concurrent_commands_than_sessions_per_connection(lab: Lab) -> None:
+    host = lab.host()
+    results = await asyncio.gather(*(host.run(["sh", "-c", f"sleep 0.3; echo {i}"]) for i in range(30)))
+    assert [r.stdout.strip() for r in results] == [str(i) for i in range(30)]
+    # sshd refuses an 11th session on a connection (MaxSessions 10), so 30 at once needed more connections
+    assert 2 <= len(host._conns) <= 4 and MAX_CHANNELS < 10
+
+
+async def test_two_hosts_are_separate_machines(lab: Lab) -> None:
+    h2, h3 = lab.host("h2"), lab.host("h3")
+    seen = await asyncio.gather(*(h.run(["sh", "-c", "echo $SSH_CONNECTION"]) for h in (h2, h3)))
+    assert [r.stdout.split()[2] for r in seen] == ["127.0.0.2", "127.0.0.3"]
+    assert known_hosts() == ["local", "h2", "h3"]
+
+
+async def test_jump_host(lab: Lab) -> None:
+    lab.write(h3={"jump": "h2"})
+    result = await lab.host("h3").run(["sh", "-c", "echo $SSH_CONNECTION"])
+    client_port, server = int(result.stdout.split()[1]), result.stdout.split()[2]
+    assert server == "127.0.0.3"
+    # the TCP connection h3 serves was opened by h2's sshd, not by this process
+    assert tcp_socket_owner(client_port) in lab.servers["h2"].descendants()
+
+
+def tcp_socket_owner(local_port: int) -> int | None:
+    """PID holding the IPv4 TCP socket bound to local_port."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == local_port:
+            inodes.add(fields[9])
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            for fd in (entry / "fd").iterdir():
+                link = os.readlink(fd)
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    return int(entry.name)
+        except OSError:
+            continue
+    return None
+
+
+# -- host keys and authentication ----------------------------------------------
+
+
+async def test_unknown_key_is_refused_until_trusted(lab: Lab) -> None:
+    (lab.tmp / "known_hosts").unlink()
+    with pytest.raises(hostkeys.HostKeyRefused) as refused:
+        await lab.host().run(["true"])
+    message = str(refused.value)
+    assert lab.servers["h2"].fingerprint in message and "labtui hosts trust h2" in message
+    out = labtui("hosts", "trust", "h2", env=lab.env())
+    assert out.returncode == 0, out.stderr
+    assert lab.servers["h2"].fingerprint in out.stdout and "recorded" in out.stdout
+    assert (await lab.host().run(["true"])).ok
+    again = labtui("hosts", "trust", "h2", env=lab.env())
+    assert again.returncode == 0 and "already trusted" in again.stdout
+
+
+async def test_changed_key_is_refused(lab: Lab) -> None:
+    other = write_key(lab.tmp / "other_host_key")
+    alg, blob = other.export_public_key("openssh").decode().split()[:2]
+    server = lab.servers["h2"]
+    (lab.tmp / "known_hosts").write_text(f"[{server.address}]:{server.port} {alg} {blob}\n")
+    with pytest.raises(hostkeys.HostKeyRefused, match="HOST KEY CHANGED") as refused:
+        await lab.host().run(["true"])
+    assert server.fingerprint in str(refused.value) and other.get_fingerprint("sha256") in str(refused.value)
+    plain = labtui("hosts", "trust", "h2", env=lab.env())
+    assert plain.returncode == 1 and "--replace" in plain.stderr
+    replaced = labtui("hosts", "trust", "h2", "--replace", env=lab.env())
+    assert replaced.returncode == 0 and "replaced" in replaced.stdout
+    assert (await lab.host().run(["true"])).ok
+
+
+async def test_wrong_client_key_is_refused_at_once(lab: Lab) -> None:
+    write_key(lab.tmp / "stranger_key")
+    lab.write(h2={"identity": str(lab.tmp / "stranger_key")})
+    started = time.monotonic()
+    with pytest.raises(HostError, match="refused authentication with .*stranger_key"):
+        await lab.host().run(["true"])
+    assert time.monotonic() - started < 3  # not retried with backoff
+
+
+# -- failures -------------------------------------------------------------------
+
+
+async def test_sshd_killed_mid_command_is_a_host_error(lab: Lab, own_sshd: list[Sshd], keys: Path) -> None:
+    server = start_sshd(lab.tmp / "dying", "127.0.0.4", keys / "client_key.pub")
+    own_sshd.append(server)
+    lab.servers = {"h4": server}
+    lab.write()
+    lab.trust_all()
+    host = lab.host("h4")
+    task = asyncio.create_task(host.run(["sleep", "39.5"], timeout=60))
+    await asyncio.sleep(0.5)
+    server.signal_all(signal.SIGKILL)
+    with pytest.raises(HostError, match="h4"):
+        await asyncio.wait_for(task, 10)
+    with pytest.raises(HostError, match="cannot connect"):
+        await asyncio.wait_for(host.run(["true"]), 20)
+
+
+async def test_frozen_host_is_lost_within_the_keepalive_timeout(lab: Lab, own_sshd: list[Sshd], keys: Path) -> None:
+    server = start_sshd(lab.tmp / "frozen", "127.0.0.5", keys / "client_key.pub")
+    own_sshd.append(server)
+    lab.servers = {"h5": server}
+    lab.write(h5={"keepalive_s": 0.5, "connect_timeout_s": 2})
+    lab.trust_all()
+    host = lab.host("h5")
+    assert (await host.run(["true"])).ok
+    task = asyncio.create_task(host.run(["sleep", "39.75"], timeout=60))
+    await asyncio.sleep(0.3)
+    server.signal_all(signal.SIGSTOP)
+    started = time.monotonic()
+    with pytest.raises(HostError, match="h5"):
+        await asyncio.wait_for(task, 15)
+    assert time.monotonic() - started < 4  # 3 unanswered keepalives of 0.5 s, plus slack
+
+
+# -- backends over SSH ------------------------------------------------------------
+
+
+async def test_process_backend_runs_over_ssh(lab: Lab) -> None:
+    host = lab.host()
+    backend = open_backend("process", host)
+    availability = await backend.check()
+    assert availability.usable, availability.reason
+    assert list((lab.tmp / "runtime-h2" / "src").glob("labtui-agent-*.c"))  # built on the host by its cc
+    session = f"ssh-{os.getpid()}-{time.monotonic_ns()}"
+    specs = [InstanceSpec(Labels(session, "background", f"s{i}"), program="sleeper") for i in range(5)]
+    created = await backend.create_many(specs)
+    try:
+        assert all(i.host == "h2" and i.state == "running" for i in created)
+        listed = await backend.list(session)
+        assert sorted(i.labels.instance for i in listed) == [f"s{i}" for i in range(5)]
+    finally:
+        await backend.destroy_many(created, force=True)
+    assert await backend.list(session) == []
+
+
+def test_cli_run_and_hosts_check_on_an_ssh_host(lab: Lab) -> None:
+    db = lab.tmp / "lab.duckdb"
+    env = lab.env()
+    out = labtui("run", "boot-scaling", "--host", "h2", "--set", "scale.steps=2", "--set", "scale.per_step=3",
+                 "--set", "suite.repetitions=1", "--config", str(lab.config), "--db", str(db), env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        hosts = {r[0] for r in con.execute("select distinct host from results").fetchall()}
+        assert hosts == {"h2"}
+        assert con.execute("select count(*) from resources where host = 'h2'").fetchone()[0] > 0
+    finally:
+        con.close()
+    check = labtui("hosts", "check", env=env)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "h2" in check.stdout and "h3" in check.stdout and "Linux" in check.stdout
+    listing = labtui("hosts", env=env)
+    assert listing.returncode == 0 and "127.0.0.3" in listing.stdout
+
+
+# -- pure parts ----------------------------------------------------------------------
+
+
+def test_remote_command_quotes_every_word() -> None:
+    command = remote_command(["echo", "a b", "$(x)"], {"K": "v w"})
+    assert command == "printf '%s\\n' $$; exec env 'K=v w' echo 'a b' '$(x)'"
+
+
+def test_config_errors_name_file_line_and_host(tmp_path: Path) -> None:
+    path = tmp_path / "lab.toml"
+    path.write_text('[hosts.a]\naddress = "127.0.0.2"\n\n[hosts.b]\naddress = "127.0.0.3"\nprot = 22\n')
+    with pytest.raises(ConfigError, match=r"lab.toml:6: host 'b': prot: unknown key"):
+        load_lab_config(path)
+    path.write_text('[hosts.a]\nport = 22\n')
+    with pytest.raises(ConfigError, match=r"lab.toml:1: host 'a': 'address' is required"):
+        load_lab_config(path)
+    path.write_text('[hosts.a]\naddress = "x"\nport = 70000\n')
+    with pytest.raises(ConfigError, match=r"lab.toml:3: host 'a': port: must be an integer 1-65535"):
+        load_lab_config(path)
+    path.write_text('[hosts.a]\naddress = "x"\njump = "b"\n[hosts.b]\naddress = "y"\njump = "a"\n')
+    with pytest.raises(ConfigError, match=r"lab.toml:3: host 'a': jump: loop a -> b -> a"):
+        load_lab_config(path)
+    path.write_text('[hosts.local]\naddress = "x"\n')
+    with pytest.raises(ConfigError, match="'local' is reserved"):
+        load_lab_config(path)
+    path.write_text('[hosts.a\naddress = "x"\n')
+    with pytest.raises(ConfigError, match=r"lab.toml: .*line 1"):
+        load_lab_config(path)
+    path.write_text('[hosts.a]\naddress = "10.0.0.1"\ntags = ["lab", "x86"]\n')
+    (host,) = load_lab_config(path).hosts.values()
+    assert (host.address, host.port, host.tags, host.known_hosts_pattern) == ("10.0.0.1", 22, ("lab", "x86"), "10.0.0.1")
+
+
+def test_missing_named_config_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LABTUI_CONFIG", str(tmp_path / "none.toml"))
+    with pytest.raises(ConfigError, match="none.toml: lab config not found"):
+        get_host("h2")
+
+
+# `kstat -p` format (module:instance:name:statistic TAB value).  The system_pages values are from the
+# `kstat -n system_pages` example in McDougall et al., Solaris Performance and Tools, section 6.12; the
+# swap -s line is a published Solaris example; the cpu_nsec values are made up in the same format.
+KSTAT_SAMPLE = """cpu:0:sys:cpu_nsec_dtrace\t0
+cpu:0:sys:cpu_nsec_idle\t912387654321
+cpu:0:sys:cpu_nsec_intr\t1234567890
+cpu:0:sys:cpu_nsec_kernel\t23456789012
+cpu:0:sys:cpu_nsec_user\t34567890123
+cpu:0:sys:crtime\t0
+cpu:1:sys:cpu_nsec_idle\t920000000000
+cpu:1:sys:cpu_nsec_kernel\t20000000000
+cpu:1:sys:cpu_nsec_user\t30000000000
+unix:0:system_pages:availrmem\t343567
+unix:0:system_pages:freemem\t248309
+unix:0:system_pages:physmem\t522272
+unix:0:system_pages:pagestotal\t512136
+unix:0:system_misc:avenrun_1min\t384
+"""
+SWAP_S = "total: 276788k bytes allocated + 103884k reserved = 380672k used, 4552520k available\n"
+
+
+def test_kstat_and_swap_parsing() -> None:
+    kstats = illumos.parse_kstat(KSTAT_SAMPLE)
+    cpu = illumos.cpu_times(kstats)
+    assert cpu.idle == 912387654321 + 920000000000
+    assert cpu.total == cpu.idle + 23456789012 + 34567890123 + 20000000000 + 30000000000
+    pages = illumos.page_figures(kstats, 4096)
+    assert pages.mem_total_bytes == 522272 * 4096 and pages.mem_avail == pytest.approx(248309 / 522272)
+    assert illumos.load1(kstats) == 1.5
+    swap = illumos.parse_swap_s(SWAP_S)
+    assert (swap.used_bytes, swap.available_bytes) == (380672 * 1024, 4552520 * 1024)
+    assert swap.avail == pytest.approx(4552520 / (380672 + 4552520))
+    with pytest.raises(ValueError, match="unexpected swap -s output"):
+        illumos.parse_swap_s("swap: command not found")
+
+
+def test_sunos_sample_from_sections() -> None:
+    lines = ["@kstat", *KSTAT_SAMPLE.splitlines(), "@swap", SWAP_S.strip(), "@pagesize", "4096"]
+    sections = remote_sampler.split_sections(lines)
+    first, before = remote_sampler.build_sample("omni", "SunOS", sections, None)
+    assert first.cpu_avail is None and first.load1 == 1.5 and first.mem_used_bytes == (522272 - 248309) * 4096
+    later = KSTAT_SAMPLE.replace("912387654321", "913387654321").replace("34567890123", "35567890123")
+    sections["kstat"] = later
+    second, _ = remote_sampler.build_sample("omni", "SunOS", sections, before)
+    assert second.cpu_avail == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="Linux and SunOS"):
+        remote_sampler.sampler_script("Darwin")
