@@ -14,50 +14,16 @@ import pytest
 
 from labtui.backends import Backend, BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
 from labtui.hosts.local import LocalHost
+from tests.backend_lab import Lab, open_lab, runtime_dir  # noqa: F401 - fixtures
 from labtui.native import ProgramUnavailable, ensure_program
 
 AGENT_SOURCE = builtin_plugins_dir() / "process" / "agent.c"
 
 
-@pytest.fixture(scope="module")
-def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One runtime dir per module, so the agent and probes compile once."""
-    path = tmp_path_factory.mktemp("runtime")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LABTUI_RUNTIME_DIR", str(path))
-        yield path
-
-
-class Lab:
-    """A backend plus the sessions a test used; everything in them is destroyed afterwards."""
-
-    def __init__(self, backend: Backend) -> None:
-        self.backend = backend
-        self.sessions: list[str] = []
-
-    def session(self) -> str:
-        name = f"test-{secrets.token_hex(4)}"
-        self.sessions.append(name)
-        return name
-
-    async def sleepers(self, session: str, count: int, role: str = "idle") -> list[Instance]:
-        specs = [InstanceSpec(Labels(session, role, f"s{i}"), program="sleeper") for i in range(count)]
-        return await self.backend.create_many(specs)
-
-    async def cleanup(self) -> None:
-        for session in self.sessions:
-            left = await self.backend.list(session)
-            if left:
-                await self.backend.destroy_many(left, force=True)
-
-
 @pytest.fixture
 async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
-    lab = Lab(open_backend("process", LocalHost()))
-    try:
+    async for lab in open_lab("process", "test"):
         yield lab
-    finally:
-        await lab.cleanup()
 
 
 def labelled_pids(instance: str) -> list[int]:

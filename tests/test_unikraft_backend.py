@@ -17,6 +17,7 @@ import pytest
 
 from labtui.backends import Backend, BackendError, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
+from tests.backend_lab import Lab, open_lab, runtime_dir  # noqa: F401 - fixtures
 from labtui.kernels import ensure_kernel, kernel_names
 
 pytestmark = pytest.mark.skipif(
@@ -24,45 +25,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One runtime dir per module, so the helper and kernels build once."""
-    path = tmp_path_factory.mktemp("runtime")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LABTUI_RUNTIME_DIR", str(path))
-        yield path
-
-
-class Lab:
-    """A backend plus the sessions a test used; everything in them is destroyed afterwards."""
-
-    def __init__(self, backend: Backend) -> None:
-        self.backend = backend
-        self.sessions: list[str] = []
-
-    def session(self) -> str:
-        name = f"uk-{secrets.token_hex(4)}"
-        self.sessions.append(name)
-        return name
-
-    async def sleepers(self, session: str, count: int, program: str = "sleeper") -> list[Instance]:
-        specs = [InstanceSpec(Labels(session, "bg", f"s{i}"), program=program, timeout_s=30) for i in range(count)]
-        return await self.backend.create_many(specs)
-
-    async def cleanup(self) -> None:
-        for session in self.sessions:
-            left = await self.backend.list(session)
-            if left:
-                await self.backend.destroy_many(left, force=True)
-
-
 @pytest.fixture
 async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
-    lab = Lab(open_backend("unikraft", LocalHost()))
-    try:
+    async for lab in open_lab("unikraft", "uk"):
         yield lab
-    finally:
-        await lab.cleanup()
 
 
 def cmdline(pid: int) -> list[str]:
@@ -127,7 +93,7 @@ async def test_sleepers_are_listed_with_labels_memory_and_console(lab: Lab) -> N
     for instance in created:
         pid = instance.details["pid"]
         argv = cmdline(pid)
-        assert argv[argv.index("-name") + 1] == f"labtui,,session={session},,role=bg,,instance={instance.labels.instance}"
+        assert argv[argv.index("-name") + 1] == f"labtui,,session={session},,role={instance.labels.role},,instance={instance.labels.instance}"
         assert "labtui-kernel sleeper: ready" in Path(instance.details["console"]).read_text()
         assert instance.boot_s > 0 and instance.state == "running"
     found = await lab.backend.list(session)

@@ -1,0 +1,57 @@
+"""What the backend test modules share: a per-module runtime dir and a Lab that cleans up."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labtui.backends import Backend, Instance, InstanceSpec, Labels, open_backend
+from labtui.hosts.local import LocalHost
+
+
+@pytest.fixture(scope="module")
+def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One runtime dir per module, so helpers, probes and kernels build once."""
+    path = tmp_path_factory.mktemp("runtime")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LABTUI_RUNTIME_DIR", str(path))
+        yield path
+
+
+class Lab:
+    """A backend plus the sessions a test used; every instance in them is destroyed afterwards."""
+
+    def __init__(self, backend: Backend, prefix: str = "test") -> None:
+        self.backend = backend
+        self.prefix = prefix
+        self.sessions: list[str] = []
+
+    def session(self) -> str:
+        name = f"{self.prefix}-{secrets.token_hex(4)}"
+        self.sessions.append(name)
+        return name
+
+    async def sleepers(
+        self, session: str, count: int, role: str = "idle", program: str = "sleeper", **extra: Any
+    ) -> list[Instance]:
+        specs = [InstanceSpec(Labels(session, role, f"s{i}"), program=program, **extra) for i in range(count)]
+        return await self.backend.create_many(specs)
+
+    async def cleanup(self) -> None:
+        for session in self.sessions:
+            left = await self.backend.list(session)
+            if left:
+                await self.backend.destroy_many(left, force=True)
+
+
+async def open_lab(backend: str, prefix: str = "test") -> AsyncIterator[Lab]:
+    """Yield a Lab on the local host and clean it up afterwards (use inside a fixture)."""
+    lab = Lab(open_backend(backend, LocalHost()), prefix)
+    try:
+        yield lab
+    finally:
+        await lab.cleanup()
