@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labtui.backends import Backend, Instance
-from labtui.cleanup import CleanupPlan, plan_cleanup, run_cleanup
+from labtui.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
 from labtui.commands.common import UsageError, backends_for, db_path, host_from
 from labtui.store import StoreError
 
@@ -36,18 +36,26 @@ def cmd_cleanup(args) -> int:
     backends = backends_for(args, host)
     console = Console()
     try:
-        plan = asyncio.run(plan_cleanup(backends, db_path(args), session=args.session, orphans=args.orphans))
+        # one event loop for planning and destroying: an SSH host's connections belong to the loop that opened them
+        report = asyncio.run(_plan_and_clean(args, backends, console))
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    _print_plan(console, plan)
-    if args.dry_run or not plan.targets:
-        console.print("dry run: nothing destroyed" if args.dry_run else "nothing to clean up")
+    if report is None:
         return 0
-    report = asyncio.run(run_cleanup(plan, db_path(args)))
     console.print(f"destroyed {report.destroyed}, failed {report.failed}")
     for message in report.errors:
         console.print(f"[red]{message}[/]", highlight=False)
     return 0 if report.failed == 0 else 1
+
+
+async def _plan_and_clean(args, backends: list[Backend], console: Console) -> CleanupReport | None:
+    """Plan, print the plan, and (unless a dry run or nothing to do) destroy; None when nothing was destroyed."""
+    plan = await plan_cleanup(backends, db_path(args), session=args.session, orphans=args.orphans)
+    _print_plan(console, plan)
+    if args.dry_run or not plan.targets:
+        console.print("dry run: nothing destroyed" if args.dry_run else "nothing to clean up")
+        return None
+    return await run_cleanup(plan, db_path(args))
 
 
 def _print_plan(console: Console, plan: CleanupPlan) -> None:

@@ -23,7 +23,7 @@ DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _KEYS = (
     "address", "port", "user", "identity", "known_hosts", "tags", "jump",
-    "runtime_dir", "connect_timeout_s", "keepalive_s",
+    "runtime_dir", "connect_timeout_s", "keepalive_s", "path",
 )
 
 
@@ -46,6 +46,8 @@ class HostConfig:
     runtime_dir: str | None = None
     connect_timeout_s: float = 10.0
     keepalive_s: float = 15.0
+    #: PATH for every command run on the host (None: the login's own PATH).
+    path: str | None = None
     source: str = field(default="", compare=False)
 
     @property
@@ -122,7 +124,7 @@ def _host(path: Path, text: str, name: str, table: Any) -> HostConfig:
     if "address" not in table:
         raise ConfigError(f"{where}: 'address' is required")
     values: dict[str, Any] = {}
-    for key in ("address", "user", "identity", "known_hosts", "jump", "runtime_dir"):
+    for key in ("address", "user", "identity", "known_hosts", "jump", "runtime_dir", "path"):
         if key in table:
             value = table[key]
             if not isinstance(value, str) or not value.strip():

@@ -172,6 +172,8 @@ class SSHHost(Host):
     ) -> asyncssh.SSHClientProcess:
         if not argv:
             raise HostError(f"host {self.name}: empty command")
+        if self.config.path:  # the host's configured PATH, unless the caller set one
+            env = {"PATH": self.config.path, **(env or {})}
         try:
             return await conn.create_process(remote_command(argv, env), encoding=None)
         except (asyncssh.Error, OSError) as exc:
@@ -480,8 +482,10 @@ _BACKGROUND: set[asyncio.Task] = set()
 
 
 def _not_found(stderr: str, program: str) -> bool:
-    """Whether the remote shell's exec reported program missing (bash and dash wording)."""
-    return f"exec: {program}: not found" in stderr
+    """Whether the remote shell's exec (or env, with a configured PATH) reported program missing."""
+    if f"exec: {program}: not found" in stderr:  # bash and dash wording
+        return True
+    return stderr.startswith("env: ") and program in stderr and "No such file or directory" in stderr
 
 
 def _reason(exc: BaseException) -> str:

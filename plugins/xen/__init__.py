@@ -1,0 +1,267 @@
+"""The Xen backend: every instance is a user domain created from Domain-0 with xl (else xm).
+
+A create writes a domain config (labels in the domain name and in comments), runs
+``xl create`` and, for ``wait="exit"``, polls ``xl list`` until the domain has powered off
+(``on_poweroff="destroy"``).  ``spec.image`` names a guest kernel on Domain-0; ``spec.program``
+names a probe built on Domain-0 and given as the kernel, which suits a simulated dom0 or a
+unikernel build of the probe.  ``spec.args`` become the kernel command line (``extra``),
+``spec.cpus`` the vCPU pinning (``xl vcpu-pin``), ``spec.mem_limit_bytes`` the domain memory.
+Commands are found through the host's PATH (``path`` in the lab config).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from labtui.backends import MEM_LIMIT, PINNING, Availability, Backend, BackendError, Instance, InstanceSpec
+from labtui.hosts.base import CommandResult, HostError
+from labtui.native import ProgramUnavailable, ensure_program, probe_source
+
+from .domconfig import DomainConfig, domain_name, labels_from_name, render
+from .listing import Domain, parse_info, parse_list
+
+if TYPE_CHECKING:
+    from labtui.hosts.base import Host
+
+QUERY_TIMEOUT_S = 60.0
+#: Seconds between ``xl list`` polls while waiting for a domain to power off.
+POLL_S = 0.05
+DEFAULT_MEMORY_MB = 128
+
+
+class XenBackend(Backend):
+    """Instances are Xen user domains."""
+
+    name = "xen"
+    capabilities = frozenset({PINNING, MEM_LIMIT})
+    max_parallel_creates = 4
+
+    def __init__(self, host: Host) -> None:
+        super().__init__(host)
+        self._tool: str | None = None
+        self._programs: dict[str, str] = {}
+
+    async def check(self) -> Availability:
+        """Usable where ``xl info`` (else ``xm info``) answers."""
+        reasons = []
+        for tool in ("xl", "xm"):
+            try:
+                result = await self.host.run([tool, "info"], timeout=QUERY_TIMEOUT_S)
+            except HostError as exc:
+                reasons.append(str(exc))
+                continue
+            if result.ok:
+                self._tool = tool
+                info = parse_info(result.stdout)
+                return Availability(True, f"Xen Domain-0 with {tool}", info.get("xen_version", ""))
+            reasons.append(f"{tool} info exited {result.returncode}: {_last_line(result.stderr)}")
+        return Availability(False, f"no Xen toolstack on host {self.host.name}: " + "; ".join(reasons))
+
+    async def prepare(self, programs: Sequence[str]) -> None:
+        await asyncio.gather(*(self._program(p) for p in set(programs)))
+
+    async def isolation(self) -> str:
+        return f"xen-pv({await self.tool()})"
+
+    async def tool(self) -> str:
+        """``xl`` where it answers, else ``xm``; BackendUnavailable-style error when neither does."""
+        if self._tool is None:
+            availability = await self.check()
+            if not availability.usable:
+                raise BackendError(availability.reason)
+        assert self._tool is not None
+        return self._tool
+
+    # -- create --------------------------------------------------------------
+
+    async def create(self, spec: InstanceSpec) -> Instance:
+        _validate(spec)
+        name = domain_name(spec.labels)
+        deadline = time.monotonic() + spec.timeout_s
+        tool = await self.tool()
+        kernel = spec.image or await self._program(spec.program or "")
+        memory = -(-spec.mem_limit_bytes // (1 << 20)) if spec.mem_limit_bytes else DEFAULT_MEMORY_MB
+        config = DomainConfig(name=name, labels=spec.labels, kernel=kernel, memory_mb=memory,
+                              extra=" ".join(shlex.quote(a) for a in spec.args))
+        remote = f"{self.host.runtime_dir}/xen/{name}.cfg"
+        await self._write(render(config), remote)
+        created_at = time.time()
+        started = time.monotonic()
+        try:
+            result = await self._run([tool, "create", remote], deadline)
+            if not result.ok:
+                raise self._error(f"{tool} create {remote}", result)
+            ready = time.monotonic()
+            instance = Instance(labels=spec.labels, name=name, backend=self.name, host=self.host.name,
+                                state="running", created_at=created_at, ready_at=created_at + (ready - started),
+                                boot_s=ready - started, handle=name,
+                                details={"domain": name, "tool": tool, "kernel": kernel, "memory_mb": memory,
+                                         "create_s": ready - started})
+            if spec.cpus:
+                await self.pin(instance, "all", spec.cpus)
+            if spec.wait == "exit":
+                await self._wait_gone(name, deadline)
+                ended = time.monotonic()
+                instance.state, instance.exit_code, instance.boot_s = "exited", 0, ended - started
+            return instance
+        except BaseException:
+            with contextlib.suppress(BackendError, HostError):
+                await asyncio.shield(self._destroy_name(name))
+            raise
+        finally:
+            with contextlib.suppress(HostError):
+                await self.host.run(["rm", "-f", remote], timeout=QUERY_TIMEOUT_S)
+
+    async def _wait_gone(self, name: str, deadline: float) -> None:
+        """Poll until the domain has powered off (and was destroyed by on_poweroff)."""
+        while True:
+            if name not in {d.name for d in await self._domains()}:
+                return
+            if time.monotonic() > deadline:
+                raise BackendError(f"xen backend on host {self.host.name}: domain {name} still running at its timeout")
+            await asyncio.sleep(POLL_S)
+
+    # -- controls ------------------------------------------------------------
+
+    async def pin(self, instance: Instance, vcpu: str, cpus: str) -> None:
+        """Pin a vCPU (or ``all``) of the domain to a CPU list (``xl vcpu-pin``)."""
+        tool = await self.tool()
+        result = await self._run([tool, "vcpu-pin", instance.handle, vcpu, cpus], time.monotonic() + QUERY_TIMEOUT_S)
+        if not result.ok:
+            raise self._error(f"{tool} vcpu-pin {instance.handle}", result)
+
+    async def set_credit(self, instance: Instance, *, weight: int | None = None, cap: int | None = None) -> None:
+        """Set the credit scheduler's weight (1-65535) and/or cap (% of one CPU, 0 = none)."""
+        if weight is None and cap is None:
+            raise BackendError("xen backend: set_credit needs a weight or a cap")
+        tool = await self.tool()
+        argv = [tool, "sched-credit", "-d", instance.handle]
+        argv += [*(["-w", str(weight)] if weight is not None else []), *(["-c", str(cap)] if cap is not None else [])]
+        result = await self._run(argv, time.monotonic() + QUERY_TIMEOUT_S)
+        if not result.ok:
+            raise self._error(" ".join(argv[:4]), result)
+
+    async def host_memory(self) -> tuple[int, int]:
+        """Total and free host memory in bytes, from ``xl info``."""
+        tool = await self.tool()
+        result = await self._run([tool, "info"], time.monotonic() + QUERY_TIMEOUT_S)
+        if not result.ok:
+            raise self._error(f"{tool} info", result)
+        info = parse_info(result.stdout)
+        try:
+            return int(info["total_memory"]) << 20, int(info["free_memory"]) << 20
+        except (KeyError, ValueError) as exc:
+            raise BackendError(f"xen backend on host {self.host.name}: {tool} info lacks memory figures: {exc}") from None
+
+    # -- destroy, list, memory -----------------------------------------------
+
+    async def destroy(self, instance: Instance, *, force: bool = False) -> None:
+        """Shut the domain down (``shutdown -w``, or ``destroy`` when forced or when that fails)."""
+        if labels_from_name(instance.handle) != instance.labels:
+            raise BackendError(f"xen backend: refusing to destroy domain {instance.handle!r}: "
+                               f"its name does not carry the labels {instance.labels}")
+        if instance.handle not in {d.name for d in await self._domains()}:
+            return
+        if not force:
+            tool = await self.tool()
+            with contextlib.suppress(BackendError):
+                result = await self._run([tool, "shutdown", "-w", instance.handle], time.monotonic() + 30.0)
+                if result.ok:
+                    return
+        await self._destroy_name(instance.handle)
+
+    async def _destroy_name(self, name: str) -> None:
+        tool = await self.tool()
+        result = await self._run([tool, "destroy", name], time.monotonic() + QUERY_TIMEOUT_S)
+        if not result.ok and "invalid domain identifier" not in result.stderr and "does not exist" not in result.stderr:
+            raise self._error(f"{tool} destroy {name}", result)
+
+    async def list(self, session: str | None = None) -> list[Instance]:
+        found = []
+        for domain in await self._domains():
+            labels = labels_from_name(domain.name)
+            if labels is None or (session is not None and labels.session != session):
+                continue
+            found.append(Instance(labels=labels, name=domain.name, backend=self.name, host=self.host.name,
+                                  state="running", handle=domain.name,
+                                  details={"domid": domain.domid, "mem_mib": domain.mem_mib, "vcpus": domain.vcpus,
+                                           "xen_state": domain.state, "cpu_time_s": domain.cpu_time_s}))
+        return found
+
+    async def memory_bytes(self, instance: Instance) -> int | None:
+        (used,) = await self.memory_many([instance])
+        return used
+
+    async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
+        """Each domain's current memory from one ``xl list`` (MiB, as xl reports it)."""
+        by_name = {d.name: d for d in await self._domains()}
+        return [by_name[i.handle].mem_mib << 20 if i.handle in by_name else None for i in instances]
+
+    # -- helpers -------------------------------------------------------------
+
+    async def _domains(self) -> list[Domain]:
+        tool = await self.tool()
+        result = await self._run([tool, "list"], time.monotonic() + QUERY_TIMEOUT_S)
+        if not result.ok:
+            raise self._error(f"{tool} list", result)
+        try:
+            return parse_list(result.stdout)
+        except ValueError as exc:
+            raise BackendError(f"xen backend on host {self.host.name}: {exc}") from None
+
+    async def _write(self, text: str, remote: str) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as local:
+            local.write(text)
+        try:
+            await self.host.put_file(local.name, remote, mode=0o600)
+        except HostError as exc:
+            raise BackendError(f"xen backend on host {self.host.name}: writing {remote}: {exc}") from exc
+        finally:
+            os.unlink(local.name)
+
+    async def _run(self, argv: list[str], deadline: float) -> CommandResult:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise BackendError(f"xen backend on host {self.host.name}: no time left for {' '.join(argv[:2])}")
+        try:
+            return await self.host.run(argv, timeout=remaining)
+        except HostError as exc:
+            raise BackendError(f"xen backend on host {self.host.name}: {exc}") from exc
+
+    def _error(self, command: str, result: CommandResult) -> BackendError:
+        return BackendError(f"xen backend on host {self.host.name}: {command} exited {result.returncode}: "
+                            f"{_last_line(result.stderr or result.stdout)}")
+
+    async def _program(self, probe: str) -> str:
+        if probe not in self._programs:
+            try:
+                self._programs[probe] = await ensure_program(self.host, probe_source(probe), probe)
+            except (ProgramUnavailable, HostError) as exc:
+                raise BackendError(f"xen backend on host {self.host.name}: building {probe}: {exc}") from exc
+        return self._programs[probe]
+
+
+BACKEND = XenBackend
+
+
+def _validate(spec: InstanceSpec) -> None:
+    if not spec.image and not spec.program:
+        raise BackendError("xen backend: needs spec.image (a guest kernel on Domain-0) or spec.program (a probe)")
+    if spec.wait not in ("ready", "exit"):
+        raise BackendError(f"xen backend: wait must be 'ready' or 'exit', not {spec.wait!r}")
+    if spec.capture_output:
+        raise BackendError("xen backend: cannot capture a domain's output (no console capture); use measure='boot'")
+    if spec.start_at is not None:
+        raise BackendError("xen backend: cannot hold a domain's start until a given time")
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "no output"

@@ -1,0 +1,354 @@
+"""A simulated Xen Domain-0: xl (and xm for old hosts) for labtui's tests.
+
+Formats follow Xen's sources:
+- ``xl list``: tools/xl/xl_info.c (xl_cmdimpl.c before 4.8) list_domains(): the header
+  ``Name                                        ID   Mem VCPUs\\tState\\tTime(s)`` (two tabs) and rows
+  ``"%-40s %5d %5lu %5d     %c%c%c%c%c%c  %8.1f"`` with the state letters r b p s c d or ``-``.
+- ``xm list``: tools/python/xen/xm/main.py xm_brief_list(): ``'%-40s %5s %5s %5s %10s %9s'`` header,
+  rows ``%(name)-40s %(domid)5s %(mem)5d %(vcpus)5d %(state)10s %(cpu_time)8.1f``.
+- ``xl list -l``: a JSON array of ``{"domid": N, "config": {"c_info": {...}, "b_info": {...}, ...}}``
+  (libxl_domain_config in JSON, as printed by xl since 4.2; Domain-0 has no saved config).
+- ``xl create`` prints ``Parsing config from FILE`` on stderr; an unknown domain is
+  ``NAME is an invalid domain identifier (rc=-6)`` (xl_utils.c find_domain()); ``xm`` says
+  ``Error: Domain 'NAME' does not exist.``.
+- ``xl sched-credit``: tools/xl/xl_sched.c ``"%-33s %4s %6s %4s"`` header (Name ID Weight Cap).
+- ``xl info``: ``%-23s: %s`` lines (tools/xl/xl_info.c output_xeninfo/output_physinfo).
+The guest is simulated: the config's ``kernel`` is run as a process with ``extra`` as its
+arguments; when it exits the domain powers off and, with on_poweroff="destroy", disappears.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+from _simstate import delay, err, hang_if_asked, injected, knobs, locked, state_dir
+
+DOM0_MB = 1024
+
+
+def _initial() -> dict:
+    return {"next_id": 1, "domains": {}}
+
+
+def _proc_start(pid: int) -> str | None:
+    """The start time of pid from /proc (to tell a guest from a reused pid), None when gone."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _alive(dom: dict) -> bool:
+    """Whether the guest still runs; a domain still being built (no pid yet) counts as alive."""
+    if dom["pid"] is None:
+        return True
+    return dom["start"] is not None and _proc_start(dom["pid"]) == dom["start"]
+
+
+def _reap(st: dict) -> None:
+    """Domains whose guest exited power off: on_poweroff=destroy removes them."""
+    for name, dom in list(st["domains"].items()):
+        if not _alive(dom) and dom["config"].get("on_poweroff", "destroy") == "destroy":
+            del st["domains"][name]
+
+
+def _letters(dom: dict) -> str:
+    try:
+        state = open(f"/proc/{dom['pid']}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        state = "S"
+    paused = "p" if dom.get("paused") else "-"
+    return ("r-" if state == "R" else "-b") + paused + "---"
+
+
+def _cpu_time(dom: dict) -> float:
+    try:
+        fields = open(f"/proc/{dom['pid']}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return 0.0
+
+
+def _rows(st: dict) -> list[tuple[str, int, int, int, str, float]]:
+    rows = [("Domain-0", 0, DOM0_MB, int(knobs().get("dom0_vcpus", 2)), "r-----", time.process_time())]
+    for name, dom in sorted(st["domains"].items(), key=lambda kv: kv[1]["id"]):
+        cfg = dom["config"]
+        rows.append((name, dom["id"], int(cfg.get("memory", 128)), int(cfg.get("vcpus", 1)), _letters(dom), _cpu_time(dom)))
+    return rows
+
+
+def parse_config(text: str, path: str) -> dict:
+    """An xl domain config (``key = value`` with Python-like strings, numbers and lists)."""
+    config: dict = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip() if not line.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        key, sep, value = line.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            config[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise SystemExit(_fail(f'{path}:{lineno}: config parsing error near `{line}\': syntax error'))
+    return config
+
+
+def _fail(message: str) -> int:
+    err(message)
+    return 1
+
+
+def main(tool: str) -> None:
+    args = sys.argv[1:]
+    if not args:
+        err(f"Usage {tool} [-vfNtT] <subcommand> [args]")
+        sys.exit(1)
+    sub, rest = args[0], args[1:]
+    hang_if_asked(f"{tool} {sub}")
+    handler = {"list": _list, "create": _create, "destroy": _destroy, "shutdown": _shutdown,
+               "vcpu-pin": _vcpu_pin, "vcpu-list": _vcpu_list, "sched-credit": _sched_credit, "info": _info}.get(sub)
+    if handler is None:
+        err(f"{tool}: command not implemented" if tool == "xl" else f"Error: Subcommand {sub} not found!")
+        sys.exit(1)
+    sys.exit(handler(tool, rest))
+
+
+def _unknown(tool: str, name: str) -> int:
+    if tool == "xm":
+        return _fail(f"Error: Domain '{name}' does not exist.")
+    return _fail(f"{name} is an invalid domain identifier (rc=-6)")
+
+
+def _list(tool: str, args: list[str]) -> int:
+    long = "-l" in args or "--long" in args
+    names = [a for a in args if not a.startswith("-")]
+    with locked("xen", _initial()) as st:
+        _reap(st)
+        rows = _rows(st)
+        domains = dict(st["domains"])
+    if names:
+        rows = [r for r in rows if r[0] in names]
+        missing = set(names) - {r[0] for r in rows}
+        if missing:
+            return _unknown(tool, sorted(missing)[0])
+    if long and tool == "xl":
+        print(json.dumps([_long(r, domains.get(r[0])) for r in rows], indent=4))
+        return 0
+    if tool == "xl":
+        print("Name                                        ID   Mem VCPUs\tState\tTime(s)")
+        for name, domid, mem, vcpus, state, cpu in rows:
+            print(f"{name:<40} {domid:5d} {mem:5d} {vcpus:5d}     {state}  {cpu:8.1f}")
+    else:
+        print(f"{'Name':<40} {'ID':>5} {'Mem':>5} {'VCPUs':>5} {'State':>10} {'Time(s)':>9}")
+        for name, domid, mem, vcpus, state, cpu in rows:
+            print(f"{name:<40} {domid:>5} {mem:5d} {vcpus:5d} {state:>10} {cpu:8.1f}")
+    return 0
+
+
+def _long(row: tuple, dom: dict | None) -> dict:
+    name, domid, mem, vcpus = row[:4]
+    if dom is None:  # Domain-0: no saved config
+        return {"domid": domid, "config": {"c_info": {"type": "pv", "name": name}, "b_info": {
+            "max_vcpus": vcpus, "max_memkb": mem * 1024, "target_memkb": mem * 1024}}}
+    cfg = dom["config"]
+    return {"domid": domid, "config": {
+        "c_info": {"type": cfg.get("type", "pv"), "name": name, "uuid": dom["uuid"]},
+        "b_info": {"max_vcpus": vcpus, "avail_vcpus": list(range(vcpus)), "max_memkb": mem * 1024,
+                   "target_memkb": mem * 1024, "kernel": cfg.get("kernel"), "cmdline": cfg.get("extra", ""),
+                   "ramdisk": cfg.get("ramdisk"),
+                   "sched_params": {"weight": dom["weight"], "cap": dom["cap"]},
+                   "vcpu_hard_affinity": dom["affinity"]},
+        "disks": [{"pdev_path": d} for d in cfg.get("disk", [])],
+        "nics": [{"bridge": v} for v in cfg.get("vif", [])],
+        "on_poweroff": cfg.get("on_poweroff", "destroy"), "on_reboot": cfg.get("on_reboot", "restart"),
+        "on_crash": cfg.get("on_crash", "destroy")}}
+
+
+def _create(tool: str, args: list[str]) -> int:
+    files = [a for a in args if not a.startswith("-")]
+    if len(files) != 1:
+        return _fail(f"Usage: {tool} create <ConfigFile> [options] [vars]")
+    path = files[0]
+    if tool == "xl":
+        err(f"Parsing config from {path}")
+    else:
+        print(f'Using config file "{path}".')
+    try:
+        text = open(path).read()
+    except OSError as exc:
+        return _fail(f"Failed to read config file: {path}: {exc.strerror}")
+    cfg = parse_config(text, path)
+    name = cfg.get("name")
+    if not isinstance(name, str) or not name:
+        return _fail("Domain name must be specified.")
+    kernel = cfg.get("kernel")
+    if not isinstance(kernel, str) or not os.access(kernel, os.X_OK):
+        return _fail(f"libxl: error: libxl_dom.c: xc_dom_kernel_file failed: No such file or directory ({kernel})")
+    total = int(knobs().get("host_mem_mb", 8192))
+    with locked("xen", _initial()) as st:
+        _reap(st)
+        if name in st["domains"]:
+            return _fail(f"libxl: error: libxl_create.c: Domain {st['domains'][name]['id']}:"
+                         f"domain name {name} is already in use")
+        used = DOM0_MB + sum(int(d["config"].get("memory", 128)) for d in st["domains"].values())
+        if used + int(cfg.get("memory", 128)) > total or injected("fail_create", name):
+            return _fail("libxl: error: libxl_create.c: cannot (re-)build domain: -3")
+        domid = st["next_id"]
+        st["next_id"] += 1
+        st["domains"][name] = {"id": domid, "config": cfg, "pid": None, "start": None, "uuid": str(uuid.uuid4()),
+                               "weight": 256, "cap": 0, "affinity": [], "paused": True}
+    delay("create_s")
+    console = state_dir() / "console"
+    console.mkdir(exist_ok=True)
+    with open(console / f"guest-{name}.log", "ab") as log:
+        proc = subprocess.Popen([kernel, *shlex.split(cfg.get("extra", ""))], stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=log, start_new_session=True, cwd="/")
+    with locked("xen", _initial()) as st:
+        dom = st["domains"].get(name)
+        if dom is not None:
+            dom.update(pid=proc.pid, start=_proc_start(proc.pid), paused=False)
+    if tool == "xm":
+        print(f"Started domain {name} (id={domid})")
+    return 0
+
+
+def _take(tool: str, name: str) -> tuple[dict | None, int]:
+    with locked("xen", _initial()) as st:
+        _reap(st)
+        dom = st["domains"].get(name)
+        return dom, (0 if dom else _unknown(tool, name))
+
+
+def _destroy(tool: str, args: list[str]) -> int:
+    names = [a for a in args if not a.startswith("-")]
+    if len(names) != 1:
+        return _fail(f"Usage: {tool} destroy <Domain>")
+    if names[0] in ("Domain-0", "0"):
+        return _fail("libxl: error: libxl_domain.c: Domain 0:Cannot destroy privileged domain: Invalid argument")
+    with locked("xen", _initial()) as st:
+        _reap(st)
+        dom = st["domains"].pop(names[0], None)
+        if dom is None:
+            return _unknown(tool, names[0])
+        if dom["pid"] is not None and _alive(dom):
+            os.killpg(dom["pid"], signal.SIGKILL)
+    return 0
+
+
+def _shutdown(tool: str, args: list[str]) -> int:
+    wait = "-w" in args or "--wait" in args
+    names = [a for a in args if not a.startswith("-")]
+    if len(names) != 1:
+        return _fail(f"Usage: {tool} shutdown [options] <-a|Domain>")
+    dom, rc = _take(tool, names[0])
+    if dom is None:
+        return rc
+    if tool == "xl":
+        print(f"Shutting down domain {dom['id']}")
+    if dom["pid"] is not None and _alive(dom):
+        os.killpg(dom["pid"], signal.SIGTERM)  # the guest's orderly shutdown
+    delay("shutdown_s")
+    if wait:
+        if tool == "xl":
+            print("Waiting for 1 domains")
+        while True:
+            with locked("xen", _initial()) as st:
+                _reap(st)
+                if names[0] not in st["domains"]:
+                    break
+            time.sleep(0.05)
+        if tool == "xl":
+            print(f"Domain {dom['id']} has been shut down, reason code 0")
+    return 0
+
+
+def _vcpu_pin(tool: str, args: list[str]) -> int:
+    if len(args) != 3:
+        return _fail(f"Usage: {tool} vcpu-pin <Domain> <VCPU|all> <CPUs|all>")
+    name, vcpu, cpus = args
+    with locked("xen", _initial()) as st:
+        _reap(st)
+        dom = st["domains"].get(name)
+        if dom is None:
+            return _unknown(tool, name)
+        vcpus = int(dom["config"].get("vcpus", 1))
+        targets = range(vcpus) if vcpu == "all" else [int(vcpu)]
+        if any(v >= vcpus for v in targets):
+            return _fail(f"libxl: error: libxl_sched.c: Domain {dom['id']}:Setting vcpu affinity: Invalid argument")
+        affinity = dom["affinity"] or ["all"] * vcpus
+        for v in targets:
+            affinity[v] = cpus
+        dom["affinity"] = affinity
+    return 0
+
+
+def _vcpu_list(tool: str, args: list[str]) -> int:
+    with locked("xen", _initial()) as st:
+        _reap(st)
+        domains = {n: d for n, d in st["domains"].items() if not args or n in args}
+    print("Name                                ID  VCPU   CPU State   Time(s) Affinity (Hard / Soft)")
+    for name, dom in sorted(domains.items(), key=lambda kv: kv[1]["id"]):
+        vcpus = int(dom["config"].get("vcpus", 1))
+        for v in range(vcpus):
+            hard = dom["affinity"][v] if dom["affinity"] else "all"
+            print(f"{name:<32} {dom['id']:5d} {v:5d} {v:5d}   -b-  {0.0:9.1f}  {hard} / all")
+    return 0
+
+
+def _sched_credit(tool: str, args: list[str]) -> int:
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        if args[i] in ("-d", "-w", "-c") and i + 1 < len(args):
+            opts[args[i]] = args[i + 1]
+            i += 2
+        else:
+            return _fail(f"Usage: {tool} sched-credit [-d <Domain> [-w[=WEIGHT]|-c[=CAP]]]")
+    with locked("xen", _initial()) as st:
+        _reap(st)
+        if "-d" in opts:
+            dom = st["domains"].get(opts["-d"])
+            if dom is None:
+                return _unknown(tool, opts["-d"])
+            if "-w" in opts:
+                weight = int(opts["-w"])
+                if not 1 <= weight <= 65535:
+                    return _fail("libxl: error: libxl_sched.c: Cpu weight out of range, valid values are within range from 1 to 65535")
+                dom["weight"] = weight
+            if "-c" in opts:
+                dom["cap"] = int(opts["-c"])
+            if "-w" in opts or "-c" in opts:
+                return 0
+            shown = [(opts["-d"], dom)]
+        else:
+            shown = sorted(st["domains"].items(), key=lambda kv: kv[1]["id"])
+    print("Cpupool Pool-0: tslice=30ms ratelimit=1000us migration-delay=0us")
+    print(f"{'Name':<33} {'ID':>4} {'Weight':>6} {'Cap':>4}")
+    if "-d" not in opts:
+        print(f"{'Domain-0':<33} {0:4d} {256:6d} {0:4d}")
+    for name, dom in shown:
+        print(f"{name:<33} {dom['id']:4d} {dom['weight']:6d} {dom['cap']:4d}")
+    return 0
+
+
+def _info(tool: str, args: list[str]) -> int:
+    total = int(knobs().get("host_mem_mb", 8192))
+    with locked("xen", _initial()) as st:
+        _reap(st)
+        used = DOM0_MB + sum(int(d["config"].get("memory", 128)) for d in st["domains"].values())
+    fields = [("host", os.uname().nodename), ("release", os.uname().release), ("machine", os.uname().machine),
+              ("nr_cpus", os.cpu_count()), ("total_memory", total), ("free_memory", total - used),
+              ("xen_major", 4), ("xen_minor", 17), ("xen_version", "4.17.3"), ("xen_scheduler", "credit")]
+    for key, value in fields:
+        print(f"{key:<23}: {value}")
+    return 0
