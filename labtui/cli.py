@@ -93,6 +93,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true", help="replace a different key recorded for the host")
     p.add_argument("--fingerprint", metavar="SHA256:...", help="record only if the offered key has this fingerprint")
 
+    p = sub.add_parser("report", help="figures and an HTML page of a session, or two sessions overlaid")
+    p.add_argument("session", help="session id (or a unique prefix)")
+    p.add_argument("session_b", nargs="?", help="a second session to overlay (e.g. Docker against Unikraft)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default: reports/<session>)")
+    p.add_argument("--format", choices=["html", "png", "svg"], default="html",
+                   help="one self-contained HTML page, or one image file per figure (default: html)")
+    _db_option(p)
+
+    p = sub.add_parser("export", help="write every table of a session to parquet or CSV files")
+    p.add_argument("session", help="session id (or a unique prefix)")
+    p.add_argument("--format", choices=["parquet", "csv"], required=True)
+    p.add_argument("--out", metavar="DIR", help="output directory (default: exports/<session>)")
+    _db_option(p)
+
     p = sub.add_parser("info", help="versions, paths and the store's contents")
     _db_option(p)
     return parser

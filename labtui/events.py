@@ -133,6 +133,8 @@ class Result:
     unit: str
     better: Better
     ts: float = field(default_factory=now)
+    #: Where an isolation run placed the attacker ("alone", "same-thread", ...); "" otherwise.
+    placement: str = ""
 
 
 @dataclass(frozen=True, slots=True)

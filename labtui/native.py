@@ -4,7 +4,8 @@ A program is built once per host and source: the binary is cached under
 ``{runtime_dir}/bin/{name}-{digest}``, where the digest covers the source and
 the compiler flags, so an edited source gets a new binary and an unchanged one
 is never rebuilt.  Hosts without a C compiler get a static binary built on the
-controller when both share a machine architecture.
+controller when both share a machine architecture.  A source that needs
+libraries names them in a comment line ``/* labtui-link: -lsqlite3 -lm */``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from labtui.paths import bundled_dir
 FLAGS = ("-O2", "-std=gnu11")
 COMPILE_TIMEOUT_S = 120.0
 _PROBE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+_LINK = re.compile(rb"^/\* labtui-link:((?: -l[A-Za-z0-9_.+-]+)+) \*/$", re.M)
 
 # One lock per (event loop, host, program): concurrent callers compile once.
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str], asyncio.Lock]] = (
@@ -45,6 +47,12 @@ def probe_source(name: str) -> Path:
         known = ", ".join(sorted(p.stem for p in probes.glob("*.c"))) or "none"
         raise ProgramUnavailable(f"unknown probe {name!r}; known probes: {known}")
     return source
+
+
+def link_flags(source: Path) -> list[str]:
+    """The libraries a source asks to be linked with (its ``labtui-link`` comment)."""
+    found = _LINK.search(source.read_bytes())
+    return found[1].decode().split() if found else []
 
 
 def cached_name(source: Path, name: str) -> str:
@@ -76,17 +84,18 @@ async def _build(host: Host, source: Path, name: str, binary: str) -> None:
     partial = f"{runtime}/bin/.{stem}.{secrets.token_hex(4)}.partial"
     await _checked(host, ["mkdir", "-p", f"{runtime}/bin", f"{runtime}/src"])
     await host.put_file(str(source), remote_source)
-    if not await _compile_on_host(host, name, remote_source, partial):
-        await _compile_on_controller(host, source, name, partial)
+    libs = link_flags(source)
+    if not await _compile_on_host(host, name, remote_source, partial, libs):
+        await _compile_on_controller(host, source, name, partial, libs)
     await _checked(host, ["mv", "-f", partial, binary])
 
 
-async def _compile_on_host(host: Host, name: str, source: str, output: str) -> bool:
+async def _compile_on_host(host: Host, name: str, source: str, output: str, libs: list[str]) -> bool:
     """Build with the host's cc, static first; False when the host has no cc at all."""
     failure = ""
     for flags in ([*FLAGS, "-static"], list(FLAGS)):
         try:
-            result = await host.run(["cc", *flags, "-o", output, source], timeout=COMPILE_TIMEOUT_S)
+            result = await host.run(["cc", *flags, "-o", output, source, *libs], timeout=COMPILE_TIMEOUT_S)
         except CommandTimeout as exc:
             raise ProgramUnavailable(f"compiling {name!r} on host {host.name}: {exc}") from exc
         except HostError:
@@ -99,7 +108,7 @@ async def _compile_on_host(host: Host, name: str, source: str, output: str) -> b
     raise ProgramUnavailable(f"compiling {name!r} on host {host.name} failed: {failure}")
 
 
-async def _compile_on_controller(host: Host, source: Path, name: str, output: str) -> None:
+async def _compile_on_controller(host: Host, source: Path, name: str, output: str, libs: list[str]) -> None:
     """Build a static binary here and copy it over, if this machine matches the host's."""
     missing = f"host {host.name} has no C compiler (cc) to build {name!r}: install gcc or build-essential"
     machine = (await _checked(host, ["uname", "-m"])).strip()
@@ -110,7 +119,7 @@ async def _compile_on_controller(host: Host, source: Path, name: str, output: st
         raise ProgramUnavailable(f"{missing} (the controller is {platform.machine()}, the host {machine})")
     with tempfile.TemporaryDirectory(prefix="labtui-cc-") as tmp:
         built = Path(tmp) / name
-        argv = [cc, *FLAGS, "-static", "-o", str(built), str(source)]
+        argv = [cc, *FLAGS, "-static", "-o", str(built), str(source), *libs]
         proc = await asyncio.create_subprocess_exec(
             *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
         )

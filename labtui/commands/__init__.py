@@ -19,6 +19,8 @@ _ROUTES = {
     "cleanup": "labtui.commands.instances",
     "hosts": "labtui.commands.hosts",
     "images": "labtui.commands.images",
+    "report": "labtui.commands.report",
+    "export": "labtui.commands.report",
 }
 
 

@@ -13,7 +13,8 @@ MAX_SUMMARY_ROWS = 21
 
 
 def render_summary(console: Console, db: Path, session_id: str) -> None:
-    """Print each metric of a session by background count: mean, std, n, normalized, slowdown."""
+    """Print each metric of a session by background count (and placement, for isolation runs):
+    mean, std, n, normalized, slowdown."""
     try:
         frame = slowdown_frame(db, session_id)
     except StoreError as exc:
@@ -23,16 +24,18 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         console.print("no results recorded")
         return
     for (benchmark, metric), rows in frame.group_by(["benchmark", "metric"], maintain_order=True):
-        rows = rows.sort("background")
+        rows = rows.sort(["step", "background"])
+        placed = rows["placement"].drop_nulls().len() > 0
         shown = _evenly_spaced(rows.height, MAX_SUMMARY_ROWS)
         unit = rows["unit"][0]
         better = rows["better"][0]
         table = Table(title=f"{benchmark}: {metric} ({unit}, {better} is better)", title_justify="left")
-        for col in ("background", "mean", "std", "n", "normalized", "slowdown %"):
-            table.add_column(col, justify="right")
+        for col in (("placement",) if placed else ()) + ("background", "mean", "std", "n", "normalized", "slowdown %"):
+            table.add_column(col, justify="left" if col == "placement" else "right")
         for i in shown:
             r = rows.row(i, named=True)
             table.add_row(
+                *((r["placement"] or "",) if placed else ()),
                 str(r["background"]),
                 _num(r["mean"], unit),
                 _num(r["std"], unit),

@@ -82,7 +82,7 @@ def _stopper(runner: SessionRunner, run_task: asyncio.Task, console: Console):
 
 async def _show_progress(queue: asyncio.Queue[Event | None], runner: SessionRunner, console: Console) -> None:
     suite = runner.ctx.suite
-    total = suite.repetitions * (suite.scale.steps + 1)
+    total = suite.repetitions * suite.steps_per_repetition()
     latest = ""
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -100,7 +100,7 @@ async def _show_progress(queue: asyncio.Queue[Event | None], runner: SessionRunn
                 progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, event.steps, event.background, latest))
             elif isinstance(event, StepEnded):
                 progress.advance(task)
-                progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, suite.scale.steps + 1, event.background, latest))
+                progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, suite.steps_per_repetition(), event.background, latest))
             elif isinstance(event, SessionEnded) and event.message:
                 console.print(f"[red]{event.status}:[/] {event.message}", highlight=False)
 

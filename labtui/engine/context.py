@@ -57,12 +57,23 @@ class RunContext:
     position: Position = field(default_factory=Position)
     live: list[Instance] = field(default_factory=list)
     tearing_down: bool = False
+    #: Leave instances running: destroy() does nothing (a console quit that keeps them).
+    keep_instances: bool = False
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def log(self, level: str, kind: str, message: str) -> None:
         self.bus.publish(Log(self.session_id, level, kind, message))  # type: ignore[arg-type]
 
-    def spec(self, role: str, program: Program, wait: str) -> InstanceSpec:
+    def spec(
+        self,
+        role: str,
+        program: Program,
+        wait: str,
+        *,
+        cpus: str | None = None,
+        capture_output: bool = False,
+        start_at: float | None = None,
+    ) -> InstanceSpec:
         """A spec with fresh lab labels for one instance of role."""
         labels = Labels(self.session_id, role, f"{role[:2]}{next(self._ids)}")
         return InstanceSpec(
@@ -71,6 +82,9 @@ class RunContext:
             image=program.image,
             args=tuple(program.args),
             wait=wait,
+            cpus=cpus,
+            capture_output=capture_output,
+            start_at=start_at,
         )
 
     async def create(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
@@ -110,7 +124,7 @@ class RunContext:
         does not stop the destroys: ending the instances matters more.
         """
         ordered = list(reversed(instances))
-        if not ordered:
+        if not ordered or self.keep_instances:
             return
         for instance in ordered:
             self.bus.publish(InstanceDestroying(self.session_id, instance.labels.instance))
@@ -148,7 +162,17 @@ class RunContext:
                 f"did not finish within {timeout:g} s"
             ) from None
 
-    def result(self, benchmark: str, metric: str, value: float, unit: str, better: Better, instance_id: str = "") -> None:
+    def result(
+        self,
+        benchmark: str,
+        metric: str,
+        value: float,
+        unit: str,
+        better: Better,
+        instance_id: str = "",
+        *,
+        placement: str = "",
+    ) -> None:
         p = self.position
         self.bus.publish(
             Result(
@@ -163,6 +187,7 @@ class RunContext:
                 value,
                 unit,
                 better,
+                placement=placement,
             )
         )
 

@@ -18,6 +18,8 @@ from labtui.backends import Backend
 from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
+from labtui.engine.concurrent import run_concurrent
+from labtui.engine.isolation import run_isolation
 from labtui.engine.scaling import run_scaling
 from labtui.events import HostFacts, SessionEnded, SessionStarted
 from labtui.hosts.base import Host
@@ -25,7 +27,11 @@ from labtui.liveness import session_lock
 from labtui.suites.loader import suite_to_dict
 from labtui.suites.model import Suite
 
-KINDS: dict[str, Callable[[RunContext], Awaitable[None]]] = {"scaling": run_scaling}
+KINDS: dict[str, Callable[[RunContext], Awaitable[None]]] = {
+    "scaling": run_scaling,
+    "isolation": run_isolation,
+    "concurrent": run_concurrent,
+}
 
 
 def new_session_id() -> str:
@@ -35,9 +41,6 @@ def new_session_id() -> str:
 
 class SessionRunner:
     """Drives one session; subscribe to `bus` before calling run()."""
-
-    #: Set to leave the live instances running when the session ends (a console quit that keeps them).
-    keep_instances: bool = False
 
     def __init__(
         self,
@@ -61,6 +64,15 @@ class SessionRunner:
     @property
     def session_id(self) -> str:
         return self.ctx.session_id
+
+    @property
+    def keep_instances(self) -> bool:
+        """True leaves every instance running when the session ends (a console quit that keeps them)."""
+        return self.ctx.keep_instances
+
+    @keep_instances.setter
+    def keep_instances(self, keep: bool) -> None:
+        self.ctx.keep_instances = keep
 
     async def run(self) -> str:
         """Run the session to its end and return its final status."""
@@ -144,5 +156,6 @@ class SessionRunner:
 
 
 def _programs(suite: Suite) -> list[str]:
-    names = [p.program for p in (suite.worker, suite.background) if p is not None and p.program]
+    programs = (suite.worker, suite.background, suite.attacker)
+    names = [p.program for p in programs if p is not None and p.program]
     return sorted(set(names))

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 
-from labtui.backends import BackendError, Instance
+from labtui.backends import Instance
 from labtui.engine.context import RunContext
+from labtui.engine.measure import measure_worker
 from labtui.events import StepEnded, StepStarted
 from labtui.suites.model import Suite
 
@@ -28,7 +29,7 @@ async def run_scaling(ctx: RunContext) -> None:
     ctx.position.steps = planned_steps(suite)
     for repetition in range(1, suite.repetitions + 1):
         ctx.position.repetition = repetition
-        await _wait_for_quiet_host(ctx)
+        await wait_for_quiet_host(ctx)
         background: list[Instance] = []
         try:
             for step in range(planned_steps(suite)):
@@ -42,7 +43,7 @@ QUIET_CPU_AVAIL = 0.9
 QUIET_POLL_S = 0.25
 
 
-async def _wait_for_quiet_host(ctx: RunContext) -> None:
+async def wait_for_quiet_host(ctx: RunContext) -> None:
     """Wait until the host's CPU is mostly idle, so a baseline is taken on a quiet machine."""
     timeout = ctx.suite.sampling.quiet_timeout_s
     if timeout <= 0:
@@ -73,7 +74,7 @@ async def _run_step(ctx: RunContext, step: int, background: list[Instance]) -> N
             await asyncio.sleep(suite.sampling.settle_s)
         sample = await ctx.sample_now()
         if suite.worker is not None:
-            await _measure_worker(ctx)
+            await measure_worker(ctx)
         if suite.measure.memory:
             await _measure_memory(ctx, background, sample.mem_used_bytes)
         ok = True
@@ -87,23 +88,6 @@ async def _grow_background(ctx: RunContext, background: list[Instance], target: 
         return
     specs = [ctx.spec("background", ctx.suite.background, "ready") for _ in range(missing)]
     background.extend(await ctx.create(specs))
-
-
-async def _measure_worker(ctx: RunContext) -> None:
-    worker = ctx.suite.worker
-    assert worker is not None
-    for _ in range(worker.warmup):
-        await ctx.destroy(await ctx.create([ctx.spec("warmup", worker, "exit")]))
-    for _ in range(worker.runs):
-        (instance,) = await ctx.create([ctx.spec("worker", worker, "exit")])
-        try:
-            if instance.exit_code not in (None, 0):
-                raise BackendError(f"worker {instance.name} exited with code {instance.exit_code}")
-            if instance.boot_s is None:
-                raise BackendError(f"backend {ctx.backend.name} measured no boot time for {instance.name}")
-            ctx.result("boot", "boot_time", instance.boot_s, "s", "lower", instance.labels.instance)
-        finally:
-            await ctx.destroy([instance])
 
 
 async def _measure_memory(ctx: RunContext, background: list[Instance], host_used: int | None) -> None:

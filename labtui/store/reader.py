@@ -140,11 +140,11 @@ def list_sessions(path: str | os.PathLike[str]) -> pl.DataFrame:
 def slowdown_frame(
     path: str | os.PathLike[str], session_id: str, metric: str | None = None
 ) -> pl.DataFrame:
-    """The slowdown view for one session (optionally one metric), by background."""
+    """The slowdown view for one session (optionally one metric), by step (placement) and background."""
     return fetch_frame(
         path,
         "SELECT * FROM slowdown WHERE session_id = ? AND (? IS NULL OR metric = ?) "
-        "ORDER BY benchmark, metric, background",
+        "ORDER BY benchmark, metric, step, background",
         [session_id, metric, metric],
     )
 

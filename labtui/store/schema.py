@@ -12,7 +12,9 @@ from typing import Any
 
 import duckdb
 
-SCHEMA_VERSION = 1
+#: 2 added results.placement (where an isolation run put the attacker) and
+#: made the slowdown view group by it.
+SCHEMA_VERSION = 2
 
 STATUSES = ("running", "completed", "failed", "aborted", "crashed")
 
@@ -75,7 +77,8 @@ CREATE TABLE IF NOT EXISTS results (
     value DOUBLE,
     unit TEXT,
     better TEXT CHECK (better IN ('higher', 'lower')),
-    ts TIMESTAMPTZ
+    ts TIMESTAMPTZ,
+    placement TEXT
 );
 CREATE TABLE IF NOT EXISTS resources (
     session_id TEXT,
@@ -112,16 +115,18 @@ CREATE TABLE IF NOT EXISTS hosts (
 );
 """
 
+VIEWS = ("slowdown", "results_by_step")
 VIEWS_DDL = """
 CREATE VIEW IF NOT EXISTS slowdown AS
 WITH stats AS (
-    SELECT session_id, benchmark, metric, unit, better, background,
+    SELECT session_id, benchmark, metric, unit, better, background, placement,
+           min(step) AS step,
            avg(value) AS mean, stddev_samp(value) AS std, count(value) AS n
     FROM results
-    GROUP BY session_id, benchmark, metric, unit, better, background
+    GROUP BY session_id, benchmark, metric, unit, better, background, placement
 ), based AS (
     SELECT *, first_value(mean) OVER (
-        PARTITION BY session_id, benchmark, metric, unit, better ORDER BY background
+        PARTITION BY session_id, benchmark, metric, unit, better ORDER BY step, background
     ) AS mean0
     FROM stats
 )
@@ -130,7 +135,8 @@ SELECT session_id, benchmark, metric, unit, better, background, mean, std, n,
        CASE better
            WHEN 'higher' THEN (1 - mean / nullif(mean0, 0)) * 100
            ELSE (mean / nullif(mean0, 0) - 1) * 100
-       END AS slowdown_pct
+       END AS slowdown_pct,
+       placement, step
 FROM based;
 CREATE VIEW IF NOT EXISTS results_by_step AS
 SELECT session_id, repetition, step, background, benchmark, metric, unit, better,
@@ -185,14 +191,25 @@ def check_version(con: duckdb.DuckDBPyConnection, path: object) -> int | None:
     return version
 
 
+def _migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:
+    """Bring a file of an older schema version up to date (views are recreated after)."""
+    for view in VIEWS:
+        con.execute(f"DROP VIEW IF EXISTS {view}")
+    if version < 2:
+        con.execute("ALTER TABLE results ADD COLUMN placement TEXT")
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: object = "") -> None:
-    """Create missing tables and views and record SCHEMA_VERSION in `meta`."""
-    if check_version(con, path) == SCHEMA_VERSION:
+    """Create missing tables and views, migrate older files, record SCHEMA_VERSION in `meta`."""
+    version = check_version(con, path)
+    if version == SCHEMA_VERSION:
         return
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(_META_DDL)
         con.execute(TABLES_DDL)
+        if version is not None:
+            _migrate(con, version)
         con.execute(VIEWS_DDL)
         con.execute(
             "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]

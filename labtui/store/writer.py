@@ -145,7 +145,7 @@ _TABLES = {
                 ("session_id", "str"), ("repetition", "int"), ("step", "int"),
                 ("background", "int"), ("host", "str"), ("instance_id", "str"),
                 ("benchmark", "str"), ("metric", "str"), ("value", "float"), ("unit", "str"),
-                ("better", "str"), ("ts", "ts"),
+                ("better", "str"), ("ts", "ts"), ("placement", "str"),
             ),
         ),
         _Table(
@@ -448,7 +448,7 @@ class StoreWriter:
         self._append(
             "results",
             (e.session_id, e.repetition, e.step, e.background, e.host, e.instance_id,
-             e.benchmark, e.metric, e.value, e.unit, e.better, e.ts),
+             e.benchmark, e.metric, e.value, e.unit, e.better, e.ts, e.placement or None),
         )
 
     def _resource(self, e: ResourceSample) -> None:

@@ -19,11 +19,14 @@ from typing import Any
 
 from labtui.paths import bundled_dir
 from labtui.suites.model import (
+    PLACEMENTS,
     PLANNED_KINDS,
     PROBE_NAME_PATTERN,
     SUITE_NAME_PATTERN,
     SUPPORTED_KINDS,
     WORKER_MEASURES,
+    Concurrent,
+    Isolation,
     Measure,
     Program,
     Sampling,
@@ -106,6 +109,22 @@ _STRINGS = _Key(
     tuple,
     (),
 )
+_PLACEMENTS = _Key(
+    "a non-empty list of distinct placements starting with 'alone', from: " + ", ".join(PLACEMENTS),
+    lambda v: isinstance(v, list)
+    and bool(v)
+    and v[0] == "alone"
+    and len(set(map(str, v))) == len(v)
+    and all(isinstance(p, str) and p in PLACEMENTS for p in v),
+    tuple,
+    PLACEMENTS,
+)
+_COUNTS = _Key(
+    "a non-empty list of distinct integers >= 1",
+    lambda v: isinstance(v, list) and bool(v) and all(_is_int(n) and n >= 1 for n in v) and len(set(v)) == len(v),
+    tuple,
+    (1, 2, 4, 8),
+)
 _PROGRAM = {
     "program": _text(
         "a probe name (a lowercase letter, then up to 31 of a-z, 0-9, '_', '-')",
@@ -128,10 +147,16 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
     "scale": {"start": _integer(0, 0), "steps": _integer(1), "per_step": _integer(1)},
     "worker": {**_PROGRAM, "measure": _one_of(WORKER_MEASURES), "runs": _integer(1, 1), "warmup": _integer(0, 1)},
     "background": _PROGRAM,
+    "attacker": _PROGRAM,
+    "isolation": {"placements": _PLACEMENTS, "settle_s": _number(0.0, 600.0, 0.5)},
+    "concurrent": {"instances": _COUNTS, "start_delay_s": _number(0.1, 60.0, 1.0)},
     "measure": {"memory": _FLAG},
     "sampling": {"interval_s": _number(0.1, 60.0, 1.0), "settle_s": _number(0.0, default=0.0), "quiet_timeout_s": _number(0.0, 600.0, 10.0)},
 }
-_REQUIRED_TABLES = ("suite", "scale")
+_REQUIRED_TABLES = ("suite",)
+#: Tables that only one kind reads; giving them to another kind is an error.
+_KIND_TABLES = {"scale": "scaling", "background": "scaling", "attacker": "isolation",
+                "isolation": "isolation", "concurrent": "concurrent"}
 
 
 # --- where keys are -----------------------------------------------------------
@@ -265,28 +290,38 @@ def _program(raw: dict[str, Any], name: str, cls: type[Program], src: _Source) -
     return cls(**values)
 
 
+def _check_kind_tables(raw: dict[str, Any], kind: str, src: _Source) -> None:
+    for table, owner in _KIND_TABLES.items():
+        if table in raw and owner != kind:
+            raise src.error((table,), f"only a {owner} suite uses [{table}]; this suite's kind is {kind}")
+    needed = {"scaling": ("scale", "background"), "isolation": ("worker", "attacker"), "concurrent": ("worker",)}
+    for table in needed[kind]:
+        if table not in raw:
+            raise src.error((table,), f"a {kind} suite needs a [{table}] table")
+
+
 def _build(raw: dict[str, Any], src: _Source, source: str, overrides: tuple[str, ...]) -> Suite:
     _check_tables(raw, src)
     head = _table(raw, "suite", src)
     _check_kind(head["kind"], src)
-    scale = Scale(**_table(raw, "scale", src))
+    _check_kind_tables(raw, head["kind"], src)
+    scale = Scale(**_table(raw, "scale", src)) if "scale" in raw else None
     worker = _program(raw, "worker", Worker, src)
-    background = _program(raw, "background", Program, src)
     measure = Measure(**_table(raw, "measure", src))
-    sampling = Sampling(**_table(raw, "sampling", src))
-    if background is None:
-        raise src.error(("background",), "a scaling suite needs a [background] table: the instances each step adds")
     if worker is None and not measure.memory:
         raise src.error((), "the suite measures nothing: add a [worker] table or set measure.memory = true")
     return Suite(
         **head,
         scale=scale,
         worker=worker,
-        background=background,
+        background=_program(raw, "background", Program, src),
         measure=measure,
-        sampling=sampling,
+        sampling=Sampling(**_table(raw, "sampling", src)),
         source=source,
         overrides=overrides,
+        attacker=_program(raw, "attacker", Program, src),
+        isolation=Isolation(**_table(raw, "isolation", src)),
+        concurrent=Concurrent(**_table(raw, "concurrent", src)),
     )
 
 

@@ -10,11 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: Suite kinds that can run today.
-SUPPORTED_KINDS = ("scaling",)
+SUPPORTED_KINDS = ("scaling", "isolation", "concurrent")
 #: Kinds the study has but labtui does not run yet.
-PLANNED_KINDS = ("isolation", "creation", "concurrent", "fairshare")
-#: What a worker can measure: "boot" is create-to-exit time.
-WORKER_MEASURES = ("boot",)
+PLANNED_KINDS = ("creation", "fairshare")
+#: What a worker can measure: "boot" is create-to-exit time, "output" the
+#: JSON lines the worker prints ({"benchmark", "metric", "value", "unit", "better"}).
+WORKER_MEASURES = ("boot", "output")
+#: Where an isolation run puts the attacker, in the order they are measured.
+#: "alone" is the baseline: the worker without an attacker.
+PLACEMENTS = ("alone", "same-thread", "sibling-thread", "other-core", "all-other-cores")
 
 SUITE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 PROBE_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
@@ -59,6 +63,23 @@ class Worker(Program):
 
 
 @dataclass(frozen=True, slots=True)
+class Isolation:
+    """An isolation run: the placements measured, and the wait after starting attackers."""
+
+    placements: tuple[str, ...] = PLACEMENTS
+    settle_s: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Concurrent:
+    """A concurrent run: how many workers run the benchmark at once, one step per count."""
+
+    instances: tuple[int, ...] = (1, 2, 4, 8)
+    #: Seconds between creating the workers and their common start.
+    start_delay_s: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class Measure:
     """Extra measurements at every step."""
 
@@ -84,20 +105,33 @@ class Suite:
     description: str
     kind: str
     repetitions: int
-    scale: Scale
+    scale: Scale | None
     worker: Worker | None
     background: Program | None
     measure: Measure
     sampling: Sampling
     source: str
     overrides: tuple[str, ...] = ()
+    attacker: Program | None = None
+    isolation: Isolation = Isolation()
+    concurrent: Concurrent = Concurrent()
+
+    def steps_per_repetition(self) -> int:
+        """Measurements per repetition: scale steps plus the baseline, placements, or counts."""
+        if self.kind == "isolation":
+            return len(self.isolation.placements)
+        if self.kind == "concurrent":
+            return len(self.concurrent.instances)
+        return self.scale.steps + 1 if self.scale else 1
 
     def total_background(self) -> int:
-        """Background instances running at the last step."""
-        return self.scale.total_background()
+        """Background instances running at the last step (0 without a [scale])."""
+        return self.scale.total_background() if self.scale else 0
 
     def max_instances(self) -> int:
-        """Most instances alive at once: the full background plus one worker."""
+        """Most instances alive at once: the full background plus one worker, or the most workers."""
+        if self.kind == "concurrent":
+            return max(self.concurrent.instances)
         return self.total_background() + (1 if self.worker else 0)
 
 

@@ -83,6 +83,8 @@ class LabApp(App[int]):
         self.query_one(focus).focus()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "tab-run":
+            self.call_after_refresh(self.run_view.redraw)  # it skips redraws while hidden
         if event.pane.id == "tab-instances" and not self.query_one(InstancesView).found:
             self.query_one(InstancesView).action_refresh()
 

@@ -8,6 +8,7 @@ redrawn at most once per drain, never per event.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -36,6 +37,8 @@ from labtui.ui.start_dialog import StartDialog
 DRAIN_S = 0.1
 #: Events folded per drain at most, so a burst never stalls a keypress.
 DRAIN_MAX = 5000
+#: New samples alone redraw the chart at most this often (new results redraw it at once).
+CHART_EVERY_S = 1.0
 DEFAULT_SUITE = "boot-scaling"
 
 
@@ -79,6 +82,7 @@ class RunView(Vertical):
         self._idle: Worker | None = None
         self._drawn = -1
         self._charted = (-1, -1)
+        self._chart_at = 0.0
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="top"):
@@ -139,6 +143,10 @@ class RunView(Vertical):
 
     # --- draining events -----------------------------------------------------------
 
+    def follow(self, queue: asyncio.Queue[Event | None]) -> None:
+        """Show the events of a queue (a bus subscription) from the next drain on; None ends it."""
+        self._queue = queue
+
     def drain(self) -> None:
         """Fold queued events into the model, log them, redraw once if anything changed."""
         if self._queue is not None:
@@ -161,8 +169,12 @@ class RunView(Vertical):
             for n, what in ((created, "creating"), (ready, "ready"), (destroyed, "destroyed")):
                 if n:
                     self.log_text(f"{n} instance(s) {what}", style="dim")
-        if self.model.version != self._drawn:
+        if self.model.version != self._drawn and self.shown():
             self.redraw()
+
+    def shown(self) -> bool:
+        """True when the view is on screen (its tab is active): hidden panes are not redrawn."""
+        return all(node.display for node in self.ancestors_with_self)
 
     def redraw(self) -> None:
         """Repaint the text panes, and the chart/table when results or samples moved."""
@@ -172,11 +184,13 @@ class RunView(Vertical):
         self.query_one("#runinfo", Static).update(run_text(self.model, self.gate_state()))
         self.query_one("#counts", Static).update(counts_table(self.model))
         progress = self.query_one("#progress", ProgressBar)
+        progress.display = bool(self.model.total_steps)  # no bouncing bar before the first run
         if self.model.total_steps:
             progress.update(total=self.model.total_steps, progress=self.model.steps_done)
         charted = (len(self.model.results), len(self.model.availability))
-        if charted != self._charted:
-            self._charted = charted
+        due = charted[0] != self._charted[0] or time.monotonic() - self._chart_at >= CHART_EVERY_S
+        if charted != self._charted and due:
+            self._charted, self._chart_at = charted, time.monotonic()
             slow = slowdown(self.model.results_frame())
             self.query_one("#live", SlowdownPanel).show(slow, availability(self.model.availability_frame()))
 
@@ -220,6 +234,7 @@ class RunView(Vertical):
         self.runner = runner
         self.model.reset(suite.name, backend.name, host.name, suite.repetitions, planned_steps(suite))
         self._charted = (-1, -1)
+        self._chart_at = 0.0
         self._stop_idle_sampler()
         if request.overrides:
             self.log_text("overrides: " + " ".join(request.overrides), "dim")

@@ -120,6 +120,7 @@ class SessionsView(Horizontal):
 
     def _show_sessions(self, frame: pl.DataFrame, schema: QueryResult) -> None:
         self.sessions = frame
+        self.status(f"{frame.height} session(s) · ctrl+r runs the query (read-only)")
         table = self.query_one("#sessions", DataTable)
         if [str(c.label) for c in table.columns.values()] != frame.columns:
             table.clear(columns=True)

@@ -1,0 +1,72 @@
+"""The `concurrent` kind: the same benchmark in n instances at once.
+
+Follows the concurrently loaded zones/domains of the Solaris studies
+(sections 4.3.2.1 of the Zones thesis, 4.2.1 of the Xen thesis) and the
+performance-at-scale figure of the VServer/Xen paper.  For each count n in
+``concurrent.instances`` (a step, ``background`` = n) the n workers are
+created with a common start time ``concurrent.start_delay_s`` ahead, so they
+all begin together however long creating them takes; each worker's readings
+are recorded (R_i, with its instance id) and, per metric, the aggregate
+S_n = sum of R_i as ``<metric>_sum``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from labtui.engine.context import RunContext
+from labtui.engine.measure import record_run
+from labtui.engine.scaling import wait_for_quiet_host
+from labtui.events import StepEnded, StepStarted
+from labtui.parsers import Reading
+from labtui.stats import aggregate
+
+
+async def run_concurrent(ctx: RunContext) -> None:
+    """Run every repetition of a concurrent suite."""
+    suite = ctx.suite
+    ctx.position.repetitions = suite.repetitions
+    ctx.position.steps = len(suite.concurrent.instances)
+    for repetition in range(1, suite.repetitions + 1):
+        ctx.position.repetition = repetition
+        await wait_for_quiet_host(ctx)
+        for step, count in enumerate(suite.concurrent.instances):
+            await _run_count(ctx, step, count)
+            await ctx.gate.passed()
+
+
+async def _run_count(ctx: RunContext, step: int, count: int) -> None:
+    worker = ctx.suite.worker
+    assert worker is not None
+    capture = worker.measure == "output"
+    ctx.position.step, ctx.position.background = step, count
+    ctx.bus.publish(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, count))
+    ok = False
+    try:
+        for _ in range(worker.warmup):
+            await ctx.destroy(await ctx.create([ctx.spec("warmup", worker, "exit", capture_output=capture)]))
+        await ctx.sample_now()
+        for _ in range(worker.runs):
+            start_at = time.time() + ctx.suite.concurrent.start_delay_s
+            specs = [ctx.spec("worker", worker, "exit", capture_output=capture, start_at=start_at) for _ in range(count)]
+            instances = await ctx.create(specs)
+            readings: list[Reading] = []
+            try:
+                for instance in instances:
+                    readings += record_run(ctx, worker, instance)
+            finally:
+                await ctx.destroy(instances)
+            _record_sums(ctx, readings)
+        ok = True
+    finally:
+        ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, count, ok=ok))
+
+
+def _record_sums(ctx: RunContext, readings: list[Reading]) -> None:
+    """Record S_n = sum of R_i for every metric the workers of one round reported."""
+    values: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for r in readings:
+        values[(r.benchmark, r.metric, r.unit, r.better)].append(r.value)
+    for (benchmark, metric, unit, better), found in values.items():
+        ctx.result(benchmark, f"{metric}_sum", aggregate(found), unit, better)  # type: ignore[arg-type]

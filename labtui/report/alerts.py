@@ -1,0 +1,55 @@
+"""Warnings a reader of a session's figures should see first."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from labtui.report.data import SessionData
+
+#: Coefficient of variation above which a step's numbers are flagged.
+CV_LIMIT = 0.10
+_LISTED = 6
+
+
+def session_warnings(data: SessionData) -> list[str]:
+    """Status, failed steps, high coefficient of variation, swap use and logged problems, as sentences."""
+    found: list[str] = []
+    status = data.session.get("status")
+    if status != "completed":
+        message = data.session.get("message") or ""
+        found.append(f"session status is {status}" + (f": {message}" if message else ""))
+    failed = data.steps.filter(pl.col("ok").not_() | pl.col("ok").is_null())
+    if not failed.is_empty():
+        where = [
+            f"repetition {r['repetition']} step {r['step']} (background {r['background']})"
+            + (" never ended" if r["ok"] is None else "")
+            for r in failed.iter_rows(named=True)
+        ]
+        found.append(f"{len(where)} failed step(s): " + _listing(where))
+    cv = data.slowdown.filter(pl.col("std").is_not_null() & (pl.col("mean") != 0)).with_columns(
+        cv=pl.col("std") / pl.col("mean").abs()
+    ).filter(pl.col("cv") > CV_LIMIT)
+    if not cv.is_empty():
+        where = [
+            f"{r['benchmark']}/{r['metric']} at {_at(r)}: {r['cv'] * 100:.0f}%"
+            for r in cv.iter_rows(named=True)
+        ]
+        found.append(
+            f"coefficient of variation above {CV_LIMIT:.0%} at {len(where)} step(s): " + _listing(where)
+        )
+    if data.min_swap is not None and data.min_swap < 1.0:
+        found.append(f"swap in use: swap availability fell to {data.min_swap * 100:.1f}%")
+    for r in data.problems.head(_LISTED).iter_rows(named=True):
+        found.append(f"logged {r['level']} ({r['kind']}): {r['message']}")
+    if len(data.problems) > _LISTED:
+        found.append(f"and {len(data.problems) - _LISTED} more logged warnings or errors (see the events table)")
+    return found
+
+
+def _at(row: dict) -> str:
+    return f"placement {row['placement']}" if row.get("placement") else f"background {row['background']}"
+
+
+def _listing(items: list[str]) -> str:
+    shown = "; ".join(items[:_LISTED])
+    return shown + (f"; and {len(items) - _LISTED} more" if len(items) > _LISTED else "")

@@ -1,0 +1,48 @@
+"""Build a report: pick the figures the sessions' data supports and write them out."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from labtui.report.data import SessionData, distinct_labels, load_session
+from labtui.report.extra import creation_charts, share_charts
+from labtui.report.isolation import isolation_charts
+from labtui.report.page import render_page
+from labtui.report.plotting import Chart
+from labtui.report.scaling import metric_charts, resource_charts
+
+FORMATS = ("html", "png", "svg")
+
+
+def charts_for(sessions: list[SessionData]) -> list[Chart]:
+    """Every figure the sessions' data supports, metric figures first."""
+    sessions = distinct_labels(sessions)
+    return [
+        *metric_charts(sessions),
+        *resource_charts(sessions),
+        *isolation_charts(sessions),
+        *creation_charts(sessions),
+        *share_charts(sessions),
+    ]
+
+
+def write_report(
+    db: str | os.PathLike[str], session_ids: list[str], out: Path, fmt: str = "html"
+) -> list[Path]:
+    """Write the report of one session (or two overlaid) into `out`; return the files written."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    sessions = distinct_labels([load_session(db, sid) for sid in session_ids])
+    charts = charts_for(sessions)
+    out.mkdir(parents=True, exist_ok=True)
+    if fmt == "html":
+        path = out / "report.html"
+        path.write_text(render_page(sessions, charts), encoding="utf-8")
+        return [path]
+    written = []
+    for chart in charts:
+        path = out / f"{chart.slug}.{fmt}"
+        path.write_bytes(chart.render(fmt))
+        written.append(path)
+    return written

@@ -1,0 +1,199 @@
+"""Everything a report needs about one session, read from the store as polars frames."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from typing import Any
+
+import polars as pl
+
+from labtui.store import StoreError, fetch_frame, list_sessions, resolve_session, slowdown_frame
+
+#: Metric identity: one figure and one table per key.
+METRIC_KEY = ["benchmark", "metric", "unit", "better"]
+
+_RESOURCES_BY_STEP = """
+SELECT r.host, s.background, count(*) AS samples,
+       avg(r.cpu_avail) AS cpu, stddev_samp(r.cpu_avail) AS cpu_std,
+       avg(r.mem_avail) AS mem, stddev_samp(r.mem_avail) AS mem_std,
+       avg(r.swap_avail) AS swap, stddev_samp(r.swap_avail) AS swap_std
+FROM resources r
+JOIN steps s ON s.session_id = r.session_id
+            AND r.ts BETWEEN s.started_at AND coalesce(s.ended_at, r.ts)
+WHERE r.session_id = ?
+GROUP BY r.host, s.background ORDER BY r.host, s.background
+"""
+
+_RESOURCES_BY_INSTANCES = """
+SELECT host, instances AS background, count(*) AS samples,
+       avg(cpu_avail) AS cpu, stddev_samp(cpu_avail) AS cpu_std,
+       avg(mem_avail) AS mem, stddev_samp(mem_avail) AS mem_std,
+       avg(swap_avail) AS swap, stddev_samp(swap_avail) AS swap_std
+FROM resources WHERE session_id = ?
+GROUP BY host, instances ORDER BY host, instances
+"""
+
+_CREATION = """
+SELECT i.instance_id, i.role, i.created_at, i.boot_s, coalesce(s.repetition, 1) AS repetition
+FROM instances i
+LEFT JOIN steps s ON s.session_id = i.session_id
+                 AND i.created_at BETWEEN s.started_at AND coalesce(s.ended_at, i.created_at)
+WHERE i.session_id = ? AND i.boot_s IS NOT NULL AND i.role <> 'warmup'
+ORDER BY repetition, i.created_at
+"""
+
+
+@dataclass(frozen=True)
+class SessionData:
+    """One session's rows, shaped for figures and tables."""
+
+    session: dict[str, Any]
+    config: dict[str, Any]
+    hosts: pl.DataFrame
+    steps: pl.DataFrame
+    #: The store's slowdown view, with a `placement` column ("" outside isolation runs).
+    slowdown: pl.DataFrame
+    #: Mean resource availability per host and background count.
+    resources: pl.DataFrame
+    #: Lowest swap availability sampled (None without swap).
+    min_swap: float | None
+    #: Worker-side results (achieved/requested CPU share) for fairshare runs.
+    shares: pl.DataFrame
+    #: Instances in creation order with their boot time, for creation runs.
+    creation: pl.DataFrame
+    #: The session's log entries of level warning or error.
+    problems: pl.DataFrame
+    #: Added to the label when two compared sessions would otherwise look alike.
+    label_suffix: str = ""
+
+    @property
+    def id(self) -> str:
+        return str(self.session["session_id"])
+
+    @property
+    def kind(self) -> str:
+        return str(self.session.get("kind") or "")
+
+    @property
+    def label(self) -> str:
+        """How figures name the session: suite and backend."""
+        return f"{self.session.get('suite')} · {self.session.get('backend')}{self.label_suffix}"
+
+    def scaling(self) -> pl.DataFrame:
+        """Slowdown rows measured against a background count (no attacker placement)."""
+        return self.slowdown.filter(pl.col("placement") == "")
+
+    def isolation(self) -> pl.DataFrame:
+        """Slowdown rows of an isolation run, one per placement."""
+        return self.slowdown.filter(pl.col("placement") != "")
+
+
+def resolve(db: str | os.PathLike[str], prefix: str) -> str:
+    """The session id `prefix` names; StoreError listing the candidates otherwise."""
+    try:
+        return resolve_session(db, prefix)
+    except StoreError as exc:
+        sessions = list_sessions(db)
+        if any(sid.startswith(prefix) for sid in sessions["session_id"]):
+            raise  # ambiguous: the message lists the matches
+        if sessions.is_empty():
+            raise StoreError(f"{exc}; the store has no sessions") from None
+        lines = [
+            f"  {r['session_id']}  {r['suite']}  {r['backend']}  {r['status']}"
+            for r in sessions.head(20).iter_rows(named=True)
+        ]
+        raise StoreError(f"{exc}; sessions in the store (newest first):\n" + "\n".join(lines)) from None
+
+
+def load_session(db: str | os.PathLike[str], session_id: str) -> SessionData:
+    """Read one session (by its full id) from the store."""
+    rows = fetch_frame(db, "SELECT * FROM sessions WHERE session_id = ?", [session_id]).to_dicts()
+    if not rows:
+        raise StoreError(f"no session {session_id!r} in {db}")
+    session = rows[0]
+    config = session.get("config") or "{}"
+    return SessionData(
+        session=session,
+        config=json.loads(config) if isinstance(config, str) else dict(config),
+        hosts=fetch_frame(db, "SELECT * FROM hosts WHERE session_id = ? ORDER BY host", [session_id]),
+        steps=fetch_frame(db, "SELECT * FROM steps WHERE session_id = ? ORDER BY repetition, step", [session_id]),
+        slowdown=with_placement(slowdown_frame(db, session_id)),
+        resources=_resources(db, session_id),
+        min_swap=fetch_frame(db, "SELECT min(swap_avail) AS m FROM resources WHERE session_id = ?", [session_id])["m"][0],
+        shares=_shares(db, session_id) if session.get("kind") == "fairshare" else pl.DataFrame(),
+        creation=_creation(db, session_id) if session.get("kind") == "creation" else pl.DataFrame(),
+        problems=fetch_frame(
+            db, "SELECT level, kind, message FROM events WHERE session_id = ? "
+            "AND level IN ('warning', 'error') ORDER BY ts", [session_id],
+        ),
+    )
+
+
+def with_placement(slowdown: pl.DataFrame) -> pl.DataFrame:
+    """The slowdown frame with a `placement` column.
+
+    Reads the store's `placement` column when it has one; an older store that
+    encodes it as ``benchmark = "<benchmark>@<placement>"`` is split instead,
+    and the normalization is redone against the first placement.
+    """
+    if "placement" in slowdown.columns:
+        return slowdown.with_columns(pl.col("placement").fill_null(""))
+    split = slowdown.with_columns(
+        pl.col("benchmark").str.split_exact("@", 1).struct.rename_fields(["bench", "placement"]).alias("_p")
+    ).unnest("_p")
+    split = split.with_columns(
+        pl.col("bench").alias("benchmark"), pl.col("placement").fill_null("")
+    ).drop("bench")
+    base = pl.col("mean").sort_by(["background"]).first().over(["session_id", *METRIC_KEY, pl.col("placement") == ""])
+    higher = pl.col("better") == "higher"
+    ratio = pl.col("mean") / base
+    return split.with_columns(
+        normalized=ratio,
+        slowdown_pct=pl.when(higher).then((1 - ratio) * 100).otherwise((ratio - 1) * 100),
+    )
+
+
+def _resources(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
+    """Availability per background count: by step time window, else by the sample's instance count."""
+    frame = fetch_frame(db, _RESOURCES_BY_STEP, [session_id])
+    if frame.is_empty():
+        frame = fetch_frame(db, _RESOURCES_BY_INSTANCES, [session_id])
+    return frame
+
+
+def _shares(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
+    """Requested and achieved CPU share of every worker run, paired by instance and step."""
+    results = fetch_frame(
+        db,
+        "SELECT repetition, step, instance_id, metric, value, unit FROM results "
+        "WHERE session_id = ? AND metric IN ('requested_share', 'achieved_share')",
+        [session_id],
+    )
+    if results.is_empty():
+        return results
+    return results.pivot(
+        on="metric", index=["repetition", "step", "instance_id", "unit"], values="value", aggregate_function="mean"
+    ).drop_nulls()
+
+
+def _creation(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
+    """Instances numbered 1, 2, ... in creation order within each repetition."""
+    frame = fetch_frame(db, _CREATION, [session_id])
+    if frame.is_empty():
+        return frame
+    return frame.with_columns(number=pl.int_range(1, pl.len() + 1).over("repetition"))
+
+
+def distinct_labels(sessions: list[SessionData]) -> list[SessionData]:
+    """The sessions, with their start time (or id) added to labels that would collide."""
+    if len({s.label for s in sessions}) == len(sessions):
+        return sessions
+    def suffix(s: SessionData) -> str:
+        started = s.session.get("started_at")
+        return f" ({started:%Y-%m-%d %H:%M})" if hasattr(started, "strftime") else f" ({s.id})"
+    named = [replace(s, label_suffix=suffix(s)) for s in sessions]
+    if len({s.label for s in named}) == len(named):
+        return named
+    return [replace(s, label_suffix=f" ({s.id})") for s in sessions]

@@ -1,0 +1,71 @@
+"""The report's tables as plain rows: slowdown per metric, host facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from labtui.report.data import METRIC_KEY, SessionData
+from labtui.report.isolation import placement_name, placement_order
+from labtui.report.plotting import better_text
+from labtui.report.units import display_unit, fmt, fmt_pct
+
+
+@dataclass(frozen=True)
+class Table:
+    """A caption, column headers and formatted cells."""
+
+    caption: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+def slowdown_tables(data: SessionData) -> list[Table]:
+    """One table per metric (Table 5.1 for isolation runs): mean, std, n, CV, normalized, slowdown."""
+    tables = []
+    frame = data.slowdown
+    for key in frame.select(METRIC_KEY).unique(maintain_order=True).iter_rows(named=True):
+        part = frame.filter(*(pl.col(k) == v for k, v in key.items()))
+        isolation = (part["placement"] != "").any()
+        if isolation:
+            order = placement_order(part["placement"].to_list())
+            part = part.with_columns(pl.col("placement").replace_strict(order, range(len(order))).alias("_o"))
+            part = part.sort("_o")
+        else:
+            part = part.sort("background")
+        shown, factor = display_unit(key["unit"], part["mean"].to_list())
+        first = "attacker placement" if isolation else "background"
+        headers = [first, f"mean ({shown})", f"std ({shown})", "n", "CV %", "normalized", "slowdown %"]
+        rows = []
+        for r in part.iter_rows(named=True):
+            where = placement_name(r["placement"]) if isolation else str(r["background"])
+            cv = r["std"] / abs(r["mean"]) * 100 if r["std"] is not None and r["mean"] else None
+            rows.append([
+                where, fmt(r["mean"] / factor), fmt(None if r["std"] is None else r["std"] / factor),
+                str(r["n"]), fmt(cv), fmt(r["normalized"]), fmt_pct(r["slowdown_pct"]),
+            ])
+        caption = f"{key['benchmark']}: {key['metric']} {better_text(key['better'])}"
+        tables.append(Table(caption, headers, rows))
+    return tables
+
+
+_FACTS = (
+    ("host", "host"), ("os", "OS"), ("kernel", "kernel"), ("arch", "arch"), ("cpu_model", "CPU"),
+    ("cores", "cores"), ("mem_total_bytes", "memory"), ("backend", "backend"),
+    ("backend_version", "backend version"), ("isolation", "isolation"),
+)
+
+
+def host_table(data: SessionData) -> Table:
+    """The facts gathered about each host of the session."""
+    rows = []
+    for r in data.hosts.iter_rows(named=True):
+        cells = []
+        for column, _ in _FACTS:
+            value = r.get(column)
+            if column == "mem_total_bytes" and value is not None:
+                value = f"{value / 2**30:.1f} GiB"
+            cells.append("–" if value in (None, "") else str(value))
+        rows.append(cells)
+    return Table("hosts", [h for _, h in _FACTS], rows)

@@ -1,0 +1,213 @@
+"""Start-run dialog, quitting while leaving instances, and stuck instances, on the real process backend."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from pathlib import Path
+
+import pytest
+
+from labtui.backends import BackendError, Instance, InstanceSpec, Labels, open_backend
+from labtui.hosts import get_host
+from labtui.ui.inventory import STUCK_AFTER_S, Found, destroy_errors, flags
+from test_ui import SIZE, destroy_session, start_run, wait_for
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Runtime and state dirs in tmp; returns the store path."""
+    monkeypatch.setenv("LABTUI_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("LABTUI_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "lab.duckdb"
+
+
+def test_flags_and_destroy_errors() -> None:
+    backend = open_backend("process", get_host("local"))
+
+    def found(state: str, age: float, orphan: bool = False) -> Found:
+        return Found(backend, Instance(Labels("s", "background", "ba1"), "lab-ba1", "process", "local", state,
+                                       1000.0 - age), None, orphan)
+
+    assert flags(found("running", 500), 1000.0) == []
+    assert flags(found("creating", STUCK_AFTER_S - 1), 1000.0) == []
+    assert flags(found("creating", STUCK_AFTER_S + 1), 1000.0) == ["stuck creating"]
+    assert flags(found("stopping", 90, orphan=True), 1000.0, "lab-ba1: boom") == ["orphan", "stuck stopping",
+                                                                                   "destroy failed"]
+    errors = ["lab-ba1: BackendError: refused", "lab-ba10: OSError: gone"]
+    assert destroy_errors({"k1": "lab-ba1", "k10": "lab-ba10", "k2": "lab-ba2"}, errors) == {
+        "k1": errors[0], "k10": errors[1]}
+
+
+async def test_start_dialog_names_the_bad_key_and_lists_backends(lab: Path) -> None:
+    from textual.widgets import Input, Select
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.choices import backend_choices
+    from labtui.ui.start_dialog import StartDialog
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, StartDialog), 5, "the dialog")
+        dialog = app.screen
+        await wait_for(pilot, lambda: dialog.choices, 30, "the backend check")
+        expected = {c.name: c.usable for c in await backend_choices("local")}
+        assert {n: c.usable for n, c in dialog.choices.items()} == expected and expected["process"]
+        assert dialog.query_one("#backend", Select).value == "process"
+        await wait_for(pilot, lambda: dialog.query_one("#steps", Input).placeholder == "suite: 100", 10,
+                       "the suite's defaults as placeholders")
+
+        dialog.query_one("#per-step", Input).value = "0"
+        await pilot.press("ctrl+s")
+        error = dialog.query_one("#start-error")
+        await wait_for(pilot, lambda: "scale.per_step" in str(error.content), 10, "the error")
+        assert dialog.query_one("#per-step", Input).has_class("-invalid")
+        assert not dialog.query_one("#steps", Input).has_class("-invalid")
+
+        bad = lab.parent / "bad.toml"
+        bad.write_text("[suite]\nname = \"x\"\nkind = \"scaling\"\nrepetitions = \"many\"\n")
+        dialog.query_one("#per-step", Input).value = ""
+        dialog.query_one("#suite-file", Input).value = str(bad)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "bad.toml" in str(error.content), 10, "the file error")
+        assert "repetitions" in str(error.content)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, StartDialog), 5, "the dialog to close")
+        assert not app.run_view.active
+
+
+async def test_keep_instances_skips_the_teardown(lab: Path) -> None:
+    from labtui.engine import SessionRunner, StepGate
+    from labtui.suites import load_suite
+
+    suite = load_suite("boot-scaling", ["scale.steps=2", "scale.per_step=2", "suite.repetitions=1",
+                                        "sampling.quiet_timeout_s=0"])
+    host = get_host("local")
+    backend = open_backend("process", host)
+    runner = SessionRunner(suite, backend, host, gate=StepGate(auto=False))
+    events = runner.bus.subscribe()
+    task = asyncio.create_task(runner.run())
+    try:
+        for _ in range(300):
+            if runner.ctx.gate.waiting:
+                break
+            await asyncio.sleep(0.1)
+        runner.ctx.gate.next()
+        for _ in range(300):
+            await asyncio.sleep(0.1)
+            if runner.ctx.gate.waiting and len(runner.ctx.live) == 2:
+                break
+        assert len(runner.ctx.live) == 2
+        runner.keep_instances = True
+        task.cancel()
+        assert await task == "aborted"
+        left = await backend.list(runner.session_id)
+        assert sorted(i.name for i in left) == sorted(i.name for i in runner.ctx.live)
+        logs = []
+        while not events.empty():
+            event = events.get_nowait()
+            if event is not None and type(event).__name__ == "Log":
+                logs.append(event.message)
+        assert "leaving 2 instance(s) running" in logs
+    finally:
+        await destroy_session(runner.session_id)
+
+
+async def test_quit_leaving_instances_records_it_and_leaves_orphans(lab: Path) -> None:
+    from labtui.liveness import session_is_running
+    from labtui.store import run_sql
+    from labtui.ui.app import LabApp
+    from labtui.ui.modals import QuitScreen
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_run(app, pilot, manual=True)
+        view = app.run_view
+        session = view.model.session_id
+        try:
+            gate = view.runner.ctx.gate
+            await wait_for(pilot, lambda: gate.waiting, 30, "the gate")
+            await pilot.press("n")
+            await wait_for(pilot, lambda: view.model.steps_done == 2 and gate.waiting, 30, "step 2")
+            await pilot.press("q")
+            await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), 5, "the quit question")
+            await pilot.press("l")
+            await wait_for(pilot, lambda: not app.is_running, 30, "the app to exit")
+        except BaseException:
+            await destroy_session(session)
+            raise
+    try:
+        left = await open_backend("process", get_host("local")).list(session)
+        assert len(left) == 3 and not session_is_running(session)
+        quit_log = run_sql(lab, f"select level, message from events where session_id = '{session}' and kind = 'quit'")
+        assert len(quit_log.rows) == 1 and quit_log.rows[0][0] == "warning"
+        assert quit_log.rows[0][1].startswith("console quit: leaving 3 instance(s) running without teardown")
+        assert all(i.name in quit_log.rows[0][1] for i in left)
+        assert run_sql(lab, f"select status from sessions where session_id = '{session}'").rows == [("aborted",)]
+    finally:
+        await destroy_session(session)
+
+
+async def test_failed_destroy_is_flagged_then_cleaned_up_with_the_session(lab: Path) -> None:
+    from textual.widgets import DataTable
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.modals import ConfirmScreen
+
+    real = open_backend("process", get_host("local"))
+
+    class Refusing(type(real)):  # the real backend, with a destroy that fails once (fault injection)
+        async def destroy(self, instance: Instance, *, force: bool = False) -> None:
+            raise BackendError("refused by the test")
+
+    session = "gone-" + secrets.token_hex(3)
+    await real.prepare(["sleeper"])
+    made = await real.create_many([InstanceSpec(Labels(session, "background", f"ba{i}"), program="sleeper")
+                                   for i in range(2)])
+    app = LabApp(lab, idle_sampling=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            view = app.query_one(InstancesView)
+            await pilot.press("2")
+            mine = lambda: sorted(k for k, f in view.found.items() if f.instance.labels.session == session)  # noqa: E731
+            await wait_for(pilot, lambda: len(mine()) == 2, 30, "the sleepers listed")
+            refusing = Refusing(real.host)
+            victim = view.found[mine()[0]]
+            view.found[victim.key] = Found(refusing, victim.instance, victim.memory, victim.orphan)
+            table = app.query_one("#inst-table", DataTable)
+            table.move_cursor(row=table.get_row_index(victim.key))
+            await pilot.press("d")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the confirmation")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: victim.key in view.failures, 30, "the failure")
+            await wait_for(pilot, lambda: "destroy failed" in str(table.get_row(victim.key)[-1]), 10, "the flag")
+            assert len(await real.list(session)) == 2
+
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the cleanup confirmation")
+            listed = str(app.screen.query_one("#confirm-list").content)
+            assert all(i.name in listed for i in made) and "destroy failed" in listed and "orphan" in listed
+            await pilot.press("y")
+            await wait_for(pilot, lambda: mine() == [], 30, "the cleanup")
+            assert await real.list(session) == [] and view.failures == {}
+    finally:
+        await destroy_session(session)
+
+
+async def test_start_through_the_dialog_runs_on_the_chosen_backend(lab: Path) -> None:
+    from labtui.ui.app import LabApp
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_run(app, pilot, manual=True)
+        view = app.run_view
+        session = view.model.session_id
+        try:
+            assert view.runner.ctx.backend.name == "process" and view.manual
+            assert view.runner.ctx.suite.scale.steps == 2 and view.runner.ctx.suite.repetitions == 1
+            await pilot.press("x", "y")
+            await wait_for(pilot, lambda: not view.active, 30, "the abort")
+        finally:
+            await destroy_session(session)
