@@ -1,25 +1,13 @@
-"""What the backend test modules share: a per-module runtime dir and a Lab that cleans up."""
+"""What the backend test modules share: a Lab that cleans up what a test created."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from labtui.backends import Backend, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
-
-
-@pytest.fixture(scope="module")
-def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One runtime dir per module, so helpers, probes and kernels build once."""
-    path = tmp_path_factory.mktemp("runtime")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LABTUI_RUNTIME_DIR", str(path))
-        yield path
 
 
 class Lab:

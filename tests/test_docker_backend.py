@@ -11,16 +11,16 @@ import secrets
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiodocker
 import duckdb
 import pytest
 
-from labtui.backends import Backend, BackendError, Instance, InstanceSpec, Labels, open_backend
+from labtui.backends import BackendError, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
-from tests.backend_lab import Lab, open_lab, runtime_dir  # noqa: F401 - fixtures
+from tests.backend_lab import Lab, open_lab
 
 SOCKET = "/var/run/docker.sock"
 

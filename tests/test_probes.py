@@ -13,7 +13,7 @@ import pytest
 from labtui.backends import BackendError, InstanceSpec, Labels
 from labtui.parsers import ParseError
 from labtui.parsers.probe import parse_probe_output
-from tests.backend_lab import Lab, open_lab, runtime_dir  # noqa: F401 - fixtures
+from tests.backend_lab import Lab, open_lab
 
 SHM = "/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"
 

@@ -7,14 +7,14 @@ import re
 import secrets
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from labtui.backends import Backend, BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
+from labtui.backends import BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
 from labtui.hosts.local import LocalHost
-from tests.backend_lab import Lab, open_lab, runtime_dir  # noqa: F401 - fixtures
+from tests.backend_lab import Lab, open_lab
 from labtui.native import ProgramUnavailable, ensure_program
 
 AGENT_SOURCE = builtin_plugins_dir() / "process" / "agent.c"

@@ -9,15 +9,15 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from labtui.backends import Backend, BackendError, Instance, InstanceSpec, Labels, open_backend
+from labtui.backends import BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
-from tests.backend_lab import Lab, open_lab, runtime_dir  # noqa: F401 - fixtures
+from tests.backend_lab import Lab, open_lab
 from labtui.kernels import ensure_kernel, kernel_names
 
 pytestmark = pytest.mark.skipif(

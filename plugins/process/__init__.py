@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from labtui.backends import PINNING, Availability, Backend, BackendError, Instance, InstanceSpec, Labels
 from labtui.hosts.base import CommandResult, HostError
 from labtui.native import ProgramUnavailable, ensure_program, probe_source
+from labtui.plugin_kit import chunks, gather_limited, lab_name, last_line, raise_first, tab_records
 
 if TYPE_CHECKING:
     from labtui.hosts.base import Host
@@ -39,7 +40,6 @@ AGENT_SLACK_S = 30.0
 #: Most bytes of a captured stdout read back.
 OUTPUT_LIMIT = 1 << 20
 
-T = TypeVar("T")
 
 
 class ProcessBackend(Backend):
@@ -89,7 +89,7 @@ class ProcessBackend(Backend):
             _validate(spec)
         _check_unique(spec.labels for spec in specs)
         batches = _batches(list(specs))
-        results = await _gather_limited([self._spawn(batch) for batch in batches], AGENT_CALLS)
+        results = await gather_limited([self._spawn(batch) for batch in batches], AGENT_CALLS)
         created = [i for r in results if isinstance(r, list) for i in r]
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
@@ -112,8 +112,8 @@ class ProcessBackend(Backend):
         calls = []
         for session in sorted({i.labels.session for i in live}):
             handles = [i.handle for i in live if i.labels.session == session]
-            calls += [self._kill(session, chunk, force) for chunk in _chunks(handles, HANDLE_BATCH)]
-        problems = [p for chunk in _raise_first(await _gather_limited(calls, AGENT_CALLS)) for p in chunk]
+            calls += [self._kill(session, chunk, force) for chunk in chunks(handles, HANDLE_BATCH)]
+        problems = [p for chunk in raise_first(await gather_limited(calls, AGENT_CALLS)) for p in chunk]
         if problems:
             raise BackendError(f"process backend on host {self.host.name}: " + "; ".join(problems))
 
@@ -122,7 +122,7 @@ class ProcessBackend(Backend):
         result = await self._run_agent(argv)
         if not result.ok:
             raise self._agent_error("ps", result)
-        return [self._found(fields) for fields in _records(result.stdout) if fields[0] == "proc"]
+        return [self._found(fields) for fields in tab_records(result.stdout) if fields[0] == "proc"]
 
     async def memory_bytes(self, instance: Instance) -> int | None:
         """Pss (else RSS) summed over the instance's tree; None when it is gone."""
@@ -132,8 +132,8 @@ class ProcessBackend(Backend):
     async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
         """memory_bytes for many instances, a batch of handles per agent call."""
         _check_handles(instances)
-        calls = [self._mem([i.handle for i in chunk]) for chunk in _chunks(instances, HANDLE_BATCH)]
-        return [used for chunk in _raise_first(await _gather_limited(calls, AGENT_CALLS)) for used in chunk]
+        calls = [self._mem([i.handle for i in chunk]) for chunk in chunks(instances, HANDLE_BATCH)]
+        return [used for chunk in raise_first(await gather_limited(calls, AGENT_CALLS)) for used in chunk]
 
     async def isolation(self) -> str:
         """What spawn applies here, from the last spawn or a hello probe run once."""
@@ -168,7 +168,7 @@ class ProcessBackend(Backend):
             await self._destroy_batch_leftovers(specs)
             raise
         by_id = {spec.labels.instance: spec for spec in specs}
-        records = _records(result.stdout)
+        records = tab_records(result.stdout)
         started = [fields for fields in records if fields[0] in ("instance", "exit")]
         created = [self._started(fields, by_id[fields[1]]) for fields in started]
         if output_path:
@@ -179,7 +179,7 @@ class ProcessBackend(Backend):
             return created
         await self._destroy_quietly(created)
         errors = [f"{fields[1]}: {fields[2]}" for fields in records if fields[0] == "error"]
-        detail = "; ".join(errors) or _last_line(result.stderr)
+        detail = "; ".join(errors) or last_line(result.stderr)
         raise BackendError(f"process backend on host {self.host.name}: starting {first.program}: {detail}")
 
     async def _kill(self, session: str, handles: list[str], force: bool) -> list[str]:
@@ -187,7 +187,7 @@ class ProcessBackend(Backend):
         argv = [await self._agent(), "kill", "--grace", f"{self.stop_grace_s:g}", "--session", session]
         argv += [*(["--force"] if force else []), *handles]
         result = await self._run_agent(argv, timeout=self.stop_grace_s + AGENT_SLACK_S)
-        records = _records(result.stdout)
+        records = tab_records(result.stdout)
         if len(records) != len(handles):
             raise self._agent_error("kill", result)
         return [f"{f[0]} {f[1]}:{f[2]}: {f[3]}" for f in records if f[0] in ("refused", "failed")]
@@ -195,7 +195,7 @@ class ProcessBackend(Backend):
     async def _mem(self, handles: list[str]) -> list[int | None]:
         """Measure one batch of handles: bytes, or None for the ones that are gone."""
         result = await self._run_agent([await self._agent(), "mem", *handles])
-        records = _records(result.stdout)
+        records = tab_records(result.stdout)
         if len(records) != len(handles):
             raise self._agent_error("mem", result)
         refused = [f"{f[1]}:{f[2]}: {f[3]}" for f in records if f[0] == "refused"]
@@ -208,7 +208,7 @@ class ProcessBackend(Backend):
         directory = f"{self.host.runtime_dir}/out"
         result = await self._run_agent(["mkdir", "-p", directory])
         if not result.ok:
-            raise BackendError(f"process backend on host {self.host.name}: mkdir {directory}: {_last_line(result.stderr)}")
+            raise BackendError(f"process backend on host {self.host.name}: mkdir {directory}: {last_line(result.stderr)}")
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{spec.labels.session}.{spec.labels.instance}")
         return f"{directory}/{safe}.{secrets.token_hex(4)}.out"
 
@@ -244,7 +244,7 @@ class ProcessBackend(Backend):
 
     def _agent_error(self, command: str, result: CommandResult) -> BackendError:
         return BackendError(
-            f"labtui-agent {command} on host {self.host.name} exited {result.returncode}: {_last_line(result.stderr)}"
+            f"labtui-agent {command} on host {self.host.name} exited {result.returncode}: {last_line(result.stderr)}"
         )
 
     # -- binaries ------------------------------------------------------------
@@ -270,7 +270,7 @@ class ProcessBackend(Backend):
         created_at, boot_s = int(wall_ns) / 1e9, int(boot_ns) / 1e9
         return Instance(
             labels=spec.labels,
-            name=_instance_name(spec.labels),
+            name=lab_name(spec.labels),
             backend=self.name,
             host=self.host.name,
             state="exited" if kind == "exit" else "running",
@@ -288,7 +288,7 @@ class ProcessBackend(Backend):
         labels = Labels(session, role, instance_id)
         return Instance(
             labels=labels,
-            name=_instance_name(labels),
+            name=lab_name(labels),
             backend=self.name,
             host=self.host.name,
             state="zombie" if state == "Z" else "running",
@@ -338,46 +338,10 @@ def _batches(specs: list[InstanceSpec]) -> list[list[InstanceSpec]]:
                spec.capture_output, spec.start_at)
         alone = spec.wait == "exit" or spec.capture_output
         groups.setdefault(key + ((index,) if alone else ()), []).append(spec)
-    return [chunk for group in groups.values() for chunk in _chunks(group, SPAWN_BATCH)]
+    return [chunk for group in groups.values() for chunk in chunks(group, SPAWN_BATCH)]
 
 
 def _check_handles(instances: Iterable[Instance]) -> None:
     for instance in instances:
         if ":" not in instance.handle:
             raise BackendError(f"process backend: {instance.name} has no pid:instance handle")
-
-
-def _chunks(items: Sequence[T], size: int) -> list[list[T]]:
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
-
-
-async def _gather_limited(calls: list[Awaitable[T]], limit: int) -> list[T | BaseException]:
-    """Await calls with at most limit in flight; exceptions are returned, not raised."""
-    gate = asyncio.Semaphore(limit)
-
-    async def one(call: Awaitable[T]) -> T:
-        async with gate:
-            return await call
-
-    return await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
-
-
-def _raise_first(results: list[T | BaseException]) -> list[T]:
-    """The results, or the first exception among them raised."""
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results  # type: ignore[return-value]
-
-
-def _records(stdout: str) -> list[list[str]]:
-    return [line.split("\t") for line in stdout.splitlines() if line]
-
-
-def _instance_name(labels: Labels) -> str:
-    return f"labtui-{labels.session}-{labels.instance}"
-
-
-def _last_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[-1] if lines else "no output"

@@ -20,6 +20,7 @@ from labtui.backends import PINNING, Availability, Backend, BackendError, Instan
 from labtui.hosts.base import CommandResult, HostError
 from labtui.kernels import ensure_kernel
 from labtui.native import ProgramUnavailable, ensure_program
+from labtui.plugin_kit import chunks, lab_name, last_line, tab_records
 
 from .images import load_image, test_kernel_launch
 from .qemu import QEMU, Launch, decode_exit, qemu_argv
@@ -109,8 +110,8 @@ class UnikraftBackend(Backend):
         if fields[0] not in ("ready", "exit"):
             console = await self._console_tail(state)
             await self._kill([state.path], force=True)
-            reason = fields[1] if len(fields) > 1 else _last_line(result.stderr)
-            qemu_error = _last_line(result.stderr)
+            reason = fields[1] if len(fields) > 1 else last_line(result.stderr, skip_warnings=True)
+            qemu_error = last_line(result.stderr, skip_warnings=True)
             raise BackendError(
                 f"unikraft backend on host {self.host.name}: booting {launch.kernel}: {reason}"
                 f" (qemu: {qemu_error}; console: {console or 'empty'})"
@@ -126,7 +127,7 @@ class UnikraftBackend(Backend):
         created_at, boot_s = wall_ns / 1e9, boot_ns / 1e9
         return Instance(
             labels=spec.labels,
-            name=_instance_name(spec.labels),
+            name=lab_name(spec.labels),
             backend=self.name,
             host=self.host.name,
             state="exited" if fields[0] == "exit" else "running",
@@ -192,7 +193,7 @@ class UnikraftBackend(Backend):
         live = [i for i in instances if i.state != "exited"]
         _check_handles(live, self.host.runtime_dir)
         problems: list[str] = []
-        for chunk in _chunks([i.handle for i in live], HANDLE_BATCH):
+        for chunk in chunks([i.handle for i in live], HANDLE_BATCH):
             problems += await self._kill(chunk, force=force)
         if problems:
             raise BackendError(f"unikraft backend on host {self.host.name}: " + "; ".join(problems))
@@ -202,7 +203,7 @@ class UnikraftBackend(Backend):
         orderly = [] if force else ["--qmp"]
         result = await self._run([await self._helper(), "kill", *orderly, "--grace", f"{grace:g}", *dirs],
                                  timeout=grace + SLACK_S)
-        records = _records(result.stdout)
+        records = tab_records(result.stdout)
         if len(records) != len(dirs):
             raise self._helper_error("kill", result)
         return [f"refused {f[1]}: {f[2]}" for f in records if f[0] == "refused"]
@@ -221,7 +222,7 @@ class UnikraftBackend(Backend):
         result = await self._run(argv, timeout=SLACK_S)
         if not result.ok:
             raise self._helper_error("ps", result)
-        found = [self._found(fields) for fields in _records(result.stdout) if fields[0] == "vm"]
+        found = [self._found(fields) for fields in tab_records(result.stdout) if fields[0] == "vm"]
         return [instance for instance in found if instance is not None]
 
     async def memory_bytes(self, instance: Instance) -> int | None:
@@ -233,9 +234,9 @@ class UnikraftBackend(Backend):
         """memory_bytes of many instances, one helper call per batch of handles."""
         _check_handles(instances, self.host.runtime_dir)
         used: list[int | None] = []
-        for chunk in _chunks([i.handle for i in instances], HANDLE_BATCH):
+        for chunk in chunks([i.handle for i in instances], HANDLE_BATCH):
             result = await self._run([await self._helper(), "mem", *chunk], timeout=SLACK_S)
-            records = _records(result.stdout)
+            records = tab_records(result.stdout)
             if len(records) != len(chunk):
                 raise self._helper_error("mem", result)
             refused = [f"{f[1]}: {f[2]}" for f in records if f[0] == "refused"]
@@ -252,7 +253,7 @@ class UnikraftBackend(Backend):
             return None
         return Instance(
             labels=labels,
-            name=_instance_name(labels),
+            name=lab_name(labels),
             backend=self.name,
             host=self.host.name,
             state="running" if int(pid) else "gone",
@@ -276,7 +277,7 @@ class UnikraftBackend(Backend):
 
     def _helper_error(self, command: str, result: CommandResult) -> BackendError:
         return BackendError(
-            f"labtui-qemu {command} on host {self.host.name} exited {result.returncode}: {_last_line(result.stderr)}"
+            f"labtui-qemu {command} on host {self.host.name} exited {result.returncode}: {last_line(result.stderr, skip_warnings=True)}"
         )
 
 
@@ -289,20 +290,3 @@ def _check_handles(instances: Iterable[Instance], runtime_dir: str) -> None:
     for instance in instances:
         if not instance.handle.startswith(prefix) or "/../" in instance.handle:
             raise BackendError(f"unikraft backend: {instance.name} has no state directory handle under {prefix}")
-
-
-def _chunks(items: list[str], size: int) -> list[list[str]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _records(stdout: str) -> list[list[str]]:
-    return [line.split("\t") for line in stdout.splitlines() if line]
-
-
-def _instance_name(labels: Labels) -> str:
-    return f"labtui-{labels.session}-{labels.instance}"
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if "warning:" not in line]
-    return lines[-1] if lines else "no output"

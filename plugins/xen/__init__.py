@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from labtui.backends import MEM_LIMIT, PINNING, Availability, Backend, BackendError, Instance, InstanceSpec
-from labtui.hosts.base import CommandResult, HostError
-from labtui.native import ProgramUnavailable, ensure_program, probe_source
+from labtui.hosts.base import HostError
+from labtui.plugin_kit import HostTools, last_line
 
 from .domconfig import DomainConfig, domain_name, labels_from_name, render
 from .listing import Domain, parse_info, parse_list
@@ -46,7 +46,7 @@ class XenBackend(Backend):
     def __init__(self, host: Host) -> None:
         super().__init__(host)
         self._tool: str | None = None
-        self._programs: dict[str, str] = {}
+        self._tools = HostTools(self.name, host)
 
     async def check(self) -> Availability:
         """Usable where ``xl info`` (else ``xm info``) answers."""
@@ -61,11 +61,11 @@ class XenBackend(Backend):
                 self._tool = tool
                 info = parse_info(result.stdout)
                 return Availability(True, f"Xen Domain-0 with {tool}", info.get("xen_version", ""))
-            reasons.append(f"{tool} info exited {result.returncode}: {_last_line(result.stderr)}")
+            reasons.append(f"{tool} info exited {result.returncode}: {last_line(result.stderr)}")
         return Availability(False, f"no Xen toolstack on host {self.host.name}: " + "; ".join(reasons))
 
     async def prepare(self, programs: Sequence[str]) -> None:
-        await asyncio.gather(*(self._program(p) for p in set(programs)))
+        await asyncio.gather(*(self._tools.program(p) for p in set(programs)))
 
     async def isolation(self) -> str:
         return f"xen-pv({await self.tool()})"
@@ -86,7 +86,7 @@ class XenBackend(Backend):
         name = domain_name(spec.labels)
         deadline = time.monotonic() + spec.timeout_s
         tool = await self.tool()
-        kernel = spec.image or await self._program(spec.program or "")
+        kernel = spec.image or await self._tools.program(spec.program or "")
         memory = -(-spec.mem_limit_bytes // (1 << 20)) if spec.mem_limit_bytes else DEFAULT_MEMORY_MB
         config = DomainConfig(name=name, labels=spec.labels, kernel=kernel, memory_mb=memory,
                               extra=" ".join(shlex.quote(a) for a in spec.args))
@@ -95,9 +95,9 @@ class XenBackend(Backend):
         created_at = time.time()
         started = time.monotonic()
         try:
-            result = await self._run([tool, "create", remote], deadline)
+            result = await self._tools.run([tool, "create", remote], deadline)
             if not result.ok:
-                raise self._error(f"{tool} create {remote}", result)
+                raise self._tools.error(f"{tool} create {remote}", result)
             ready = time.monotonic()
             instance = Instance(labels=spec.labels, name=name, backend=self.name, host=self.host.name,
                                 state="running", created_at=created_at, ready_at=created_at + (ready - started),
@@ -133,9 +133,9 @@ class XenBackend(Backend):
     async def pin(self, instance: Instance, vcpu: str, cpus: str) -> None:
         """Pin a vCPU (or ``all``) of the domain to a CPU list (``xl vcpu-pin``)."""
         tool = await self.tool()
-        result = await self._run([tool, "vcpu-pin", instance.handle, vcpu, cpus], time.monotonic() + QUERY_TIMEOUT_S)
+        result = await self._tools.run([tool, "vcpu-pin", instance.handle, vcpu, cpus], time.monotonic() + QUERY_TIMEOUT_S)
         if not result.ok:
-            raise self._error(f"{tool} vcpu-pin {instance.handle}", result)
+            raise self._tools.error(f"{tool} vcpu-pin {instance.handle}", result)
 
     async def set_credit(self, instance: Instance, *, weight: int | None = None, cap: int | None = None) -> None:
         """Set the credit scheduler's weight (1-65535) and/or cap (% of one CPU, 0 = none)."""
@@ -144,16 +144,16 @@ class XenBackend(Backend):
         tool = await self.tool()
         argv = [tool, "sched-credit", "-d", instance.handle]
         argv += [*(["-w", str(weight)] if weight is not None else []), *(["-c", str(cap)] if cap is not None else [])]
-        result = await self._run(argv, time.monotonic() + QUERY_TIMEOUT_S)
+        result = await self._tools.run(argv, time.monotonic() + QUERY_TIMEOUT_S)
         if not result.ok:
-            raise self._error(" ".join(argv[:4]), result)
+            raise self._tools.error(" ".join(argv[:4]), result)
 
     async def host_memory(self) -> tuple[int, int]:
         """Total and free host memory in bytes, from ``xl info``."""
         tool = await self.tool()
-        result = await self._run([tool, "info"], time.monotonic() + QUERY_TIMEOUT_S)
+        result = await self._tools.run([tool, "info"], time.monotonic() + QUERY_TIMEOUT_S)
         if not result.ok:
-            raise self._error(f"{tool} info", result)
+            raise self._tools.error(f"{tool} info", result)
         info = parse_info(result.stdout)
         try:
             return int(info["total_memory"]) << 20, int(info["free_memory"]) << 20
@@ -172,16 +172,16 @@ class XenBackend(Backend):
         if not force:
             tool = await self.tool()
             with contextlib.suppress(BackendError):
-                result = await self._run([tool, "shutdown", "-w", instance.handle], time.monotonic() + 30.0)
+                result = await self._tools.run([tool, "shutdown", "-w", instance.handle], time.monotonic() + 30.0)
                 if result.ok:
                     return
         await self._destroy_name(instance.handle)
 
     async def _destroy_name(self, name: str) -> None:
         tool = await self.tool()
-        result = await self._run([tool, "destroy", name], time.monotonic() + QUERY_TIMEOUT_S)
+        result = await self._tools.run([tool, "destroy", name], time.monotonic() + QUERY_TIMEOUT_S)
         if not result.ok and "invalid domain identifier" not in result.stderr and "does not exist" not in result.stderr:
-            raise self._error(f"{tool} destroy {name}", result)
+            raise self._tools.error(f"{tool} destroy {name}", result)
 
     async def list(self, session: str | None = None) -> list[Instance]:
         found = []
@@ -208,9 +208,9 @@ class XenBackend(Backend):
 
     async def _domains(self) -> list[Domain]:
         tool = await self.tool()
-        result = await self._run([tool, "list"], time.monotonic() + QUERY_TIMEOUT_S)
+        result = await self._tools.run([tool, "list"], time.monotonic() + QUERY_TIMEOUT_S)
         if not result.ok:
-            raise self._error(f"{tool} list", result)
+            raise self._tools.error(f"{tool} list", result)
         try:
             return parse_list(result.stdout)
         except ValueError as exc:
@@ -226,28 +226,6 @@ class XenBackend(Backend):
         finally:
             os.unlink(local.name)
 
-    async def _run(self, argv: list[str], deadline: float) -> CommandResult:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise BackendError(f"xen backend on host {self.host.name}: no time left for {' '.join(argv[:2])}")
-        try:
-            return await self.host.run(argv, timeout=remaining)
-        except HostError as exc:
-            raise BackendError(f"xen backend on host {self.host.name}: {exc}") from exc
-
-    def _error(self, command: str, result: CommandResult) -> BackendError:
-        return BackendError(f"xen backend on host {self.host.name}: {command} exited {result.returncode}: "
-                            f"{_last_line(result.stderr or result.stdout)}")
-
-    async def _program(self, probe: str) -> str:
-        if probe not in self._programs:
-            try:
-                self._programs[probe] = await ensure_program(self.host, probe_source(probe), probe)
-            except (ProgramUnavailable, HostError) as exc:
-                raise BackendError(f"xen backend on host {self.host.name}: building {probe}: {exc}") from exc
-        return self._programs[probe]
-
-
 BACKEND = XenBackend
 
 
@@ -260,8 +238,3 @@ def _validate(spec: InstanceSpec) -> None:
         raise BackendError("xen backend: cannot capture a domain's output (no console capture); use measure='boot'")
     if spec.start_at is not None:
         raise BackendError("xen backend: cannot hold a domain's start until a given time")
-
-
-def _last_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[-1] if lines else "no output"

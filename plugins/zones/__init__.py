@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from labtui.backends import EXEC, Availability, Backend, BackendError, Instance, InstanceSpec, Labels
 from labtui.hosts.base import CommandResult, HostError
-from labtui.native import ProgramUnavailable, ensure_program, probe_source
+from labtui.plugin_kit import HostTools, last_line
 
 from .listing import ACTIVE, ZoneEntry, parse_zoneadm_list, rss_by_zoneid
 from .names import PREFIX, check_name, zone_name
@@ -50,7 +50,7 @@ class ZonesBackend(Backend):
 
     def __init__(self, host: Host) -> None:
         super().__init__(host)
-        self._programs: dict[str, str] = {}
+        self._tools = HostTools(self.name, host, command_timeout_s=COMMAND_TIMEOUT_S)
 
     async def check(self) -> Availability:
         """Usable where ``zoneadm list -p`` answers in the global zone."""
@@ -59,7 +59,7 @@ class ZonesBackend(Backend):
         except HostError as exc:
             return Availability(False, f"zoneadm not usable on host {self.host.name}: {exc}")
         if not result.ok:
-            return Availability(False, f"zoneadm list on host {self.host.name}: {_last_line(result.stderr)}")
+            return Availability(False, f"zoneadm list on host {self.host.name}: {last_line(result.stderr)}")
         try:
             version = (await self.host.run(["uname", "-v"], timeout=QUERY_TIMEOUT_S)).stdout.strip()
         except HostError:
@@ -68,7 +68,7 @@ class ZonesBackend(Backend):
 
     async def prepare(self, programs: Sequence[str]) -> None:
         """Build the named probes in the global zone (cached across runs)."""
-        await asyncio.gather(*(self._program(name) for name in set(programs)))
+        await asyncio.gather(*(self._tools.program(name) for name in set(programs)))
 
     async def isolation(self) -> str:
         return "zone(shared-ip,lofs-ro-probes)"
@@ -79,7 +79,7 @@ class ZonesBackend(Backend):
         _validate(spec)
         name = zone_name(spec.labels)
         deadline = time.monotonic() + spec.timeout_s
-        binary = await self._program(spec.program) if spec.program else None
+        binary = await self._tools.program(spec.program) if spec.program else None
         fss = (Fs(str(PurePosixPath(binary).parent), str(PurePosixPath(binary).parent)),) if binary else ()
         config = ZoneConfig(zonepath=f"{self.zonepath_base}/{name}", labels=spec.labels, fss=fss)
         created_at = time.time()
@@ -121,9 +121,9 @@ class ZonesBackend(Backend):
         finally:
             os.unlink(local.name)
         try:
-            result = await self._run(["zonecfg", "-z", name, "-f", remote], deadline)
+            result = await self._tools.run(["zonecfg", "-z", name, "-f", remote], deadline)
             if not result.ok:
-                raise self._error(f"zonecfg -z {name} -f {remote}", result)
+                raise self._tools.error(f"zonecfg -z {name} -f {remote}", result)
         finally:
             with contextlib.suppress(HostError):
                 await self.host.run(["rm", "-f", remote], timeout=QUERY_TIMEOUT_S)
@@ -135,15 +135,15 @@ class ZonesBackend(Backend):
         if spec.start_at is not None:
             words = f"sleep {max(0.0, spec.start_at - time.time()):.3f}; exec {words}"
         if spec.wait == "ready":
-            result = await self._run(["zlogin", "-S", instance.name, f"({words}) </dev/null >/dev/null 2>&1 &"],
+            result = await self._tools.run(["zlogin", "-S", instance.name, f"({words}) </dev/null >/dev/null 2>&1 &"],
                                      deadline)
             if not result.ok:
-                raise self._error(f"zlogin {instance.name}", result)
+                raise self._tools.error(f"zlogin {instance.name}", result)
             return
         phase = time.monotonic()
-        result = await self._run(["zlogin", "-S", instance.name, words], deadline)
+        result = await self._tools.run(["zlogin", "-S", instance.name, words], deadline)
         if result.returncode in (1, 127) and result.stderr.startswith(("zlogin:", "sh:")):
-            raise self._error(f"zlogin {instance.name} {spec.program}", result)
+            raise self._tools.error(f"zlogin {instance.name} {spec.program}", result)
         ended = time.monotonic()
         instance.details["run_s"] = ended - phase
         instance.details["exit_code"] = result.returncode
@@ -175,9 +175,9 @@ class ZonesBackend(Backend):
             await self._zoneadm(name, ["halt"], deadline)
         if entry.state != "configured":
             await self._zoneadm(name, ["uninstall", "-F"], deadline)
-        result = await self._run(["zonecfg", "-z", name, "delete", "-F"], deadline)
+        result = await self._tools.run(["zonecfg", "-z", name, "delete", "-F"], deadline)
         if not result.ok and "No such zone configured" not in result.stderr:
-            raise self._error(f"zonecfg -z {name} delete -F", result)
+            raise self._tools.error(f"zonecfg -z {name} delete -F", result)
 
     # -- list, memory, exec --------------------------------------------------
 
@@ -202,9 +202,9 @@ class ZonesBackend(Backend):
     async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
         """RSS per zone from the memory_cap kstats: one zoneadm list and one kstat call for all."""
         entries = {e.name: e for e in await self._entries()}
-        result = await self._run(["kstat", "-p", "memory_cap:::rss"], time.monotonic() + QUERY_TIMEOUT_S)
+        result = await self._tools.run(["kstat", "-p", "memory_cap:::rss"], time.monotonic() + QUERY_TIMEOUT_S)
         if not result.ok:
-            raise self._error("kstat -p memory_cap:::rss", result)
+            raise self._tools.error("kstat -p memory_cap:::rss", result)
         rss = rss_by_zoneid(result.stdout)
         out: list[int | None] = []
         for instance in instances:
@@ -228,9 +228,9 @@ class ZonesBackend(Backend):
     # -- helpers -------------------------------------------------------------
 
     async def _entries(self) -> list[ZoneEntry]:
-        result = await self._run(["zoneadm", "list", "-cp"], time.monotonic() + QUERY_TIMEOUT_S)
+        result = await self._tools.run(["zoneadm", "list", "-cp"], time.monotonic() + QUERY_TIMEOUT_S)
         if not result.ok:
-            raise self._error("zoneadm list -cp", result)
+            raise self._tools.error("zoneadm list -cp", result)
         try:
             return parse_zoneadm_list(result.stdout)
         except ValueError as exc:
@@ -240,35 +240,13 @@ class ZonesBackend(Backend):
         return next((e for e in await self._entries() if e.name == name), None)
 
     async def _labels(self, name: str) -> Labels | None:
-        result = await self._run(["zonecfg", "-z", name, "info", "attr"], time.monotonic() + QUERY_TIMEOUT_S)
+        result = await self._tools.run(["zonecfg", "-z", name, "info", "attr"], time.monotonic() + QUERY_TIMEOUT_S)
         return labels_from_attrs(parse_attrs(result.stdout)) if result.ok else None
 
     async def _zoneadm(self, name: str, args: list[str], deadline: float) -> None:
-        result = await self._run(["zoneadm", "-z", name, *args], deadline)
+        result = await self._tools.run(["zoneadm", "-z", name, *args], deadline)
         if not result.ok:
-            raise self._error(f"zoneadm -z {name} {' '.join(args)}", result)
-
-    async def _run(self, argv: list[str], deadline: float) -> CommandResult:
-        remaining = min(deadline - time.monotonic(), COMMAND_TIMEOUT_S)
-        if remaining <= 0:
-            raise BackendError(f"zones backend on host {self.host.name}: no time left for {' '.join(argv[:3])}")
-        try:
-            return await self.host.run(argv, timeout=remaining)
-        except HostError as exc:
-            raise BackendError(f"zones backend on host {self.host.name}: {exc}") from exc
-
-    def _error(self, command: str, result: CommandResult) -> BackendError:
-        return BackendError(f"zones backend on host {self.host.name}: {command} exited {result.returncode}: "
-                            f"{_last_line(result.stderr or result.stdout)}")
-
-    async def _program(self, probe: str) -> str:
-        if probe not in self._programs:
-            try:
-                self._programs[probe] = await ensure_program(self.host, probe_source(probe), probe)
-            except (ProgramUnavailable, HostError) as exc:
-                raise BackendError(f"zones backend on host {self.host.name}: building {probe}: {exc}") from exc
-        return self._programs[probe]
-
+            raise self._tools.error(f"zoneadm -z {name} {' '.join(args)}", result)
 
 BACKEND = ZonesBackend
 
@@ -282,8 +260,3 @@ def _validate(spec: InstanceSpec) -> None:
         raise BackendError("zones backend: wait='exit' needs spec.program, the probe to run in the zone")
     if spec.capture_output and spec.wait != "exit":
         raise BackendError("zones backend: capture_output needs wait='exit'")
-
-
-def _last_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[-1] if lines else "no output"

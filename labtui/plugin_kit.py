@@ -1,0 +1,100 @@
+"""Plumbing shared by backend plugins that drive tools on their host.
+
+Batching helpers, the tab-separated line protocol of labtui's C helpers, the
+naming of lab instances, and `HostTools`: running a backend's commands under
+a deadline with failures worded the same way by every backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
+
+from labtui.backends import BackendError, Labels
+from labtui.hosts.base import CommandResult, Host, HostError
+from labtui.native import ProgramUnavailable, ensure_program, probe_source
+
+T = TypeVar("T")
+
+
+def chunks(items: Sequence[T], size: int) -> list[list[T]]:
+    """items cut into lists of at most size."""
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+async def gather_limited(calls: list[Awaitable[T]], limit: int) -> list[T | BaseException]:
+    """Await calls with at most limit in flight; exceptions are returned, not raised."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with gate:
+            return await call
+
+    return await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+
+
+def raise_first(results: list[T | BaseException]) -> list[T]:
+    """The results, or the first exception among them raised."""
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results  # type: ignore[return-value]
+
+
+def tab_records(stdout: str) -> list[list[str]]:
+    """The tab-separated records labtui's C helpers print, one per non-empty line."""
+    return [line.split("\t") for line in stdout.splitlines() if line]
+
+
+def lab_name(labels: Labels) -> str:
+    """The name of a lab instance: labtui-<session>-<instance>."""
+    return f"labtui-{labels.session}-{labels.instance}"
+
+
+def last_line(text: str, *, skip_warnings: bool = False) -> str:
+    """The last line of a tool's output (the one that usually says why), or 'no output'."""
+    lines = text.strip().splitlines()
+    if skip_warnings:
+        lines = [line for line in lines if "warning:" not in line]
+    return lines[-1] if lines else "no output"
+
+
+class HostTools:
+    """Runs one backend's commands on its host and words their failures."""
+
+    def __init__(self, backend: str, host: Host, *, command_timeout_s: float | None = None) -> None:
+        self.backend = backend
+        self.host = host
+        self.command_timeout_s = command_timeout_s
+        self._programs: dict[str, str] = {}
+
+    def fail(self, message: str) -> BackendError:
+        """A BackendError naming the backend and the host."""
+        return BackendError(f"{self.backend} backend on host {self.host.name}: {message}")
+
+    async def run(self, argv: list[str], deadline: float) -> CommandResult:
+        """Run argv with whatever time is left before deadline (time.monotonic())."""
+        remaining = deadline - time.monotonic()
+        if self.command_timeout_s is not None:
+            remaining = min(remaining, self.command_timeout_s)
+        if remaining <= 0:
+            raise self.fail(f"no time left for {' '.join(argv[:3])}")
+        try:
+            return await self.host.run(argv, timeout=remaining)
+        except HostError as exc:
+            raise self.fail(str(exc)) from exc
+
+    def error(self, command: str, result: CommandResult) -> BackendError:
+        """The error for a command that exited non-zero, with its last line of output."""
+        return self.fail(f"{command} exited {result.returncode}: {last_line(result.stderr or result.stdout)}")
+
+    async def program(self, probe: str) -> str:
+        """The path of a probe built on the host (built once, then cached)."""
+        if probe not in self._programs:
+            try:
+                self._programs[probe] = await ensure_program(self.host, probe_source(probe), probe)
+            except (ProgramUnavailable, HostError) as exc:
+                raise self.fail(f"building {probe}: {exc}") from exc
+        return self._programs[probe]
