@@ -13,10 +13,12 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import asyncio
 import fcntl
 import os
 import pty
+import signal
 import select
 import statistics
 import struct
@@ -38,6 +40,9 @@ ROWS = 1000
 DOWN = b"\x1b[B"
 
 
+PR_SET_PDEATHSIG = 1
+
+
 class Pty:
     """A child process on a pseudo-terminal of a fixed size; output is read and kept."""
 
@@ -46,7 +51,7 @@ class Pty:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
         clean = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, start_new_session=True,
-                                     env={**clean, "TERM": "xterm-256color", **env})
+                                     env={**clean, "TERM": "xterm-256color", **env}, preexec_fn=_die_with_parent)
         os.close(slave)
         self.master = master
         self.seen = b""
@@ -93,6 +98,11 @@ class Pty:
                 self.proc.kill()
                 self.proc.wait()
         os.close(self.master)
+
+
+def _die_with_parent() -> None:
+    """In the child: be killed when the benchmark dies, even by a timeout's SIGKILL."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def env_for(tmp: Path) -> dict[str, str]:
