@@ -15,7 +15,8 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Iterable
+from operator import attrgetter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,8 @@ class _Table:
     name: str
     columns: tuple[tuple[str, str], ...]
     key: tuple[str, ...] = ()
+    #: Append tables: string columns whose empty value is stored as NULL.
+    blank_is_null: tuple[str, ...] = ()
 
     @property
     def batch_view(self) -> str:
@@ -78,6 +81,16 @@ class _Table:
         )
         return f"{sql} ON CONFLICT ({', '.join(self.key)}) DO UPDATE SET {updates}"
 
+    def arrow_from_events(self, events: list[Event]) -> pa.Table:
+        """Columns read straight off the events (same attribute names); no row tuples in between."""
+        columns = {}
+        for name, kind in self.columns:
+            array = _column(list(map(attrgetter(name), events)), kind)
+            if name in self.blank_is_null:
+                array = pc.if_else(pc.equal(array, ""), pa.scalar(None, array.type), array)
+            columns[name] = array
+        return pa.table(columns)
+
     def row(self, values: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(values.get(name) for name, _ in self.columns)
 
@@ -91,7 +104,7 @@ class _Table:
         )
 
 
-def _column(values: tuple[Any, ...], kind: str) -> pa.Array:
+def _column(values: Sequence[Any], kind: str) -> pa.Array:
     """One Arrow column; epoch-second floats become UTC timestamps, vectorized."""
     array = pa.array(values, _ARROW_TYPES[kind])
     if kind != "ts":
@@ -147,6 +160,7 @@ _TABLES = {
                 ("benchmark", "str"), ("metric", "str"), ("value", "float"), ("unit", "str"),
                 ("better", "str"), ("ts", "ts"), ("placement", "str"),
             ),
+            blank_is_null=("placement",),
         ),
         _Table(
             "resources",
@@ -155,10 +169,12 @@ _TABLES = {
                 ("mem_avail", "float"), ("swap_avail", "float"), ("mem_used_bytes", "int"),
                 ("load1", "float"), ("instances", "int"),
             ),
+            blank_is_null=("session_id",),
         ),
         _Table(
             "events",
             (("session_id", "str"), ("ts", "ts"), ("level", "str"), ("kind", "str"), ("message", "str")),
+            blank_is_null=("session_id",),
         ),
     )
 }
@@ -238,7 +254,7 @@ class StoreWriter:
         self._con = con
         self._lock = threading.Lock()  # guards the buffers
         self._write_lock = threading.Lock()  # one flush at a time on the connection
-        self._appends: dict[str, list[tuple[Any, ...]]] = {}
+        self._appends: dict[str, list[Event]] = {}  # append-only tables keep the events themselves
         self._upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {}
         self._pending = 0
 
@@ -271,6 +287,12 @@ class StoreWriter:
 
     def add(self, event: Event) -> None:
         """Buffer one event; nothing touches the database until `flush`."""
+        table = _APPEND_TABLES.get(type(event))
+        if table is not None:  # the hot path: results, samples, log lines
+            with self._lock:
+                self._appends.setdefault(table, []).append(event)
+                self._pending += 1
+            return
         handler = _HANDLERS.get(type(event))
         if handler is None:
             raise TypeError(f"not a labtui event: {event!r}")
@@ -354,17 +376,17 @@ class StoreWriter:
 
     def _write(
         self,
-        appends: dict[str, list[tuple[Any, ...]]],
+        appends: dict[str, list[Event]],
         upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]],
     ) -> None:
         """Register one Arrow batch per table, then insert them all in one transaction."""
         batches = [
-            (_TABLES[name], [_TABLES[name].row(values) for values in rows.values()])
+            (_TABLES[name], _TABLES[name].arrow([_TABLES[name].row(values) for values in rows.values()]))
             for name, rows in upserts.items()
-        ] + [(_TABLES[name], rows) for name, rows in appends.items()]
+        ] + [(_TABLES[name], _TABLES[name].arrow_from_events(events)) for name, events in appends.items()]
         con = self._con
-        for table, rows in batches:  # outside the transaction: unregistering fails once it aborts
-            con.register(table.batch_view, table.arrow(rows))
+        for table, batch in batches:  # outside the transaction: unregistering fails once it aborts
+            con.register(table.batch_view, batch)
         try:
             con.execute("BEGIN TRANSACTION")
             try:
@@ -378,10 +400,6 @@ class StoreWriter:
         finally:
             for table, _ in batches:
                 con.unregister(table.batch_view)
-
-    def _append(self, table: str, row: tuple[Any, ...]) -> None:
-        self._appends.setdefault(table, []).append(row)
-        self._pending += 1
 
     def _upsert(self, table: str, **values: Any) -> None:
         key = tuple(values[k] for k in _TABLES[table].key)
@@ -444,23 +462,6 @@ class StoreWriter:
     def _instance_destroying(self, e: InstanceDestroying) -> None:
         self._upsert("instances", session_id=e.session_id, instance_id=e.instance_id, state="destroying")
 
-    def _result(self, e: Result) -> None:
-        self._append(
-            "results",
-            (e.session_id, e.repetition, e.step, e.background, e.host, e.instance_id,
-             e.benchmark, e.metric, e.value, e.unit, e.better, e.ts, e.placement or None),
-        )
-
-    def _resource(self, e: ResourceSample) -> None:
-        self._append(
-            "resources",
-            (e.session_id or None, e.host, e.ts, e.cpu_avail, e.mem_avail, e.swap_avail,
-             e.mem_used_bytes, e.load1, e.instances),
-        )
-
-    def _log(self, e: Log) -> None:
-        self._append("events", (e.session_id or None, e.ts, e.level, e.kind, e.message))
-
 
 _HANDLERS = {
     SessionStarted: StoreWriter._session_started,
@@ -472,10 +473,9 @@ _HANDLERS = {
     InstanceReady: StoreWriter._instance_ready,
     InstanceDestroying: StoreWriter._instance_destroying,
     InstanceDestroyed: StoreWriter._instance_destroyed,
-    Result: StoreWriter._result,
-    ResourceSample: StoreWriter._resource,
-    Log: StoreWriter._log,
 }
+#: Events stored as they are, one row each, in an append-only table.
+_APPEND_TABLES = {Result: "results", ResourceSample: "resources", Log: "events"}
 
 
 async def _next_event(queue: asyncio.Queue[Event | None], timeout: float) -> object:

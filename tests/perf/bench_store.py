@@ -57,7 +57,8 @@ def naive_rate(db: Path, events: list) -> float:
     samples = [e for e in events if isinstance(e, ResourceSample)]
     start = time.perf_counter()
     con.executemany(
-        "insert into results values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, to_timestamp(?))",
+        "insert into results (session_id, repetition, step, background, host, instance_id, benchmark, metric, value, unit, better, ts) "
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, to_timestamp(?))",
         [(e.session_id, e.repetition, e.step, e.background, e.host, e.instance_id, e.benchmark, e.metric, e.value, e.unit, e.better, e.ts) for e in results],
     )
     con.executemany(
@@ -85,7 +86,8 @@ def copy_rate(db: Path, events: list, tmp: Path) -> float:
                 out.writerow((e.session_id, e.host, time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(e.ts)), e.cpu_avail, e.mem_avail, "", e.mem_used_bytes, e.load1, e.instances))
     con = duckdb.connect(str(db))
     start = time.perf_counter()
-    con.execute(f"copy results from '{results_csv}' (header false)")
+    con.execute(f"copy results (session_id, repetition, step, background, host, instance_id, benchmark, metric, "
+                f"value, unit, better, ts) from '{results_csv}' (header false)")
     con.execute(f"copy resources from '{resources_csv}' (header false)")
     elapsed = time.perf_counter() - start
     con.close()
