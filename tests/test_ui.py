@@ -479,3 +479,25 @@ async def test_help_palette_and_tabs(lab: Path) -> None:
         assert not app.run_view.active
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, 5, "quit without a run")
+
+
+async def test_sessions_view_opens_the_report_of_the_session_under_the_cursor(lab: Path, tmp_path: Path, monkeypatch) -> None:
+    from textual.widgets import DataTable
+
+    from labtui.ui.app import LabApp
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    session = make_store(lab)
+    app = LabApp(lab)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        sessions = app.query_one("#sessions", DataTable)
+        await wait_for(pilot, lambda: sessions.row_count == 1, 15, "the sessions list")
+        sessions.focus()
+        await pilot.press("o")
+        status = app.query_one("#sql-status")
+        await wait_for(pilot, lambda: "report:" in str(status.content), 60, "the report")
+    page = tmp_path / "reports" / session / "report.html"
+    assert str(page) in str(status.content).replace("\n", "")
+    assert session in page.read_text()

@@ -1,7 +1,10 @@
-"""Export a query result to CSV or Parquet through polars."""
+"""Export a query result to CSV or Parquet through polars; open a written file on the desktop."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,3 +32,12 @@ def export(frame: pl.DataFrame, path: Path) -> Path:
     else:
         frame.write_csv(path)
     return path
+
+
+def open_in_desktop(path: Path) -> bool:
+    """Open a file with the desktop's viewer when there is a desktop; never a text browser in our terminal."""
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or not shutil.which("xdg-open"):
+        return False
+    subprocess.Popen(["xdg-open", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+    return True

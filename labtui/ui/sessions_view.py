@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Input, Static, TextArea, Tree
 
 from labtui.store import QueryResult, list_sessions, run_sql, slowdown_frame
-from labtui.ui.export import export, result_frame
+from labtui.ui.export import export, open_in_desktop, result_frame
 from labtui.ui.format import cell, count_rows
 from labtui.ui.history import History
 from labtui.ui.panes import SlowdownPanel
@@ -56,6 +56,7 @@ class SessionsView(Horizontal):
         Binding("ctrl+up", "history(-1)", "older query", show=False, priority=True),
         Binding("ctrl+down", "history(1)", "newer query", show=False, priority=True),
         Binding("e", "export", "export"),
+        Binding("o", "report", "open report"),
     ]
 
     def __init__(self, db_path: Path, *, id: str | None = None) -> None:
@@ -183,6 +184,33 @@ class SessionsView(Horizontal):
         panel.border_title = f"session {session_id}"
         panel.show(slow, avail)
         self.status(f"session {session_id}: {slow.height} slowdown row(s)")
+
+    # --- report -----------------------------------------------------------------------------
+
+    def action_report(self) -> None:
+        """Write the HTML report of the session under the cursor and open it where a desktop is."""
+        table = self.query_one("#sessions", DataTable)
+        if table.row_count == 0:
+            self.status("no session to report on", error=True)
+            return
+        if self.busy():
+            self.status(BUSY, error=True)
+            return
+        session_id = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        self.status(f"drawing the report of {session_id}...")
+        self._report(session_id)
+
+    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
+    def _report(self, session_id: str) -> None:
+        from labtui.report.build import write_report
+
+        try:
+            (page,) = write_report(self.db_path, [session_id], Path("reports") / session_id, "html")
+        except Exception as exc:  # shown in the status line
+            self.app.call_from_thread(self.status, f"report of {session_id} failed: {exc}", True)
+            return
+        opened = open_in_desktop(page)
+        self.app.call_from_thread(self.status, f"report: {page.resolve()}" + (" (opened)" if opened else ""))
 
     # --- SQL ------------------------------------------------------------------------------
 
