@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from labtui.parsers import ParseError, Reading
+from labtui.parsers.aim9 import (
+    AIM9_CATEGORIES,
+    aim9_category,
+    parse_aim9_console,
+    parse_aim9_ss,
+)
+from labtui.parsers.lmbench import parse_lat_mmap, parse_lmbench
 from labtui.parsers.probe import parse_probe_output
 from labtui.parsers.redis_benchmark import parse_redis_benchmark_csv
 from labtui.parsers.stream import parse_stream
+from labtui.parsers.stress_ng import parse_stress_ng
+from labtui.parsers.sysbench import parse_sysbench
+from labtui.parsers.unixbench import parse_unixbench, unixbench_slug
 from labtui.parsers.wrk import parse_wrk
+from labtui.stats import slowdown_pct
 
 DATA = Path(__file__).parent / "data" / "parsers"
 
@@ -89,3 +101,209 @@ def test_probe_output_lines() -> None:
 def test_probe_output_errors(text: str, message: str) -> None:
     with pytest.raises(ParseError, match=message):
         parse_probe_output(text)
+
+
+# --- UnixBench 5.1.2 ---------------------------------------------------------
+
+def test_unixbench_one_copy_scores_and_index() -> None:
+    got = by_metric(parse_unixbench((DATA / "unixbench-5.1.2-lpi4a.txt").read_text()))
+    assert got["execl_throughput_p1"] == Reading("unixbench", "execl_throughput_p1", 1212.7, "lps", "higher")
+    assert got["file_copy_1024_bufsize_2000_maxblocks_p1"].unit == "KBps"
+    assert got["shell_scripts_8_concurrent_p1"].value == 930.0
+    assert got["shell_scripts_8_concurrent_p1"].unit == "lpm"
+    assert got["double_precision_whetstone_p1"].unit == "MWIPS"
+    assert got["shell_scripts_8_concurrent_index_p1"].value == 1549.9
+    assert got["index_score_p1"] == Reading("unixbench", "index_score_p1", 376.3, "index", "higher")
+    assert len(got) == 12 + 12 + 1
+
+
+def test_unixbench_one_and_n_copies() -> None:
+    got = by_metric(parse_unixbench((DATA / "unixbench-5.1.2-atom-2copies.txt").read_text()))
+    assert got["execl_throughput_p1"].value == 796.7
+    assert got["execl_throughput_p2"].value == 2053.5
+    assert got["system_call_overhead_p2"].value == 1057063.2
+    assert (got["index_score_p1"].value, got["index_score_p2"].value) == (238.0, 407.4)
+    assert len(got) == 2 * (12 + 12 + 1)
+
+
+def test_unixbench_partial_index() -> None:
+    got = parse_unixbench((DATA / "unixbench-partial-syscall-16copies.txt").read_text())
+    assert [(r.metric, r.value, r.unit) for r in got] == [
+        ("system_call_overhead_p16", 5611223.7, "lps"),
+        ("system_call_overhead_index_p16", 3740.8, "index"),
+        ("index_score_p16", 3740.8, "index"),
+    ]
+
+
+def test_unixbench_errors_name_what_is_missing() -> None:
+    with pytest.raises(ParseError, match="parallel cop"):
+        parse_unixbench("Execl Throughput   82.0 lps   (29.9 s, 2 samples)\n")
+    with pytest.raises(ParseError, match="2 parallel copies has no test score"):
+        parse_unixbench("2 CPUs in system; running 2 parallel copies of tests\n\n")
+
+
+def _brandz_rows() -> list[tuple[str, list[float], str, list[str]]]:
+    """The BrandZ post's table: test, [zone 1, zone 2, native 1, native 2], unit, printed percentages."""
+    text = (DATA / "brandz-lx-unixbench-post.txt").read_text()
+    row = re.compile(r"^(.+?) ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+) (lps|lpm|K Bps) (-?\d+,\d)% (-?\d+,\d)%$", re.M)
+    return [(m[1], [float(m[i]) for i in range(2, 6)], m[6], [m[7], m[8]]) for m in row.finditer(text)]
+
+
+def test_brandz_post_table_reproduced_by_slowdown() -> None:
+    """Every relative difference the post prints is -slowdown_pct(zone, native, 'higher')."""
+    rows = _brandz_rows()
+    assert len(rows) == 11
+    assert rows[0][:2] == ("Execl Throughput", [82.00, 99.30, 204.90, 230.20])
+    for name, (zone1, zone2, native1, native2), _unit, printed in rows:
+        for zone, native, pct in ((zone1, native1, printed[0]), (zone2, native2, printed[1])):
+            change = -slowdown_pct(zone, native, "higher")
+            assert f"{change:.1f}" == pct.replace(",", "."), name
+
+
+def test_brandz_post_tests_are_unixbench_tests() -> None:
+    """The post's rows name UnixBench 5.1.2 tests, in the units the parser reads from a real report."""
+    report = by_metric(parse_unixbench((DATA / "unixbench-5.1.2-lpi4a.txt").read_text()))
+    matched = 0
+    for name, _values, unit, _printed in _brandz_rows():
+        if (reading := report.get(unixbench_slug(name) + "_p1")) is not None:
+            assert reading.unit == unit.replace(" ", ""), name
+            matched += 1
+    assert matched == 10  # all but Shell Scripts (16 concurrent), which the standard run lacks
+
+
+# --- AIM9 --------------------------------------------------------------------
+
+
+def test_aim9_console_with_cpu_columns_wrapped_rows() -> None:
+    got = parse_aim9_console((DATA / "aim9-lkml-2.5.47.txt").read_text())
+    metrics = by_metric(got)
+    assert len(got) == 60
+    assert metrics["add_double"] == Reading("aim9", "add_double", 317682.32, "Thousand Double Precision Additions/s", "higher")
+    assert metrics["matrix_rtns"].value == 380811.67  # its row starts at the end of the line before
+    assert metrics["sort_rtns_1"].value == 215.76
+    assert metrics["creat-clo"].unit == "File Creations and Closes/s"
+    assert metrics["ram_copy"].value == 332994933.00
+
+
+def test_aim9_console_plain_columns_and_seven_categories() -> None:
+    got = parse_aim9_console((DATA / "aim9-lkml-2.5.52-mm2.txt").read_text())
+    assert len(got) == 60
+    assert by_metric(got)["fork_test"] == Reading("aim9", "fork_test", 1901.35, "Task Creations/s", "higher")
+    counts: dict[str | None, int] = {}
+    for reading in got:
+        category = aim9_category(reading.metric)
+        counts[category] = counts.get(category, 0) + 1
+    assert counts == {category: len(tests) for category, tests in AIM9_CATEGORIES.items()}
+    assert [counts[c] for c in AIM9_CATEGORIES] == [15, 12, 4, 4, 7, 13, 5]
+
+
+def test_aim9_other_builds_test_names_share_categories() -> None:
+    builds = [parse_aim9_console((DATA / name).read_text()) for name in ("aim9-lkml-2.5.47.txt", "aim9-lkml-2.5.52-mm2.txt")]
+    assert [aim9_category(r.metric) for r in builds[0]] == [aim9_category(r.metric) for r in builds[1]]
+    assert aim9_category("not_a_test") is None
+
+
+def test_aim9_ss_in_the_format_singleuser_writes() -> None:
+    """No public suite9.ss was found; this one is written from a real console run with
+    singleuser.c's own formats ('%s\\t%d\\t%s per second' after five header lines)."""
+    console = parse_aim9_console((DATA / "aim9-lkml-2.5.52-mm2.txt").read_text())
+    header = 'access1\nPIII/868MHZ/128MB\nNov 15 14:30:22 2002\nAIM Independent Resource Benchmark - Suite IX "1.1"\n5120K\n'
+    lines = [f"{r.metric}\t{int(r.value)}\t{r.unit[:-2]} per second\n" for r in console]
+    got = parse_aim9_ss(header + "".join(lines))
+    assert [(r.metric, r.unit) for r in got] == [(r.metric, r.unit) for r in console]
+    assert [r.value for r in got] == [float(int(r.value)) for r in console]
+
+
+def test_aim9_errors() -> None:
+    with pytest.raises(ParseError, match="no test rows"):
+        parse_aim9_console("AIM Independent Resource Benchmark - Suite IX\n   Testing over\n")
+    with pytest.raises(ParseError, match="line 2: expected '<operation> per second'"):
+        parse_aim9_ss("name\nadd_double\t214728\tThousand Double Precision Additions\n")
+    with pytest.raises(ParseError, match=r"line 1 \(add_double\): expected a number"):
+        parse_aim9_ss("add_double\tfast\tThousand Double Precision Additions per second\n")
+    with pytest.raises(ParseError, match="no tab-separated test lines"):
+        parse_aim9_ss("access1\nconfig\n")
+
+
+# --- lmbench -----------------------------------------------------------------
+
+
+def test_lmbench_results_file_gives_table_2_metrics() -> None:
+    """The VServer/Xen paper's Table 2 rows: fork, exec, sh, ctx (16p/64K), mmap 64MB/256MB (page fault: next test)."""
+    got = by_metric(parse_lmbench((DATA / "lmbench-3alpha4-results.txt").read_text()))
+    assert got["proc_fork_us"] == Reading("lmbench", "proc_fork_us", 178.2188, "us", "lower")
+    assert got["proc_exec_us"].value == 549.4
+    assert got["proc_shell_us"].value == 1032.5
+    assert got["ctx_16p_64k_us"].value == 4.68
+    assert got["ctx_2p_0k_us"].value == 3.40
+    assert got["mmap_64m_us"].value == 565
+    assert got["mmap_256m_us"].value == 2253
+    assert got["mmap_512k_us"].value == 9.824
+    assert got["syscall_null_us"].value == 0.1303
+    assert got["syscall_openclose_us"].value == 1.8797
+    assert not [m for m in got if "bandwidth" in m or m.startswith("select")]
+    assert sum(m.startswith("mmap_") for m in got) == 14  # the "read bandwidth" pairs are not mmap latencies
+    assert sum(m.startswith("ctx_") for m in got) == 6 * 8
+
+
+def test_lmbench_single_tools_and_page_fault() -> None:
+    text = (DATA / "lmbench-oskernel-riscv.txt").read_text()
+    got = by_metric(parse_lmbench(text))
+    assert got["pagefault_us"] == Reading("lmbench", "pagefault_us", 3.8195, "us", "lower")
+    assert got["proc_shell_us"].value == 12740.0
+    assert got["ctx_16p_32k_us"].value == 28.91
+    assert not [m for m in got if m.startswith("mmap_")]  # a bare '0.524288 161' has no "mappings header here
+    bare = text.splitlines()[text.splitlines().index("Pagefaults on /var/tmp/XXX: 3.8195 microseconds") + 1]
+    assert parse_lat_mmap(bare) == [Reading("lmbench", "mmap_512k_us", 161.0, "us", "lower")]
+
+
+def test_lmbench_errors() -> None:
+    with pytest.raises(ParseError, match="no lat_"):
+        parse_lmbench("Pipe bandwidth: 266.12 MB/sec\n")
+    with pytest.raises(ParseError, match="lat_mmap"):
+        parse_lat_mmap("mappings\n")
+
+
+# --- sysbench and stress-ng --------------------------------------------------
+
+
+def test_sysbench_cpu() -> None:
+    got = by_metric(parse_sysbench((DATA / "sysbench-1.0.20-cpu-pi5.txt").read_text()))
+    assert got["cpu_events_per_s"] == Reading("sysbench", "cpu_events_per_s", 1033.96, "events/s", "higher")
+    assert (got["cpu_latency_avg_ms"].value, got["cpu_latency_max_ms"].value, got["cpu_latency_p95_ms"].value) == (0.97, 1.51, 0.97)
+    assert got["cpu_latency_max_ms"].better == "lower"
+
+
+def test_sysbench_memory() -> None:
+    got = by_metric(parse_sysbench((DATA / "sysbench-1.0.20-memory.txt").read_text()))
+    assert got["memory_mib_s"] == Reading("sysbench", "memory_mib_s", 16705.94, "MiB/s", "higher")
+    assert got["memory_ops_per_s"].value == 17106884.26
+    assert got["memory_latency_max_ms"].value == 10.77
+
+
+def test_sysbench_fileio() -> None:
+    got = by_metric(parse_sysbench((DATA / "sysbench-1.0.20-fileio-seqrewr.txt").read_text()))
+    assert got["fileio_written_mib_s"] == Reading("sysbench", "fileio_written_mib_s", 293.21, "MiB/s", "higher")
+    assert got["fileio_writes_per_s"].value == 18765.34
+    assert got["fileio_fsyncs_per_s"].value == 24039.77
+    assert got["fileio_read_mib_s"].value == 0.0
+    assert got["fileio_latency_p95_ms"].value == 1.04
+    with pytest.raises(ParseError, match="sysbench: no"):
+        parse_sysbench("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)\n")
+
+
+def test_stress_ng_metrc_rows() -> None:
+    got = by_metric(parse_stress_ng((DATA / "stress-ng-metrc-brief-pi.txt").read_text()))
+    assert got["cpu_bogo_ops_s"] == Reading("stress-ng", "cpu_bogo_ops_s", 207.94, "bogo ops/s", "higher")
+    assert got["vm_bogo_ops_s_cpu"].value == 18143.58
+    assert len(got) == 3 * 2
+
+
+def test_stress_ng_old_info_rows_and_full_metrics() -> None:
+    old = parse_stress_ng((DATA / "stress-ng-info-brief-mq.txt").read_text())
+    assert [(r.metric, r.value) for r in old] == [("mq_bogo_ops_s", 445062.30), ("mq_bogo_ops_s_cpu", 112907.00)]
+    full = parse_stress_ng((DATA / "stress-ng-metrc-full-cpu.txt").read_text())
+    assert [(r.metric, r.value) for r in full] == [("cpu_bogo_ops_s", 17825.52), ("cpu_bogo_ops_s_cpu", 1190.09)]
+    with pytest.raises(ParseError, match="--metrics-brief"):
+        parse_stress_ng("stress-ng: info:  [1255] dispatching hogs: 4 cpu\nstress-ng: info:  [1255] passed: 4: cpu (4)\n")
+
