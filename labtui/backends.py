@@ -65,6 +65,9 @@ class InstanceSpec:
     ``wait="exit"``) returns what the instance printed on stdout in
     ``Instance.output``; ``start_at`` (epoch seconds) holds the program back
     until that time, so instances created by separate calls start together.
+    ``ports`` are TCP ports the instance serves; a backend that can reach them
+    publishes each on 127.0.0.1 only and records the host port it got in
+    ``Instance.details["ports"]`` (instance port -> host port).
     """
 
     labels: Labels
@@ -77,6 +80,7 @@ class InstanceSpec:
     timeout_s: float = 60.0
     capture_output: bool = False
     start_at: float | None = None
+    ports: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)

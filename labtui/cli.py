@@ -86,12 +86,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("hosts", help="the lab's hosts; `hosts check` tests them, `hosts trust NAME` records a host key")
     _config_option(p)
+    p.add_argument("--tag", dest="tags", action="append", default=[], metavar="T",
+                   help="only hosts with this tag (repeatable: any of them)")
     hosts = p.add_subparsers(dest="hosts_command", metavar="ACTION")
-    hosts.add_parser("check", help="reachable? OS, CPUs, memory and usable backends of every host, concurrently")
+    p = hosts.add_parser("check", help="reachable? OS, CPUs, memory and usable backends of every host, concurrently")
+    p.add_argument("--tag", dest="tags", action="append", default=argparse.SUPPRESS, metavar="T",
+                   help="only hosts with this tag (repeatable: any of them; local is skipped)")
     p = hosts.add_parser("trust", help="record the host key NAME offers now in its known_hosts (shows the fingerprint)")
     p.add_argument("name", help="a host from the lab config")
     p.add_argument("--replace", action="store_true", help="replace a different key recorded for the host")
     p.add_argument("--fingerprint", metavar="SHA256:...", help="record only if the offered key has this fingerprint")
+
+    p = sub.add_parser("exec", help="run one command on many hosts at once: labtui exec --host A --tag T -- CMD ARGS...")
+    p.add_argument("--host", dest="hosts", action="append", default=[], metavar="H",
+                   help="a host from the lab config, or local (repeatable; default: every config host)")
+    p.add_argument("--tag", dest="tags", action="append", default=[], metavar="T",
+                   help="every host with this tag (repeatable)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per host (default 60)")
+    _config_option(p)
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command, after --")
 
     p = sub.add_parser("report", help="figures and an HTML page of a session, or two sessions overlaid")
     p.add_argument("session", help="session id (or a unique prefix)")
@@ -105,6 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("session", help="session id (or a unique prefix)")
     p.add_argument("--format", choices=["parquet", "csv"], required=True)
     p.add_argument("--out", metavar="DIR", help="output directory (default: exports/<session>)")
+    _db_option(p)
+
+    p = sub.add_parser("import", help="results measured elsewhere (a CSV or a real tool's output) into a new session")
+    p.add_argument("files", nargs="+", metavar="FILE", help="a CSV, or one tool output per repetition")
+    p.add_argument("--session", required=True, metavar="NAME", help="the new session's id")
+    p.add_argument("--format", metavar="F", help="csv, unixbench, aim9, aim9-ss, lmbench, sysbench, stress-ng, wrk, "
+                   "redis-benchmark or stream (default: csv for .csv files)")
+    p.add_argument("--step", type=int, default=0, metavar="N", help="step of a tool's results, or a CSV's default (0)")
+    p.add_argument("--background", type=int, default=0, metavar="N", help="background instances (default 0)")
+    p.add_argument("--repetition", type=int, default=0, metavar="N", help="repetition of the first file (default 0)")
+    p.add_argument("--host", default="local", metavar="H", help="host the results were measured on (default: local)")
     _db_option(p)
 
     p = sub.add_parser("info", help="versions, paths and the store's contents")

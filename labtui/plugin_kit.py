@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 from labtui.backends import BackendError, Labels
-from labtui.hosts.base import CommandResult, Host, HostError
+from labtui.hosts.base import CommandResult, CommandTimeout, Host, HostError
 from labtui.native import ProgramUnavailable, ensure_program, probe_source
 
 T = TypeVar("T")
@@ -83,6 +83,8 @@ class HostTools:
             raise self.fail(f"no time left for {' '.join(argv[:3])}")
         try:
             return await self.host.run(argv, timeout=remaining)
+        except CommandTimeout:
+            raise self.fail(f"{' '.join(argv)} timed out after {remaining:.1f} s and was killed") from None
         except HostError as exc:
             raise self.fail(str(exc)) from exc
 

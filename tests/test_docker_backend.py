@@ -242,7 +242,7 @@ async def test_cleanup_all_spares_an_unlabelled_container(lab, stranger, env, tm
 async def test_small_docker_boot_scaling_run_records_results(lab, env, tmp_path):
     db = tmp_path / "run.duckdb"
     out = labtui(
-        "run", "docker-boot-scaling", "--backend", "docker", "--set", "scale.steps=2", "--set", "scale.per_step=3",
+        "run", "docker-boot-scaling", "--set", "scale.steps=2", "--set", "scale.per_step=3",
         "--set", "suite.repetitions=1", "--set", "sampling.quiet_timeout_s=0", "--db", str(db), env=env,
     )
     assert out.returncode == 0, out.stdout + out.stderr

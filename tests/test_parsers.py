@@ -307,3 +307,11 @@ def test_stress_ng_old_info_rows_and_full_metrics() -> None:
     with pytest.raises(ParseError, match="--metrics-brief"):
         parse_stress_ng("stress-ng: info:  [1255] dispatching hogs: 4 cpu\nstress-ng: info:  [1255] passed: 4: cpu (4)\n")
 
+
+
+def test_redis_benchmark_names_the_preparatory_lpush_apart():
+    from labtui.parsers.redis_benchmark import parse_redis_benchmark_csv
+
+    text = '"LPUSH","100000.00"\n"LPUSH (needed to benchmark LRANGE)","90000.00"\n"MSET (10 keys)","50000.00"\n'
+    metrics = [r.metric for r in parse_redis_benchmark_csv(text)]
+    assert metrics == ["lpush_rps", "lpush_for_lrange_rps", "mset_rps"]

@@ -212,3 +212,10 @@ def test_bad_probe_name(tmp_path: Path) -> None:
 def test_error_survives_pickling(tmp_path: Path) -> None:
     err = error(tmp_path, GOOD.replace("steps = 3", "steps = 0"))
     assert str(pickle.loads(pickle.dumps(err))) == str(err)
+
+
+def test_a_suite_names_its_backend_and_only_valid_names():
+    assert load_suite("docker-boot-scaling").backend == "docker"
+    assert load_suite("boot-scaling").backend is None
+    with pytest.raises(SuiteError, match="suite.backend"):
+        load_suite("boot-scaling", ["suite.backend=Not A Name"])

@@ -59,12 +59,6 @@ class Terminal:
                 raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
             time.sleep(0.2)
 
-    def dead(self) -> tuple[bool, str]:
-        """(dead?, exit status) of the pane's process; the status reads 'signal N' when a signal ended it."""
-        out = self.tmux("display-message", "-p", "-t", "lab", "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}")
-        dead, status, signal = (out.strip().split("|") + ["", ""])[:3]
-        return dead == "1", status or (f"signal {signal}" if signal else "")
-
     def kill(self) -> None:
         subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
 
@@ -92,7 +86,10 @@ def test_console_in_tmux_steps_counts_and_queries(tmp_path: Path, monkeypatch: p
         monkeypatch.setenv(key, env[key])
     sessions: list[str] = []
     try:
-        term.start([sys.executable, "-m", "labtui", "--db", str(db)], env, (160, 50))
+        status_file = tmp_path / "exit-status"
+        # a shell records the console's exit status (128 + N when a signal ended it)
+        term.start(["sh", "-c", '"$0" -m labtui --db "$1"; echo $? > "$2"', sys.executable, str(db), str(status_file)],
+                   env, (160, 50))
         term.wait(lambda s: "no run yet" in s and "CPU" in s, "the console to draw", 20)
 
         term.keys("s")
@@ -125,8 +122,8 @@ def test_console_in_tmux_steps_counts_and_queries(tmp_path: Path, monkeypatch: p
         assert shown == 3  # baseline, 3 and 6 background: one boot result each
 
         term.keys("Escape", "q")
-        term.wait(lambda s: term.dead()[0] and term.dead()[1] != "", "the console to exit", 30)
-        assert term.dead() == (True, "0")
+        term.wait(lambda s: status_file.exists() and status_file.read_text().strip() != "", "the console to exit", 30)
+        assert status_file.read_text().strip() == "0"
     finally:
         term.kill()
         for session in sessions:

@@ -18,9 +18,11 @@ _ROUTES = {
     "instances": "labtui.commands.instances",
     "cleanup": "labtui.commands.instances",
     "hosts": "labtui.commands.hosts",
+    "exec": "labtui.commands.exec",
     "images": "labtui.commands.images",
     "report": "labtui.commands.report",
     "export": "labtui.commands.report",
+    "import": "labtui.commands.import_results",
 }
 
 

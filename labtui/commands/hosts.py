@@ -14,6 +14,7 @@ from labtui.backends import BackendUnavailable, list_backends, open_backend
 from labtui.commands.common import UsageError
 from labtui.hosts import Host, HostError, get_host
 from labtui.hosts.config import ConfigError, load_lab_config
+from labtui.hosts.fanout import SelectionError, select_hosts
 
 #: Seconds one host's whole check may take (connect, facts, every backend).
 CHECK_TIMEOUT_S = 120.0
@@ -24,14 +25,20 @@ def cmd_hosts(args) -> int:
         lab = load_lab_config()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    tags = getattr(args, "tags", None) or []
+    try:
+        names = select_hosts(lab, tags=tags) if tags else ["local", *lab.hosts]
+    except SelectionError as exc:
+        raise UsageError(str(exc)) from None
     if args.hosts_command == "check":
-        return _check(["local", *lab.hosts])
+        return _check(names)
     if args.hosts_command == "trust":
         return _trust(args)
     table = Table("host", "address", "user", "tags", "jump", "known_hosts",
                   title=f"hosts in {lab.path or 'no lab config (only local)'}", title_justify="left")
-    table.add_row("local", "this machine", "", "", "", "")
-    for h in lab.hosts.values():
+    if "local" in names:
+        table.add_row("local", "this machine", "", "", "", "")
+    for h in (lab.hosts[n] for n in names if n != "local"):
         table.add_row(h.name, f"{h.address}:{h.port}", h.user or "", ", ".join(h.tags), h.jump or "", h.known_hosts)
     Console().print(table)
     return 0

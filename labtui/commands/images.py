@@ -1,4 +1,4 @@
-"""`labtui images build`: build the docker backend's probe images on a host's engine."""
+"""`labtui images build`: build the docker backend's probe and service images on a host's engine."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from labtui.commands.common import backend_from, host_from
 
 
 def cmd_images(args) -> int:
-    """Build (or confirm current) every ``labtui/<probe>`` image on the host's Docker engine."""
+    """Build (or confirm current) every ``labtui/<probe>``, ``labtui/nginx`` and ``labtui/redis`` image on the host's engine."""
     host = host_from(args.host)
     backend = backend_from("docker", host)
     try:
@@ -23,7 +23,7 @@ def cmd_images(args) -> int:
     table = Table("image", "id", "size", "status", title=f"labtui images on {host.name}", title_justify="left")
     for image in built:
         table.add_row(image.name, image.image_id.removeprefix("sha256:")[:12], f"{image.size_bytes / 1e6:.1f} MB",
-                      "built" if image.built else "up to date")
+                      f"skipped: {image.skipped}" if image.skipped else "built" if image.built else "up to date")
     Console().print(table)
     return 0
 

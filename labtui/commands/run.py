@@ -27,7 +27,7 @@ def cmd_run(args) -> int:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         return 2
     host = host_from(args.host)
-    backend = backend_from(args.backend or DEFAULT_BACKEND, host)
+    backend = backend_from(args.backend or suite.backend or DEFAULT_BACKEND, host)
     path = db_path(args)
     try:
         writer = StoreWriter.open(path)

@@ -30,9 +30,10 @@ from labtui.hosts.base import Host
 from labtui.suites.model import Program, Suite
 
 T = TypeVar("T")
-#: Every backend call is bounded: this much, plus a little per instance in the batch.
-OPERATION_TIMEOUT_S = 120.0
+#: Every backend call is bounded: the suite's operation_timeout_s, plus this per instance in the batch.
 PER_INSTANCE_TIMEOUT_S = 2.0
+#: An instance's own create deadline (InstanceSpec.timeout_s) unless the suite's operation_timeout_s is lower.
+INSTANCE_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -83,6 +84,7 @@ class RunContext:
             args=tuple(program.args),
             wait=wait,
             cpus=cpus,
+            timeout_s=min(INSTANCE_TIMEOUT_S, self.suite.operation_timeout_s),
             capture_output=capture_output,
             start_at=start_at,
         )
@@ -153,7 +155,7 @@ class RunContext:
 
     async def _bounded(self, work: Awaitable[T], items: Sequence[object], what: str) -> T:
         """Await a backend call with a timeout that grows with the batch size."""
-        timeout = OPERATION_TIMEOUT_S + PER_INSTANCE_TIMEOUT_S * len(items)
+        timeout = self.suite.operation_timeout_s + PER_INSTANCE_TIMEOUT_S * len(items)
         try:
             return await asyncio.wait_for(work, timeout)
         except TimeoutError:

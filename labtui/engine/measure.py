@@ -2,14 +2,16 @@
 
 ``worker.measure = "boot"`` records the create-to-exit time of each run;
 ``"output"`` asks the backend for the worker's stdout and records every JSON
-reading line in it (see ``labtui.parsers.probe``).  Both run ``worker.warmup``
-discarded runs first.
+reading line in it (see ``labtui.parsers.probe``); ``"load"`` starts the
+worker as a service and records what a load tool on the host reads from it
+(see ``labtui.engine.load``).  All run ``worker.warmup`` discarded runs first.
 """
 
 from __future__ import annotations
 
 from labtui.backends import BackendError, Instance
 from labtui.engine.context import RunContext
+from labtui.engine.load import measure_load
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.probe import parse_probe_output
 from labtui.suites.model import Worker
@@ -19,6 +21,12 @@ async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement:
     """Run the suite's worker (warm-up runs, then measured runs) and record its results."""
     worker = ctx.suite.worker
     assert worker is not None
+    if worker.measure == "load":
+        for _ in range(worker.warmup):
+            await measure_load(ctx, worker, role="warmup", cpus=cpus)
+        for _ in range(worker.runs):
+            await measure_load(ctx, worker, cpus=cpus, placement=placement)
+        return
     capture = worker.measure == "output"
     for _ in range(worker.warmup):
         await ctx.destroy(await ctx.create([ctx.spec("warmup", worker, "exit", cpus=cpus, capture_output=capture)]))

@@ -22,7 +22,7 @@ from labtui.engine.concurrent import run_concurrent
 from labtui.engine.isolation import run_isolation
 from labtui.engine.scaling import run_scaling
 from labtui.events import HostFacts, SessionEnded, SessionStarted
-from labtui.hosts.base import Host
+from labtui.hosts.base import Host, HostError
 from labtui.liveness import session_lock
 from labtui.suites.loader import suite_to_dict
 from labtui.suites.model import Suite
@@ -101,7 +101,7 @@ class SessionRunner:
             await self._record_facts()
             await ctx.backend.prepare(_programs(ctx.suite))
             sampler = asyncio.create_task(self._sample_forever())
-            await kind(ctx)
+            await _unless_lost(kind(ctx), sampler)
             status = "completed"
         except (Aborted, asyncio.CancelledError, KeyboardInterrupt):
             status, message = "aborted", "aborted by the user"
@@ -111,7 +111,7 @@ class SessionRunner:
         finally:
             if sampler is not None:
                 sampler.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError, HostError):  # a lost host was raised above
                     await sampler
             await asyncio.shield(self._teardown())
             self.bus.publish(SessionEnded(ctx.session_id, status, message))  # type: ignore[arg-type]
@@ -151,8 +151,40 @@ class SessionRunner:
             raise RuntimeError(f"backend {ctx.backend.name} is not usable on {ctx.host.name}: {availability.reason}")
 
     async def _sample_forever(self) -> None:
-        async for sample in self.ctx.host.samples(self.ctx.suite.sampling.interval_s):
-            self.ctx.record_sample(sample)
+        """Sample until cancelled; a lost host gets one reconnect (the host's own backoff), then HostLost."""
+        ctx = self.ctx
+        lost: HostError | None = None
+        while True:
+            try:
+                async for sample in ctx.host.samples(ctx.suite.sampling.interval_s):
+                    if lost is not None:
+                        ctx.log("info", "host-reconnected", f"host {ctx.host.name} reconnected; sampling again")
+                        lost = None
+                    ctx.record_sample(sample)
+            except HostError as exc:
+                if lost is not None:
+                    raise HostLost(f"host {ctx.host.name} lost ({lost}); reconnecting failed: {exc}") from exc
+                lost = exc
+                ctx.log("warning", "host-lost", f"host {ctx.host.name} lost: {exc}; reconnecting")
+
+
+class HostLost(HostError):
+    """The session's host stopped answering and could not be reached again."""
+
+
+async def _unless_lost(work: Awaitable[None], sampler: asyncio.Task[None]) -> None:
+    """Await work; if the sampler fails first (the host is lost), cancel work and raise that failure."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.wait({task, sampler}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            sampler.result()  # the sampler only ends early by raising (HostLost)
+        await task
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # the host is gone: its errors add nothing
+                await task
 
 
 def _programs(suite: Suite) -> list[str]:

@@ -34,5 +34,14 @@ def parse_redis_benchmark_csv(text: str) -> list[Reading]:
 
 
 def _metric_name(test: str) -> str:
-    """'LPUSH (needed to benchmark LPOP)' -> 'lpush'; 'MSET (10 keys)' -> 'mset'."""
-    return test.split("(")[0].strip().lower().replace(" ", "_") or "unnamed"
+    """'MSET (10 keys)' -> 'mset'; 'LPUSH (needed to benchmark LRANGE)' -> 'lpush_for_lrange'.
+
+    The second LPUSH of a full run only prepares LRANGE; it keeps its own name so
+    that it never shares a metric with the real LPUSH test.
+    """
+    name, _, note = test.partition("(")
+    base = name.strip().lower().replace(" ", "_") or "unnamed"
+    needed = note.rstrip(") ").lower().removeprefix("needed to benchmark ").strip()
+    if note.lower().startswith("needed to benchmark") and needed:
+        return f"{base}_for_{needed.replace(' ', '_')}"
+    return base

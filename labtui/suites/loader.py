@@ -19,6 +19,7 @@ from typing import Any
 
 from labtui.paths import bundled_dir
 from labtui.suites.model import (
+    LOAD_TOOLS,
     PLACEMENTS,
     PLANNED_KINDS,
     PROBE_NAME_PATTERN,
@@ -27,6 +28,7 @@ from labtui.suites.model import (
     WORKER_MEASURES,
     Concurrent,
     Isolation,
+    Load,
     Measure,
     Program,
     Sampling,
@@ -143,6 +145,9 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
         "description": _text(default=""),
         "kind": _text(),
         "repetitions": _integer(1, 1),
+        "operation_timeout_s": _number(1.0, 86400.0, 120.0),
+        "backend": _text("a backend name such as process or docker",
+                         re.compile(r"[a-z][a-z0-9_-]{0,31}").fullmatch, default=None),
     },
     "scale": {"start": _integer(0, 0), "steps": _integer(1), "per_step": _integer(1)},
     "worker": {**_PROGRAM, "measure": _one_of(WORKER_MEASURES), "runs": _integer(1, 1), "warmup": _integer(0, 1)},
@@ -151,6 +156,23 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
     "isolation": {"placements": _PLACEMENTS, "settle_s": _number(0.0, 600.0, 0.5)},
     "concurrent": {"instances": _COUNTS, "start_delay_s": _number(0.1, 60.0, 1.0)},
     "measure": {"memory": _FLAG},
+    "load": {
+        "tool": _one_of(LOAD_TOOLS),
+        "port": _Key("an integer from 1 to 65535", lambda v: _is_int(v) and 1 <= v <= 65535, default=80),
+        "connections": _integer(1, 30),
+        "threads": _integer(1, 14),
+        "duration_s": _integer(1, 20),
+        "requests": _integer(1, 100000),
+        "pipeline": _integer(1, 16),
+        "tests": _Key(
+            "a list of redis-benchmark test names (letters, digits, '_')",
+            lambda v: isinstance(v, list) and all(isinstance(t, str) and re.fullmatch(r"[A-Za-z0-9_]+", t) for t in v),
+            tuple,
+            (),
+        ),
+        "ready_timeout_s": _number(1.0, 600.0, 30.0),
+        "timeout_s": _number(1.0, 86400.0, 900.0),
+    },
     "sampling": {"interval_s": _number(0.1, 60.0, 1.0), "settle_s": _number(0.0, default=0.0), "quiet_timeout_s": _number(0.0, 600.0, 10.0)},
 }
 _REQUIRED_TABLES = ("suite",)
@@ -310,6 +332,7 @@ def _build(raw: dict[str, Any], src: _Source, source: str, overrides: tuple[str,
     measure = Measure(**_table(raw, "measure", src))
     if worker is None and not measure.memory:
         raise src.error((), "the suite measures nothing: add a [worker] table or set measure.memory = true")
+    load = _load(raw, head["kind"], worker, src)
     return Suite(
         **head,
         scale=scale,
@@ -322,7 +345,26 @@ def _build(raw: dict[str, Any], src: _Source, source: str, overrides: tuple[str,
         attacker=_program(raw, "attacker", Program, src),
         isolation=Isolation(**_table(raw, "isolation", src)),
         concurrent=Concurrent(**_table(raw, "concurrent", src)),
+        load=load,
     )
+
+
+def _load(raw: dict[str, Any], kind: str, worker: Worker | None, src: _Source) -> Load | None:
+    """The [load] table, which a worker with ``measure = "load"`` needs and only it may have."""
+    wants = worker is not None and worker.measure == "load"
+    if not wants:
+        if "load" in raw:
+            raise src.error(("load",), 'only a worker with measure = "load" uses [load]')
+        return None
+    if kind != "scaling":
+        raise src.error(("worker", "measure"), f'measure = "load" runs in scaling suites; this suite\'s kind is {kind}')
+    if "load" not in raw or "tool" not in raw["load"]:
+        raise src.error(("load", "tool"), 'a worker with measure = "load" needs [load] tool = ' + " or ".join(
+            f'"{t}"' for t in LOAD_TOOLS))
+    load = Load(**_table(raw, "load", src))
+    if load.tool == "wrk" and load.threads > load.connections:
+        raise src.error(("load", "threads"), f"wrk needs connections >= threads; got {load.connections} < {load.threads}")
+    return load
 
 
 # --- overrides --------------------------------------------------------------------

@@ -14,8 +14,11 @@ SUPPORTED_KINDS = ("scaling", "isolation", "concurrent")
 #: Kinds the study has but labtui does not run yet.
 PLANNED_KINDS = ("creation", "fairshare")
 #: What a worker can measure: "boot" is create-to-exit time, "output" the
-#: JSON lines the worker prints ({"benchmark", "metric", "value", "unit", "better"}).
-WORKER_MEASURES = ("boot", "output")
+#: JSON lines the worker prints ({"benchmark", "metric", "value", "unit", "better"}),
+#: "load" what a load tool on the host reads from the worker serving on a port.
+WORKER_MEASURES = ("boot", "output", "load")
+#: Load tools a "load" worker measure can run on the host.
+LOAD_TOOLS = ("wrk", "redis-benchmark")
 #: Where an isolation run puts the attacker, in the order they are measured.
 #: "alone" is the baseline: the worker without an attacker.
 PLACEMENTS = ("alone", "same-thread", "sibling-thread", "other-core", "all-other-cores")
@@ -60,6 +63,29 @@ class Worker(Program):
     #: measurement after an idle pause (the baseline, a manual step) is not
     #: charged the cost of cold kernel and engine paths.
     warmup: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """The load tool run on the host against a ``measure = "load"`` worker's published port.
+
+    wrk uses ``connections``, ``threads`` and ``duration_s``; redis-benchmark
+    uses ``connections`` (its clients), ``requests``, ``pipeline`` and
+    ``tests`` (empty: all of its tests).
+    """
+
+    tool: str = "wrk"
+    port: int = 80
+    connections: int = 30
+    threads: int = 14
+    duration_s: int = 20
+    requests: int = 100000
+    pipeline: int = 16
+    tests: tuple[str, ...] = ()
+    #: Seconds the worker may take to answer on its port once started.
+    ready_timeout_s: float = 30.0
+    #: Seconds one run of the tool may take before the step fails.
+    timeout_s: float = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +141,11 @@ class Suite:
     attacker: Program | None = None
     isolation: Isolation = Isolation()
     concurrent: Concurrent = Concurrent()
+    load: Load | None = None
+    #: Seconds any one backend call of a run may take (plus 2 s per instance in a batch).
+    operation_timeout_s: float = 120.0
+    #: The backend a run uses when --backend does not name one (None: the process backend).
+    backend: str | None = None
 
     def steps_per_repetition(self) -> int:
         """Measurements per repetition: scale steps plus the baseline, placements, or counts."""

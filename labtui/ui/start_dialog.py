@@ -147,6 +147,11 @@ class StartDialog(ModalScreen[StartRequest | None]):
             values["suite.repetitions"] = suite.repetitions
             if suite.scale is not None:
                 values.update({"scale.steps": suite.scale.steps, "scale.per_step": suite.scale.per_step})
+        if suite is not None and suite.backend:
+            self._backend = suite.backend  # preferred once the backends are checked
+            choice = self.choices.get(suite.backend)
+            if choice is not None and choice.usable:
+                self.query_one("#backend", Select).value = suite.backend
         no_scale = suite is not None and suite.scale is None
         for key, input_id in INPUT_IDS.items():
             field = self.query_one(f"#{input_id}", Input)

@@ -5,7 +5,9 @@ It talks to the Engine API over the engine's unix socket with aiodocker (no
 engine works the same as the local one.  Containers carry the lab labels
 ``labtui.session``, ``labtui.role`` and ``labtui.instance``; list, destroy and
 cleanup select by them and refuse anything else.  Probes run from
-``labtui/<probe>`` images built FROM scratch on first use (``images.py``).
+``labtui/<probe>`` images built FROM scratch on first use (``images.py``),
+servers from ``labtui/nginx`` and ``labtui/redis`` built FROM scratch from the
+host's installed binaries (``services.py``).
 An instance's handle is the container id.
 """
 
@@ -44,6 +46,13 @@ from .containers import (
 )
 from .engine import DOCKER_SOCKET, Engine, EngineError
 from .images import BuiltImage, ImageBuilder, bundled_probes, managed_probe
+from .services import (
+    SERVICES,
+    ServiceBuilder,
+    ServiceUnavailable,
+    managed_service,
+    service_image,
+)
 
 if TYPE_CHECKING:
     from labtui.hosts.base import Host
@@ -69,6 +78,7 @@ class DockerBackend(Backend):
         super().__init__(host)
         self.engine = Engine(host, socket_path)
         self.images = ImageBuilder(host, self.engine)
+        self.services = ServiceBuilder(host, self.engine)
         self._known_images: set[str] = set()
 
     async def check(self) -> Availability:
@@ -98,12 +108,22 @@ class DockerBackend(Backend):
                 await self.images.ensure_cached(probe)
 
     async def build_images(self, *, force: bool = False) -> list[BuiltImage]:
-        """Ensure every ``labtui/<probe>`` image (rebuild all with force); raise BackendError if unusable."""
+        """Ensure every ``labtui/<probe>`` and service image (rebuild all with force).
+
+        A service whose server is not installed on the host is returned with
+        ``skipped`` saying so; BackendError when the engine is unusable.
+        """
         availability = await self.check()
         if not availability.usable:
             raise BackendError(availability.reason)
         async with self.engine.client():
-            return [await self.images.ensure(probe, force=force) for probe in bundled_probes()]
+            built = [await self.images.ensure(probe, force=force) for probe in bundled_probes()]
+            for service in SERVICES:
+                try:
+                    built.append(await self.services.ensure(service, force=force))
+                except ServiceUnavailable as exc:
+                    built.append(BuiltImage(service_image(service), "", 0, built=False, skipped=str(exc)))
+            return built
 
     async def isolation(self) -> str:
         """The engine's runtime and security options, e.g. ``runc+seccomp,cgroupfs``."""
@@ -124,7 +144,7 @@ class DockerBackend(Backend):
         create, start and run.  Image builds happen before the clock starts.
         """
         validate(spec)
-        async with self.engine.client():
+        async with self.engine.client() as docker:
             image, cmd = await self._image_for(spec)
             body = create_body(spec, image, cmd)
             params = {"name": name} if (name := container_name(spec.labels)) else {}
@@ -145,7 +165,10 @@ class DockerBackend(Backend):
                                                         f"containers/{container_id}/wait")
                         exit_code = int(waited.get("StatusCode", -1))
                     t3 = time.monotonic()
-                    ports = await self._ports(container_id) if isinstance(spec, ContainerSpec) and spec.ports else {}
+                    ports = await self._ports(container_id) if spec.ports else {}
+                    output = None
+                    if spec.capture_output and spec.wait == "exit":
+                        output = await self._stdout(docker, container_id)
             except TimeoutError:
                 await self._remove_quietly(container_id)
                 raise BackendError(
@@ -174,6 +197,7 @@ class DockerBackend(Backend):
             handle=container_id,
             details={"container_id": container_id, "image": image, "phases": phases, "ports": ports,
                      "exit_code": exit_code},
+            output=output,
         )
 
     async def create_many(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
@@ -201,12 +225,14 @@ class DockerBackend(Backend):
             return created
 
     async def _image_for(self, spec: InstanceSpec) -> tuple[str, list[str] | None]:
-        """The image to run and the command (None: the image's own); builds labtui probe images."""
+        """The image to run and the command (None: the image's own); builds labtui probe and service images."""
         probe = spec.program or managed_probe(spec.image or "")
         if probe:
             image = await self.images.ensure_cached(probe)
             return image, [f"/bin/{probe}", *spec.args] if spec.args else None
         assert spec.image is not None
+        if service := managed_service(spec.image):
+            return await self.services.ensure_cached(service), list(spec.args) if spec.args else None
         if spec.image not in self._known_images:
             try:
                 await self.engine.call(f"inspecting image {spec.image}", "GET", f"images/{spec.image}/json")
@@ -214,11 +240,20 @@ class DockerBackend(Backend):
                 if exc.status == 404:
                     raise BackendError(
                         f"docker on host {self.host.name}: image {spec.image!r} is not on the engine; labtui builds "
-                        "only labtui/<probe> images (`labtui images build`), pull or load other images first"
+                        "only labtui/<probe>, labtui/nginx and labtui/redis (`labtui images build`), "
+                        "pull or load other images first"
                     ) from None
                 raise
             self._known_images.add(spec.image)
         return spec.image, list(spec.args) if spec.args else None
+
+    async def _stdout(self, docker: aiodocker.Docker, container_id: str) -> str:
+        """What an exited container printed on stdout (from the engine's log of it)."""
+        try:
+            lines = await docker.containers.container(container_id).log(stdout=True)
+        except aiodocker.DockerError as exc:
+            raise self.engine.error(f"reading the output of {container_id[:12]}", exc) from exc
+        return "".join(lines)
 
     async def _ports(self, container_id: str) -> dict[int, int]:
         """Container TCP port -> host port on 127.0.0.1, as the engine published them."""

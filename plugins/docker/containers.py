@@ -20,13 +20,12 @@ class ContainerSpec(InstanceSpec):
     """An InstanceSpec with what only containers have.
 
     ``tmpfs`` pairs a mount point with its mount options (``("/tmp", "size=64m")``);
-    ``ports`` are container TCP ports, each published on 127.0.0.1 at a port the
-    engine picks (recorded in ``Instance.details["ports"]``); ``cpu_limit`` is
-    in CPUs (``0.5`` is half a CPU).
+    ``cpu_limit`` is in CPUs (``0.5`` is half a CPU).  Ports are the
+    InstanceSpec's own: each is published on 127.0.0.1 at a port the engine
+    picks (recorded in ``Instance.details["ports"]``).
     """
 
     tmpfs: tuple[tuple[str, str], ...] = ()
-    ports: tuple[int, ...] = ()
     cpu_limit: float | None = None
 
 
@@ -65,9 +64,9 @@ def create_body(spec: InstanceSpec, image: str, cmd: list[str] | None) -> dict[s
             host["NanoCpus"] = int(spec.cpu_limit * 1e9)
         if spec.tmpfs:
             host["Tmpfs"] = dict(spec.tmpfs)
-        if spec.ports:
-            body["ExposedPorts"] = {f"{p}/tcp": {} for p in spec.ports}
-            host["PortBindings"] = {f"{p}/tcp": [{"HostIp": "127.0.0.1", "HostPort": ""}] for p in spec.ports}
+    if spec.ports:
+        body["ExposedPorts"] = {f"{p}/tcp": {} for p in spec.ports}
+        host["PortBindings"] = {f"{p}/tcp": [{"HostIp": "127.0.0.1", "HostPort": ""}] for p in spec.ports}
     return body
 
 
@@ -82,12 +81,12 @@ def validate(spec: InstanceSpec) -> None:
     if isinstance(spec, ContainerSpec):
         if spec.cpu_limit is not None and spec.cpu_limit <= 0:
             raise BackendError(f"docker backend: cpu_limit must be > 0, got {spec.cpu_limit}")
-        for port in spec.ports:
-            if not 1 <= port <= 65535:
-                raise BackendError(f"docker backend: port {port} is not in 1-65535")
         for path, _ in spec.tmpfs:
             if not path.startswith("/"):
                 raise BackendError(f"docker backend: tmpfs mount point {path!r} is not an absolute path")
+    for port in spec.ports:
+        if not 1 <= port <= 65535:
+            raise BackendError(f"docker backend: port {port} is not in 1-65535")
     for value in (spec.labels.session, spec.labels.role, spec.labels.instance):
         if not value or len(value) > 255 or "\0" in value:
             raise BackendError(f"docker backend: bad label {value!r} (1-255 characters)")

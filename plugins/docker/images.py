@@ -43,12 +43,17 @@ _PT_INTERP = 3
 
 @dataclass(frozen=True, slots=True)
 class BuiltImage:
-    """An image labtui ensured: its name, engine id, size and whether this call built it."""
+    """An image labtui ensured: its name, engine id, size and whether this call built it.
+
+    ``skipped`` gives the reason when the image could not be built here (its
+    id is then empty).
+    """
 
     name: str
     image_id: str
     size_bytes: int
     built: bool
+    skipped: str = ""
 
 
 def bundled_probes() -> list[str]:
@@ -89,7 +94,7 @@ class ImageBuilder:
         name = probe_image(probe)
         async with self._lock:
             digest = source_digest()
-            current = None if force else await self._current(name, digest)
+            current = None if force else await current_image(self.engine, name, digest)
             if current is not None:
                 self._ready[name] = current["Id"]
                 return BuiltImage(name, current["Id"], int(current.get("Size", 0)), built=False)
@@ -105,44 +110,13 @@ class ImageBuilder:
             await self.ensure(probe)
         return name
 
-    async def _current(self, name: str, digest: str) -> dict | None:
-        try:
-            found = await self.engine.call(f"inspecting image {name}", "GET", f"images/{name}/json")
-        except EngineError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        labels = (found.get("Config") or {}).get("Labels") or {}
-        return found if labels.get(SOURCE_LABEL) == digest else None
-
     async def _build(self, default: str, digest: str) -> None:
         probes = bundled_probes()
         with tempfile.TemporaryDirectory(prefix="labtui-image-") as tmp:
             binaries = await asyncio.gather(*(self._fetch_static(p, Path(tmp)) for p in probes))
             files = dict(zip(probes, binaries))
             context = build_context(files, default)
-        name = probe_image(default)
-        params = {
-            "t": name,
-            "rm": "1",
-            "forcerm": "1",
-            "labels": json.dumps({MANAGED_LABEL: "1", SOURCE_LABEL: digest}),
-        }
-        async with self.engine.client() as docker:
-            try:
-                async with asyncio.timeout(BUILD_TIMEOUT_S):
-                    async with docker._query(
-                        "build", "POST", params=params, data=io.BytesIO(context),
-                        headers={"Content-Type": "application/x-tar"}, timeout=None,
-                    ) as response:
-                        output = (await response.read()).decode(errors="replace")
-            except TimeoutError:
-                raise BackendError(f"docker on host {self.host.name}: building {name} took over {BUILD_TIMEOUT_S:g}s") from None
-            except aiodocker.DockerError as exc:
-                raise self.engine.error(f"building {name}", exc) from exc
-        errors = [m["error"] for m in _messages(output) if "error" in m]
-        if errors:
-            raise BackendError(f"docker on host {self.host.name}: building {name}: {errors[0].strip()}")
+        await post_build(self.engine, probe_image(default), context, digest)
 
     async def _fetch_static(self, probe: str, into: Path) -> bytes:
         """Compile probe on the host, copy it here, and refuse a dynamically linked binary."""
@@ -159,6 +133,44 @@ class ImageBuilder:
                 "image: install the static C library there (libc6-dev on Debian)"
             )
         return data
+
+
+async def post_build(engine: Engine, name: str, context: bytes, digest: str) -> None:
+    """Send a tar build context to the engine's build endpoint, tagging the image name with labtui's labels."""
+    params = {
+        "t": name,
+        "rm": "1",
+        "forcerm": "1",
+        "labels": json.dumps({MANAGED_LABEL: "1", SOURCE_LABEL: digest}),
+    }
+    where = f"docker on host {engine.host.name}"
+    async with engine.client() as docker:
+        try:
+            async with asyncio.timeout(BUILD_TIMEOUT_S):
+                async with docker._query(
+                    "build", "POST", params=params, data=io.BytesIO(context),
+                    headers={"Content-Type": "application/x-tar"}, timeout=None,
+                ) as response:
+                    output = (await response.read()).decode(errors="replace")
+        except TimeoutError:
+            raise BackendError(f"{where}: building {name} took over {BUILD_TIMEOUT_S:g}s") from None
+        except aiodocker.DockerError as exc:
+            raise engine.error(f"building {name}", exc) from exc
+    errors = [m["error"] for m in _messages(output) if "error" in m]
+    if errors:
+        raise BackendError(f"{where}: building {name}: {errors[0].strip()}")
+
+
+async def current_image(engine: Engine, name: str, digest: str) -> dict | None:
+    """The engine's inspect answer for image name when its source label is digest, else None."""
+    try:
+        found = await engine.call(f"inspecting image {name}", "GET", f"images/{name}/json")
+    except EngineError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    labels = (found.get("Config") or {}).get("Labels") or {}
+    return found if labels.get(SOURCE_LABEL) == digest else None
 
 
 def build_context(files: dict[str, bytes], default: str) -> bytes:

@@ -1,0 +1,69 @@
+"""`labtui exec [--host NAME]... [--tag TAG]... -- CMD ARGS...`: one command on many hosts at once.
+
+Each host's output is printed as one block, prefixed with the host's name, as
+soon as that host finishes; a summary (exit code or error, duration) follows.
+Exit status 1 if any host failed or could not be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from labtui.commands.common import UsageError
+from labtui.hosts.config import ConfigError, load_lab_config
+from labtui.hosts.fanout import Outcome, SelectionError, run_on_hosts, select_hosts
+
+
+def cmd_exec(args) -> int:
+    """Run args.argv on the selected hosts at once; 0 only if every host ran it and it exited 0."""
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise UsageError("no command given; usage: labtui exec [--host H]... [--tag T]... -- CMD ARGS...")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
+    try:
+        names = select_hosts(load_lab_config(), args.hosts, args.tags)
+    except (ConfigError, SelectionError) as exc:
+        raise UsageError(str(exc)) from None
+    if not names:
+        raise UsageError("no hosts selected: the lab config has none (name `--host local` for this machine)")
+    width = max(len(n) for n in names)
+    outcomes = asyncio.run(run_on_hosts(names, argv, timeout=args.timeout, on_done=lambda o: _print_block(o, width)))
+    _print_summary(outcomes)
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+def _print_block(outcome: Outcome, width: int) -> None:
+    """The host's stdout on stdout and stderr (or its error) on stderr, every line prefixed."""
+    prefix = f"{outcome.host:<{width}} | "
+    if outcome.result is not None:
+        for line in outcome.result.stdout.splitlines():
+            sys.stdout.write(prefix + line + "\n")
+        for line in outcome.result.stderr.splitlines():
+            sys.stderr.write(prefix + line + "\n")
+    else:
+        sys.stderr.write(f"{prefix}error: {outcome.error}\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def _print_summary(outcomes: list[Outcome]) -> None:
+    table = Table("host", "status", "duration", title="exec summary", title_justify="left")
+    for o in outcomes:
+        if o.result is not None:
+            status = "[green]exit 0[/]" if o.ok else f"[red]exit {o.result.returncode}[/]"
+        elif o.timed_out:
+            status = f"[red]timed out[/] {escape(o.error)}"
+        else:
+            status = f"[red]error[/] {escape(o.error)}"
+        table.add_row(o.host, status, f"{o.duration_s:.2f} s")
+    failed = sum(not o.ok for o in outcomes)
+    Console(width=max(Console().width, 120)).print(table)
+    print(f"{len(outcomes) - failed} of {len(outcomes)} hosts ok" + (f", {failed} failed" if failed else ""))
