@@ -131,6 +131,13 @@ class Backend(abc.ABC):
     async def prepare(self, programs: Iterable[str]) -> None:
         """Build or fetch what the named programs need before a run (default: nothing)."""
 
+    async def prepare_images(self, images: Iterable[str]) -> None:
+        """Build or find every image a run names, so a missing one fails before any instance starts.
+
+        The default does nothing: backends without images, or whose images are
+        checked at create time, need not override it.
+        """
+
     @abc.abstractmethod
     async def create(self, spec: InstanceSpec) -> Instance:
         """Create one instance; return it with its measured boot time."""

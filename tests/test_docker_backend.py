@@ -258,3 +258,18 @@ async def test_small_docker_boot_scaling_run_records_results(lab, env, tmp_path)
     (version,) = con.execute("select backend_version from hosts").fetchone()
     assert version.startswith("Docker ")
     assert await lab.backend.list(session) == []  # torn down
+
+
+def test_a_suite_naming_a_missing_image_fails_before_any_instance_starts(env, tmp_path):
+    suite = tmp_path / "missing.toml"
+    suite.write_text(
+        '[suite]\nname = "missing"\nkind = "scaling"\nbackend = "docker"\n[scale]\nsteps = 1\nper_step = 2\n'
+        '[worker]\nprogram = "hello"\nmeasure = "boot"\n[background]\nimage = "labtui-test/no-such-image:1"\n'
+    )
+    db = tmp_path / "run.duckdb"
+    out = labtui("run", str(suite), "--db", str(db), env=env)
+    assert out.returncode == 1 and "no-such-image" in out.stdout + out.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("select count(*) from instances").fetchone() == (0,)
+    assert con.execute("select status from sessions").fetchone() == ("failed",)
+    con.close()

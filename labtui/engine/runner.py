@@ -100,6 +100,7 @@ class SessionRunner:
                 raise ValueError(f"suite kind {ctx.suite.kind!r} is not supported; supported: {', '.join(KINDS)}")
             await self._record_facts()
             await ctx.backend.prepare(_programs(ctx.suite))
+            await ctx.backend.prepare_images(_images(ctx.suite))
             sampler = asyncio.create_task(self._sample_forever())
             await _unless_lost(kind(ctx), sampler)
             status = "completed"
@@ -185,6 +186,11 @@ async def _unless_lost(work: Awaitable[None], sampler: asyncio.Task[None]) -> No
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):  # the host is gone: its errors add nothing
                 await task
+
+
+def _images(suite: Suite) -> list[str]:
+    programs = (suite.worker, suite.background, suite.attacker)
+    return sorted({p.image for p in programs if p is not None and p.image})
 
 
 def _programs(suite: Suite) -> list[str]:

@@ -32,6 +32,7 @@ from labtui.backends import (
     BackendError,
     Instance,
     InstanceSpec,
+    Labels,
 )
 from labtui.hosts.base import CommandResult, HostError
 
@@ -106,6 +107,12 @@ class DockerBackend(Backend):
         async with self.engine.client():
             for probe in sorted(set(programs)):
                 await self.images.ensure_cached(probe)
+
+    async def prepare_images(self, images: Iterable[str]) -> None:
+        """Build labtui's images a run names and make sure every other one is on the engine."""
+        async with self.engine.client():
+            for image in sorted(set(images)):
+                await self._image_for(InstanceSpec(Labels("", "", ""), image=image))
 
     async def build_images(self, *, force: bool = False) -> list[BuiltImage]:
         """Ensure every ``labtui/<probe>`` and service image (rebuild all with force).
