@@ -14,10 +14,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from labtui.paths import local_runtime_dir
+
 
 def _lock_dir() -> Path:
-    base = os.environ.get("LABTUI_RUNTIME_DIR") or f"/tmp/labtui-{os.getuid()}"
-    path = Path(base) / "running"
+    path = local_runtime_dir() / "running"
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
 

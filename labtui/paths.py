@@ -20,6 +20,13 @@ def bundled_dir(name: str) -> Path:
     return _PACKAGE.parent / name
 
 
+def local_runtime_dir() -> Path:
+    """labtui's private directory on this machine ($LABTUI_RUNTIME_DIR or /tmp/labtui-UID), created 0700."""
+    path = Path(os.environ.get("LABTUI_RUNTIME_DIR") or f"/tmp/labtui-{os.getuid()}")
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
 def default_db_path() -> Path:
     """The store: --db wins, then LABTUI_DB, then sessions/lab.duckdb here."""
     return Path(os.environ.get("LABTUI_DB") or Path.cwd() / "sessions" / "lab.duckdb")

@@ -14,6 +14,7 @@ from pathlib import Path
 from labtui.events import ResourceSample
 from labtui.hosts import linux
 from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
+from labtui.paths import local_runtime_dir
 
 
 class LocalHost(Host):
@@ -25,9 +26,7 @@ class LocalHost(Host):
 
     @property
     def runtime_dir(self) -> str:
-        base = os.environ.get("LABTUI_RUNTIME_DIR") or f"/tmp/labtui-{os.getuid()}"
-        Path(base).mkdir(mode=0o700, parents=True, exist_ok=True)
-        return base
+        return str(local_runtime_dir())
 
     async def run(
         self,
