@@ -44,7 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a suite headless and record it in the store")
     p.add_argument("suite", help="a built-in suite name (see `labtui suites`) or a path to a .toml file")
-    _target_options(p)
+    p.add_argument("--backend", metavar="B", help="backend to use (default: the suite's, else process)")
+    p.add_argument("--host", dest="hosts", action="append", default=[], metavar="H",
+                   help="host name from the lab config (default: local); repeat it to run the suite on "
+                   "several hosts at once, one session per host")
+    _config_option(p)
     _db_option(p)
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a suite value, e.g. --set scale.steps=3 (repeatable)")

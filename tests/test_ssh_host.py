@@ -264,6 +264,20 @@ async def test_runtime_dir_is_private_on_the_host(lab: Lab) -> None:
     assert os.stat(host.runtime_dir).st_mode & 0o777 == 0o700
 
 
+async def test_a_runtime_dir_that_is_a_symlink_is_refused(lab: Lab) -> None:
+    target = lab.tmp / "elsewhere"
+    target.mkdir(mode=0o755)
+    (lab.tmp / "runtime-h2").symlink_to(target)
+    host = lab.host()
+    with pytest.raises(HostError, match="cannot prepare private runtime dir .*runtime-h2"):
+        await host.run(["touch", str(lab.tmp / "ran")])
+    assert not (lab.tmp / "ran").exists()  # the command never ran
+    with pytest.raises(HostError, match="cannot prepare private runtime dir"):  # and no file goes there either
+        await host.put_file(__file__, f"{host.runtime_dir}/copy.py")
+    assert os.stat(target).st_mode & 0o777 == 0o755 and not list(target.iterdir())
+    await host.close()
+
+
 # -- pool ---------------------------------------------------------------------
 
 
@@ -427,6 +441,31 @@ def test_cli_run_and_hosts_check_on_an_ssh_host(lab: Lab) -> None:
     assert "h2" in check.stdout and "h3" in check.stdout and "Linux" in check.stdout
     listing = labtui("hosts", env=env)
     assert listing.returncode == 0 and "127.0.0.3" in listing.stdout
+
+
+def test_cli_runs_one_suite_on_several_hosts_at_once(lab: Lab) -> None:
+    db = lab.tmp / "lab.duckdb"
+    out = labtui("run", "boot-scaling", "--host", "h2", "--host", "h3", "--set", "scale.steps=2",
+                 "--set", "scale.per_step=2", "--set", "suite.repetitions=1", "--db", str(db), env=lab.env())
+    assert out.returncode == 0, out.stdout + out.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        sessions = con.execute(
+            "select host, session_id, status, epoch(started_at), epoch(ended_at) from sessions order by host").fetchall()
+        assert [(h, status) for h, _, status, _, _ in sessions] == [("h2", "completed"), ("h3", "completed")]
+        (_, _, _, start2, end2), (_, _, _, start3, end3) = sessions
+        assert start2 < end3 and start3 < end2  # the two sessions ran at the same time
+        per_host = con.execute(
+            "select s.host, r.host, count(distinct r.step) from results r join sessions s using (session_id) "
+            "group by all order by 1").fetchall()
+        assert per_host == [("h2", "h2", 3), ("h3", "h3", 3)]  # baseline and two steps, tagged by host
+        left = con.execute("select count(*) from instances where destroyed_at is null").fetchone()[0]
+        assert left == 0
+    finally:
+        con.close()
+    for session_id in (row[1] for row in sessions):
+        assert session_id in out.stderr  # each session is reported with its host
+    assert "on h2" in out.stderr and "on h3" in out.stderr
 
 
 # -- pure parts ----------------------------------------------------------------------

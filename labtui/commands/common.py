@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from labtui.backends import Backend, BackendUnavailable, backend_names, open_backend
 from labtui.hosts import Host, HostError, get_host
 from labtui.paths import default_db_path
+
+if TYPE_CHECKING:  # the backends load plugins: only the commands that use them pay for it
+    from labtui.backends import Backend
 
 DEFAULT_BACKEND = "process"
 
@@ -28,6 +31,8 @@ def host_from(name: str) -> Host:
 
 
 def backend_from(name: str, host: Host) -> Backend:
+    from labtui.backends import BackendUnavailable, open_backend
+
     try:
         return open_backend(name, host)
     except BackendUnavailable as exc:
@@ -36,6 +41,8 @@ def backend_from(name: str, host: Host) -> Backend:
 
 def backends_for(args, host: Host) -> list[Backend]:
     """The backend named by --backend, or every built-in one that imports."""
+    from labtui.backends import BackendUnavailable, backend_names, open_backend
+
     if args.backend:
         return [backend_from(args.backend, host)]
     found = []

@@ -3,7 +3,9 @@
 Commands are argv lists; the one place a shell is unavoidable is the remote
 side of an SSH exec request, so every argument is quoted with shlex.quote and
 the command runs as ``printf PID; exec ARGV`` (the PID lets a timeout kill the
-whole remote process group).  Connections form a small pool: each carries at
+whole remote process group).  A connection's first command also makes the
+runtime directory private (no extra session: each one starts the user's shell
+and its rc files), and the OS is read once per connection, when first needed.  Connections form a small pool: each carries at
 most MAX_CHANNELS concurrent sessions, below OpenSSH's default MaxSessions of
 10, and the pool opens another connection when all are busy.  A lost
 connection is dropped and the next call reconnects with backoff.  Host keys
@@ -43,8 +45,8 @@ KEEPALIVE_COUNT_MAX = 3
 #: Seconds a kill of a timed-out remote process group may take.
 KILL_TIMEOUT_S = 10.0
 
-# Run once per connection: say which OS this is, make the runtime dir ours and private.
-_INIT = 'uname -s && mkdir -p -m 700 "$1" && test -O "$1" && test ! -h "$1" && chmod 700 "$1"'
+#: Exit status of a command whose connection could not make the runtime dir private.
+PREPARE_FAILED = 125
 
 
 class _Client(asyncssh.SSHClient):
@@ -61,8 +63,11 @@ class _Client(asyncssh.SSHClient):
 class _Conn:
     conn: asyncssh.SSHClientConnection
     client: _Client
-    os_name: str
     busy: int = 0
+    #: The runtime dir was made private by a command on this connection.
+    prepared: bool = False
+    #: ``uname -s`` of the host, read on first need.
+    os_name: str = ""
 
     @property
     def alive(self) -> bool:
@@ -93,7 +98,7 @@ class SSHHost(Host):
 
     @property
     def runtime_dir(self) -> str:
-        """``runtime_dir`` from the config, else /tmp/labtui-USER; created 0700 on connect."""
+        """``runtime_dir`` from the config, else /tmp/labtui-USER; made private (0700, ours) on connect."""
         return self.config.runtime_dir or f"/tmp/labtui-{self.config.user or getpass.getuser()}"
 
     # -- commands ------------------------------------------------------------
@@ -113,6 +118,9 @@ class SSHHost(Host):
                 proc = await self._start(conn, argv, env)
                 try:
                     out, err = await asyncio.wait_for(self._collect(proc, pid, input), timeout)
+                    if proc.returncode == PREPARE_FAILED and not pid:
+                        conn.prepared = False
+                        raise self._prepare_failure(err)
                 except (asyncio.TimeoutError, asyncio.CancelledError):
                     proc.close()
                     raise
@@ -137,6 +145,7 @@ class SSHHost(Host):
         pid: int | None = None
         try:
             async with self._slot() as conn:
+                await self._ensure_prepared(conn)
                 proc = await self._start(conn, argv, None)
                 proc.stdin.write_eof()
                 try:
@@ -167,17 +176,50 @@ class SSHHost(Host):
             if pid is not None:  # stopped early, timed out or cancelled: end what is left
                 await self._kill_group(pid)
 
-    async def _start(
-        self, conn: asyncssh.SSHClientConnection, argv: Sequence[str], env: Mapping[str, str] | None
-    ) -> asyncssh.SSHClientProcess:
+    async def _start(self, conn: _Conn, argv: Sequence[str], env: Mapping[str, str] | None) -> asyncssh.SSHClientProcess:
+        """Start argv on conn; the connection's first command also makes the runtime dir private."""
         if not argv:
             raise HostError(f"host {self.name}: empty command")
         if self.config.path:  # the host's configured PATH, unless the caller set one
             env = {"PATH": self.config.path, **(env or {})}
+        prepare = None if conn.prepared else self.runtime_dir
+        conn.prepared = True  # a failure says so and clears it again
         try:
-            return await conn.create_process(remote_command(argv, env), encoding=None)
+            return await conn.conn.create_process(remote_command(argv, env, prepare_dir=prepare), encoding=None)
         except (asyncssh.Error, OSError) as exc:
+            conn.prepared = prepare is None
             raise HostError(f"host {self.name}: cannot start {argv[0]}: {_reason(exc)}") from exc
+
+    async def _ensure_prepared(self, conn: _Conn) -> None:
+        """Make the runtime dir private through conn now, unless a command on it already did."""
+        if not conn.prepared:
+            await self._output_on(conn, ["true"])
+
+    async def _output_on(self, conn: _Conn, argv: list[str]) -> str:
+        """The stdout of a short argv run on conn (a held slot), within the connect timeout."""
+        try:
+            proc = await self._start(conn, argv, None)
+            pid: list[int] = []
+            out, err = await asyncio.wait_for(self._collect(proc, pid, None), self.config.connect_timeout_s)
+        except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
+            raise HostError(f"host {self.name}: cannot run {argv[0]}: {_reason(exc)}") from exc
+        if proc.returncode == PREPARE_FAILED and not pid:
+            conn.prepared = False
+            raise self._prepare_failure(err)
+        if proc.returncode != 0:
+            detail = err.decode(errors="replace").strip() or f"exit {proc.returncode}"
+            raise HostError(f"host {self.name}: {argv[0]} failed: {detail}")
+        return out.decode(errors="replace")
+
+    def _prepare_failure(self, stderr: bytes) -> HostError:
+        detail = stderr.decode(errors="replace").strip() or "not a directory owned by the user, or a symlink"
+        return HostError(f"host {self.name}: cannot prepare private runtime dir {self.runtime_dir}: {detail}")
+
+    async def _os_name(self, conn: _Conn) -> str:
+        """``uname -s`` of the host behind conn, read once per connection."""
+        if not conn.os_name:
+            conn.os_name = (await self._output_on(conn, ["uname", "-s"])).strip()
+        return conn.os_name
 
     async def _collect(
         self, proc: asyncssh.SSHClientProcess, pid: list[int], input: bytes | None
@@ -203,7 +245,7 @@ class SSHHost(Host):
 
         async def kill() -> None:
             async with self._slot() as conn:
-                proc = await conn.create_process(remote_command(["kill", "-KILL", "--", f"-{pid}"], None))
+                proc = await conn.conn.create_process(remote_command(["kill", "-KILL", "--", f"-{pid}"], None))
                 proc.stdin.write_eof()
                 await proc.wait_closed()
 
@@ -231,8 +273,9 @@ class SSHHost(Host):
     @contextlib.asynccontextmanager
     async def _sftp(self) -> AsyncIterator[asyncssh.SFTPClient]:
         async with self._slot() as conn:
+            await self._ensure_prepared(conn)
             try:
-                async with conn.start_sftp_client() as sftp:
+                async with conn.conn.start_sftp_client() as sftp:
                     yield sftp
             except (asyncssh.Error, OSError) as exc:
                 raise HostError(f"host {self.name}: SFTP: {_reason(exc)}") from exc
@@ -286,10 +329,13 @@ class SSHHost(Host):
         async with self._pool_lock:
             conn = await self._pick_locked(reserve=True)  # holds one session for the sampler's life
         try:
-            script = remote_sampler.sampler_script(conn.os_name)
+            script = remote_sampler.sampler_script(await self._os_name(conn))
         except ValueError as exc:
             conn.busy -= 1
             raise HostError(f"host {self.name}: {exc}") from None
+        except HostError:
+            conn.busy -= 1
+            raise
         try:
             proc = await conn.conn.create_process(remote_command(["sh", "-c", script], None), encoding=None)
             await self._read_pid(proc)
@@ -301,11 +347,11 @@ class SSHHost(Host):
         return proc
 
     async def facts(self) -> Facts:
-        """Kernel, CPU and memory, read once per connection pool (the OS is known from connect)."""
+        """Kernel, CPU and memory, read once per connection pool."""
         if self._facts is not None and any(c.alive for c in self._conns):
             return self._facts
-        async with self._pool_lock:
-            os_name = (await self._pick_locked(reserve=False)).os_name
+        async with self._slot() as conn:
+            os_name = await self._os_name(conn)
         if os_name == "SunOS":
             uname, kstat, pagesize = await self._outputs(
                 ["uname", "-r", "-m"], ["kstat", "-p", *illumos.FACT_KSTATS], ["pagesize"]
@@ -330,13 +376,13 @@ class SSHHost(Host):
     # -- connections ---------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[asyncssh.SSHClientConnection]:
+    async def _slot(self) -> AsyncIterator[_Conn]:
         """One session's worth of a pooled connection, held for the block."""
         async with self._gate:
             async with self._pool_lock:
                 conn = await self._pick_locked(reserve=True)
             try:
-                yield conn.conn
+                yield conn
             finally:
                 conn.busy -= 1
 
@@ -400,20 +446,7 @@ class SSHHost(Host):
             ) from None
         except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
             raise HostError(f"host {self.name}: cannot connect to {cfg.address}:{cfg.port}: {_reason(exc)}") from exc
-        try:
-            result = await asyncio.wait_for(
-                conn.run(remote_command(["sh", "-c", _INIT, "sh", self.runtime_dir], None), encoding=None),
-                cfg.connect_timeout_s,
-            )
-        except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
-            conn.close()
-            raise HostError(f"host {self.name}: connected but could not start a command: {_reason(exc)}") from exc
-        lines = (result.stdout or b"").decode(errors="replace").split()
-        if result.exit_status != 0 or len(lines) < 2:
-            conn.close()
-            detail = (result.stderr or b"").decode(errors="replace").strip() or f"exit {result.exit_status}"
-            raise HostError(f"host {self.name}: cannot prepare private runtime dir {self.runtime_dir}: {detail}")
-        return _Conn(conn, client, os_name=lines[1])
+        return _Conn(conn, client)
 
     async def jump_connection(self) -> asyncssh.SSHClientConnection | None:
         """The connection to this host's jump host, or None when it is reached directly."""
@@ -449,10 +482,18 @@ class _AuthRefused(HostError):
     """The host refused our keys: retrying will not help."""
 
 
-def remote_command(argv: Sequence[str], env: Mapping[str, str] | None) -> str:
-    """The remote shell command for argv: print the shell's PID, then exec argv (each word quoted)."""
+def remote_command(argv: Sequence[str], env: Mapping[str, str] | None, *, prepare_dir: str | None = None) -> str:
+    """The remote shell command for argv: print the shell's PID, then exec argv (each word quoted).
+
+    With prepare_dir, first make that directory exist, ours, no symlink and 0700,
+    or exit PREPARE_FAILED before printing the PID.
+    """
     words = [*(["env", *(f"{k}={v}" for k, v in env.items())] if env else []), *argv]
-    return "printf '%s\\n' $$; exec " + " ".join(shlex.quote(str(w)) for w in words)
+    command = "printf '%s\\n' $$; exec " + " ".join(shlex.quote(str(w)) for w in words)
+    if prepare_dir is None:
+        return command
+    script = 'mkdir -p -m 700 "$1" && test -O "$1" && test ! -h "$1" && chmod 700 "$1"'
+    return f"sh -c {shlex.quote(script)} sh {shlex.quote(prepare_dir)} || exit {PREPARE_FAILED}; {command}"
 
 
 async def _read_until_end(proc: asyncssh.SSHClientProcess) -> list[str]:
