@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="a host from the lab config")
     p.add_argument("--replace", action="store_true", help="replace a different key recorded for the host")
     p.add_argument("--fingerprint", metavar="SHA256:...", help="record only if the offered key has this fingerprint")
+    hosts.add_parser("disconnect", help="close the connections `labtui exec` keeps open for hosts with persist_s")
 
     p = sub.add_parser("exec", help="run one command on many hosts at once: labtui exec --host A --tag T -- CMD ARGS...")
     p.add_argument("--host", dest="hosts", action="append", default=[], metavar="H",

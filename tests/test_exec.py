@@ -5,9 +5,11 @@ CI needs the openssh-server package (sshd), as tests/test_ssh_host.py does.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -174,3 +176,48 @@ def test_hosts_listing_and_check_filter_by_tag(lab: Path) -> None:
     check = labtui("hosts", "check", "--tag", "odd", config=lab)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "e43" in check.stdout and "e41" not in check.stdout and "Linux" in check.stdout
+
+
+# -- persisted connections (the background mux) ------------------------------------
+
+
+def test_persisted_hosts_keep_their_connection_between_exec_runs(lab: Path, servers) -> None:
+    _, started = servers
+    lab.write_text("".join(host_table(n, started[n], lab.parent, persist_s=30) for n in ("e41", "e42")))
+    socket = mux_path(lab)
+    first = labtui("exec", "--host", "e41", "--host", "e42", "--", "sh", "-c", "echo $PPID", config=lab)
+    assert first.returncode == 0, first.stdout + first.stderr
+    wait_for(socket.exists)  # the first run started the mux, which connects to both hosts
+    runs = [labtui("exec", "--host", "e41", "--host", "e42", "--", "sh", "-c", "echo $PPID", config=lab)
+            for _ in range(2)]
+    parents = [dict(line.split(" | ") for line in r.stdout.splitlines() if " | " in line) for r in runs]
+    assert parents[0] == parents[1] and set(parents[0]) == {"e41", "e42"}  # the same runner served both runs
+    assert parents[0]["e41"] != parents[0]["e42"]
+    failing = labtui("exec", "--host", "e41", "--timeout", "0.5", "--", "sleep", "5", config=lab)
+    assert failing.returncode == 1 and "timed out" in failing.stdout
+    stop = labtui("hosts", "disconnect", config=lab)
+    assert stop.returncode == 0 and "closed" in stop.stdout
+    wait_for(lambda: not socket.exists())
+
+
+def test_the_mux_exits_once_its_hosts_were_idle_for_persist_s(lab: Path, servers) -> None:
+    _, started = servers
+    lab.write_text(host_table("e41", started["e41"], lab.parent, persist_s=1))
+    socket = mux_path(lab)
+    assert labtui("exec", "--host", "e41", "--", "true", config=lab).returncode == 0
+    wait_for(socket.exists)
+    wait_for(lambda: not socket.exists(), timeout=15)  # about 1 s idle after it connected
+    assert labtui("exec", "--host", "e41", "--", "true", config=lab).returncode == 0  # and a new run still works
+    labtui("hosts", "disconnect", config=lab)
+
+
+def mux_path(config: Path) -> Path:
+    digest = hashlib.sha256(str(config.resolve()).encode() + b"\0" + config.read_bytes()).hexdigest()[:16]
+    return config.parent / "rt" / f"mux-{digest}.sock"
+
+
+def wait_for(condition, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {condition}"
+        time.sleep(0.05)

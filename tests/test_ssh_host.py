@@ -156,6 +156,23 @@ async def test_env_and_input(lab: Lab) -> None:
     assert (await host.run(["cat"])).stdout == ""  # no input: stdin is closed, not left open
 
 
+async def test_commands_without_input_reuse_one_runner_not_a_login_shell_each(lab: Lab) -> None:
+    host = lab.host()
+    parents = [(await host.run(["sh", "-c", "echo $PPID"], env={"LAB_I": str(i)})).stdout for i in range(5)]
+    assert len(set(parents)) == 1  # every command was started by the same long-lived runner
+    runner = int(parents[0])
+    assert Path(f"/proc/{runner}/cmdline").read_bytes().split(b"\0")[:2] == [b"sh", b"-c"]
+    with_input = await host.run(["sh", "-c", "echo $PPID"], input=b"x")
+    assert with_input.stdout != parents[0]  # a command with input gets its own session
+    assert (await host.run(["sh", "-c", 'echo "$LAB_Y"'], env={"LAB_Y": "a b\nc"})).stdout == "a b\nc\n"
+    await host.close()
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{runner}").exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not Path(f"/proc/{runner}").exists()  # closing the host ends its runners
+    assert not list((lab.tmp / "runtime-h2").glob(".runner-*"))  # and they leave no files behind
+
+
 async def test_timeout_kills_the_remote_process_group(lab: Lab) -> None:
     host = lab.host()
     started = time.monotonic()

@@ -1,4 +1,4 @@
-"""`labtui hosts`, `labtui hosts check` and `labtui hosts trust NAME`: the lab's machines."""
+"""`labtui hosts`, `hosts check`, `hosts trust NAME` and `hosts disconnect`: the lab's machines."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from rich.table import Table
 from labtui.backends import BackendUnavailable, list_backends, open_backend
 from labtui.commands.common import UsageError
 from labtui.hosts import Host, HostError, get_host
-from labtui.hosts.config import ConfigError, load_lab_config
+from labtui.hosts.config import ConfigError, LabConfig, load_lab_config
 from labtui.hosts.fanout import SelectionError, select_hosts
+from labtui.hosts.mux_client import ask, mux_socket
 
 #: Seconds one host's whole check may take (connect, facts, every backend).
 CHECK_TIMEOUT_S = 120.0
@@ -34,6 +35,8 @@ def cmd_hosts(args) -> int:
         return _check(names)
     if args.hosts_command == "trust":
         return _trust(args)
+    if args.hosts_command == "disconnect":
+        return _disconnect(lab)
     table = Table("host", "address", "user", "tags", "jump", "known_hosts",
                   title=f"hosts in {lab.path or 'no lab config (only local)'}", title_justify="left")
     if "local" in names:
@@ -143,3 +146,13 @@ def _trust(args) -> int:
 
 def _gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
+
+
+def _disconnect(lab: LabConfig) -> int:
+    """Stop the background mux of this lab config, closing every persisted connection."""
+    if lab.path is None:
+        print("no lab config: nothing is persisted")
+        return 0
+    answer = asyncio.run(ask(mux_socket(lab.path), {"stop": True}))
+    print(f"closed the persisted connections of {lab.path}" if answer else f"no background mux for {lab.path}")
+    return 0

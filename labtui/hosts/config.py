@@ -23,7 +23,7 @@ DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _KEYS = (
     "address", "port", "user", "identity", "known_hosts", "tags", "jump",
-    "runtime_dir", "connect_timeout_s", "keepalive_s", "path",
+    "runtime_dir", "connect_timeout_s", "keepalive_s", "path", "persist_s",
 )
 
 
@@ -48,6 +48,9 @@ class HostConfig:
     keepalive_s: float = 15.0
     #: PATH for every command run on the host (None: the login's own PATH).
     path: str | None = None
+    #: Seconds `labtui exec` keeps the connection open in its background mux after the
+    #: last command, for the next commands (0: no mux; like OpenSSH's ControlPersist).
+    persist_s: float = 0.0
     source: str = field(default="", compare=False)
 
     @property
@@ -138,6 +141,11 @@ def _host(path: Path, text: str, name: str, table: Any) -> HostConfig:
     if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
         raise fail("tags", f"must be a list of non-empty strings, not {tags!r}")
     values["tags"] = tuple(tags)
+    if "persist_s" in table:
+        value = table["persist_s"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise fail("persist_s", f"must be a number of seconds >= 0, not {value!r}")
+        values["persist_s"] = float(value)
     for key in ("connect_timeout_s", "keepalive_s"):
         if key in table:
             value = table[key]

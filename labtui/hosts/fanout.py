@@ -1,7 +1,9 @@
 """Fan-out: pick hosts by name and tag, and run one argv on all of them at once.
 
 One host's failure (unreachable, refused key, timeout) is recorded in its own
-outcome and never stops the others.
+outcome and never stops the others.  Hosts with ``persist_s`` go through the
+background mux (``labtui.hosts.mux``), which is started after a run that found
+none, so that the next run finds their connections open.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from labtui.hosts import get_host
 from labtui.hosts.base import CommandResult, CommandTimeout, HostError
-from labtui.hosts.config import LabConfig
+from labtui.hosts.config import LabConfig, load_lab_config
+from labtui.hosts.mux_client import ask, mux_socket, start_mux
 
 
 class SelectionError(HostError):
@@ -83,11 +87,37 @@ async def run_on_hosts(
 
     Returns the outcomes in the order of names.
     """
+    lab = load_lab_config()
+    persisted = {n for n in names if n in lab.hosts and lab.hosts[n].persist_s > 0}
+    socket = mux_socket(lab.path) if persisted and lab.path else None
+    unserved: list[str] = []
 
     async def one(name: str) -> Outcome:
-        outcome = await run_one(name, argv, timeout)
+        outcome = await _through_mux(socket, name, argv, timeout) if name in persisted else None
+        if outcome is None:
+            if name in persisted:
+                unserved.append(name)
+            outcome = await run_one(name, argv, timeout)
         if on_done is not None:
             on_done(outcome)
         return outcome
 
-    return list(await asyncio.gather(*(one(n) for n in names)))
+    outcomes = list(await asyncio.gather(*(one(n) for n in names)))
+    if unserved and socket is not None and lab.path is not None:
+        start_mux(lab.path, socket, unserved)
+    return outcomes
+
+
+async def _through_mux(socket: Path | None, name: str, argv: Sequence[str], timeout: float) -> Outcome | None:
+    """The outcome of argv on name run by the background mux, or None when no mux took it."""
+    if socket is None:
+        return None
+    started = time.monotonic()
+    answer = await ask(socket, {"host": name, "argv": list(argv), "timeout": timeout})
+    if answer is None:
+        return None
+    duration = time.monotonic() - started
+    if "error" in answer:
+        return Outcome(name, None, answer["error"], duration, timed_out=bool(answer.get("timed_out")))
+    result = CommandResult(tuple(argv), answer["returncode"], answer["stdout"], answer["stderr"], duration)
+    return Outcome(name, result, "", duration)

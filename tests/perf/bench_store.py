@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
 from common import median_time, report  # noqa: E402
 
 from labtui.events import ResourceSample, Result  # noqa: E402
