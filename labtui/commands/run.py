@@ -17,7 +17,6 @@ from labtui.commands.common import DEFAULT_BACKEND, UsageError, backend_from, db
 from labtui.commands.render import render_summary
 from labtui.engine import SessionRunner, StepGate
 from labtui.events import Event, Result, SessionEnded, StepEnded, StepStarted
-from labtui.reconcile import StoreView, read_store_quietly, reconcile_before_run
 from labtui.store import StoreError, StoreWriter
 from labtui.suites import SuiteError, load_suite
 
