@@ -4,12 +4,13 @@
   on the host, relative ones resolved against the file's directory)::
 
       kernel = "nginx_qemu-x86_64"       # required
-      initrd = "nginx-rootfs.cpio"       # optional
-      append = "netdev.ip=10.0.2.15/24:10.0.2.2 vfs.fstab=..."  # kernel arguments
+      initrd = "initramfs-x86_64.cpio"   # optional
+      append = "vfs.fstab=..."           # kernel arguments
+      cmd = ["/usr/bin/nginx"]           # the application's command (Kraftfile cmd)
       memory = "64M"                     # QEMU -m
       smp = 1
       machine = "pc"
-      ports = [8080]                     # 127.0.0.1:8080 on the host -> guest 8080
+      ports = [80]                       # guest ports, each published on a free 127.0.0.1 port
       ready = "Powered by"               # console regex meaning ready
 
 - Any other value is the path of a kernel image on the host, booted with the
@@ -23,15 +24,32 @@ import tomllib
 from pathlib import Path
 
 from labtui.backends import BackendError
+from labtui.hosts.base import Host
 
+from .helper import run_on
 from .qemu import Launch
 
 #: Unikraft's boot banners (lib/ukboot/banner.c): "Powered by" (the default
 #: POWEREDBY variants and the one-liner "Powered by Unikraft ...") or the
 #: classic "Welcome to" ASCII art.
 UNIKRAFT_BANNER = r"^(Powered by|Welcome to  _ __)"
-_KEYS = {"kernel": str, "initrd": str, "append": str, "memory": str, "smp": int, "machine": str,
+_KEYS = {"kernel": str, "initrd": str, "append": str, "cmd": list, "memory": str, "smp": int, "machine": str,
          "ports": list, "ready": str}
+#: Where the Unikraft catalog (github.com/unikraft/catalog) defines the study's applications.
+CATALOG = {"nginx": "library/nginx/1.25", "redis": "library/redis/7.2", "sqlite": "library/sqlite/3.44"}
+
+
+def build_hint(image: str) -> str:
+    """How to build the image a path names, for the error when it is missing."""
+    app = next((name for name in CATALOG if name in Path(image).name.lower()), None)
+    where = CATALOG[app] if app else "library/<app>/<version>"
+    probe = " (its rootfs running labtui's sqlite probe)" if app == "sqlite" else ""
+    return (
+        f"build it with kraft{probe}: git clone https://github.com/unikraft/catalog && cd catalog/{where} && "
+        "kraft build --plat qemu --arch x86_64, then describe the kernel and initramfs in a .toml image "
+        "description (docs/backend-unikraft.md, 'Real Unikraft images'); or point the suite at an existing "
+        "one with --set worker.image=PATH --set background.image=PATH"
+    )
 
 
 def load_image(image: str) -> Launch:
@@ -41,6 +59,8 @@ def load_image(image: str) -> Launch:
     path = Path(image)
     try:
         data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise BackendError(f"unikraft image description {image} does not exist; {build_hint(image)}") from None
     except OSError as exc:
         raise BackendError(f"unikraft image description {image}: cannot read it: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
@@ -54,8 +74,12 @@ def load_image(image: str) -> Launch:
     if "kernel" not in data:
         raise BackendError(f"{image}: kernel: missing required key (the unikernel image to boot)")
     ports = data.get("ports", [])
-    if not all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in ports):
-        raise BackendError(f"{image}: ports: expected a list of TCP ports 1-65535, got {ports!r}")
+    valid = all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in ports)
+    if not valid or len(set(ports)) < len(ports):
+        raise BackendError(f"{image}: ports: expected a list of distinct TCP ports 1-65535, got {ports!r}")
+    cmd = data.get("cmd", [])
+    if not all(isinstance(word, str) and word for word in cmd):
+        raise BackendError(f"{image}: cmd: expected a list of non-empty strings, got {cmd!r}")
     ready = data.get("ready", UNIKRAFT_BANNER)
     try:
         re.compile(ready)
@@ -70,7 +94,20 @@ def load_image(image: str) -> Launch:
         machine=data.get("machine", "pc"),
         ports=tuple(ports),
         ready=ready,
+        cmd=tuple(cmd),
     )
+
+
+async def check_image(host: Host, image: str) -> Launch:
+    """load_image, and the kernel and initrd it names exist on host; BackendError saying how to build them."""
+    launch = load_image(image)
+    for kind, path in (("kernel", launch.kernel), ("initrd", launch.initrd)):
+        if path and not (await run_on(host, ["test", "-f", path], timeout=30.0)).ok:
+            described = f" (from {image})" if image.endswith(".toml") else ""
+            raise BackendError(
+                f"unikraft image {kind} {path}{described} not found on host {host.name}; {build_hint(image)}"
+            )
+    return launch
 
 
 def test_kernel_launch(name: str, kernel: str) -> Launch:

@@ -25,10 +25,12 @@ class Launch:
     memory: str = "64M"
     smp: int = 1
     machine: str = "pc"
-    #: TCP ports forwarded from 127.0.0.1 on the host to the same port in the guest.
+    #: TCP ports the guest serves; each is forwarded from a free port on 127.0.0.1.
     ports: tuple[int, ...] = ()
     #: Console regex that means ready; "" means ready as soon as QEMU runs.
     ready: str = ""
+    #: The application's command (a Kraftfile's ``cmd``), before the suite's args.
+    cmd: tuple[str, ...] = ()
 
 
 def command_line(append: str, args: Sequence[str]) -> str:
@@ -39,8 +41,12 @@ def command_line(append: str, args: Sequence[str]) -> str:
 
 
 def qemu_argv(launch: Launch, state: StateDir, labels: Labels, *, accel: str, args: Sequence[str],
-              daemonize: bool) -> list[str]:
-    """The argv that boots launch with labels in -name, its state files under state."""
+              daemonize: bool, ports: Sequence[int] = ()) -> list[str]:
+    """The argv that boots launch with labels in -name, its state files under state.
+
+    Each guest port in ports is forwarded from 127.0.0.1 port 0: the host's
+    kernel picks a free port as QEMU binds it, and labtui-qemu asks QMP which.
+    """
     for value in (state.path, launch.kernel, launch.initrd or ""):
         if "," in value:
             raise BackendError(f"unikraft backend: path {value!r} contains a comma, which QEMU options cannot take")
@@ -59,14 +65,16 @@ def qemu_argv(launch: Launch, state: StateDir, labels: Labels, *, accel: str, ar
         "-pidfile", state.pidfile,
         "-device", DEBUG_EXIT,
     ]
-    append = command_line(launch.append, args)
+    append = command_line(launch.append, [*launch.cmd, *args])
     if append:
         argv += ["-append", append]
     if launch.initrd:
         argv += ["-initrd", launch.initrd]
-    if launch.ports:
-        forwards = ",".join(f"hostfwd=tcp:127.0.0.1:{port}-:{port}" for port in launch.ports)
-        argv += ["-nic", f"user,model=virtio-net-pci,{forwards}"]
+    if ports:
+        forwards = ",".join(f"hostfwd=tcp:127.0.0.1:0-:{port}" for port in ports)
+        # microvm has no PCI bus: its virtio devices sit on virtio-mmio
+        device = "virtio-net-device" if launch.machine.startswith("microvm") else "virtio-net-pci"
+        argv += ["-netdev", f"user,id=net0,{forwards}", "-device", f"{device},netdev=net0"]
     if daemonize:
         argv.append("-daemonize")
     return argv
