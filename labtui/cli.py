@@ -125,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="output directory (default: exports/<session>)")
     _db_option(p)
 
+    p = sub.add_parser("compare", help="each metric of session B against session A: change, slowdown, Welch's t-test")
+    p.add_argument("a", metavar="A", help="the baseline session id (or a unique prefix)")
+    p.add_argument("b", metavar="B", help="the session compared with A")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    _db_option(p)
+
     p = sub.add_parser("import", help="results measured elsewhere (a CSV or a real tool's output) into a new session")
     p.add_argument("files", nargs="+", metavar="FILE", help="a CSV, or one tool output per repetition")
     p.add_argument("--session", required=True, metavar="NAME", help="the new session's id")

@@ -2,7 +2,20 @@ import math
 
 import pytest
 
-from labtui.stats import aggregate, normalized, slowdown_pct, summarize
+from labtui.stats import (
+    aggregate,
+    betainc,
+    compare_samples,
+    normalized,
+    slowdown_pct,
+    summarize,
+    t_cdf,
+    t_quantile,
+    t_sf,
+    t_two_sided_p,
+    welch,
+    welch_df,
+)
 
 
 def test_summarize_known_values():
@@ -42,3 +55,148 @@ def test_normalized_and_aggregate():
     assert aggregate([1.0, 2.5, 3.5]) == 7.0
     with pytest.raises(ValueError):
         normalized([0.0, 1.0])
+
+
+# --- Student's t and Welch's test (no scipy: checked against closed forms, tables and R) ---
+
+# R's sleep data (t.test(extra ~ group, data = sleep)): group 1 and group 2.
+SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+
+
+@pytest.mark.parametrize("a, b", [(0.5, 0.5), (2.0, 3.0), (10.0, 0.5), (0.3, 40.0), (250.0, 0.5)])
+@pytest.mark.parametrize("x", [0.0, 1e-6, 0.2, 0.5, 0.9, 0.999999, 1.0])
+def test_betainc_symmetry_and_bounds(a, b, x):
+    value = betainc(a, b, x)
+    assert 0.0 <= value <= 1.0
+    # I_x(a, b) = 1 - I_{1-x}(b, a); rel: 1 - x itself is rounded
+    assert value == pytest.approx(1.0 - betainc(b, a, 1.0 - x), rel=1e-10, abs=1e-13)
+
+
+@pytest.mark.parametrize("x", [0.01, 0.3, 0.5, 0.77, 0.99])
+@pytest.mark.parametrize("p", [0.5, 1.0, 2.5, 7.0])
+def test_betainc_closed_forms(x, p):
+    assert betainc(p, 1.0, x) == pytest.approx(x**p, rel=1e-12)  # I_x(a, 1) = x^a
+    assert betainc(1.0, p, x) == pytest.approx(1.0 - (1.0 - x) ** p, rel=1e-12)  # I_x(1, b) = 1 - (1 - x)^b
+    assert betainc(p, p, 0.5) == pytest.approx(0.5, abs=1e-14)
+    # I_x(1/2, 1/2) = (2 / pi) asin(sqrt(x)), the arcsine distribution
+    assert betainc(0.5, 0.5, x) == pytest.approx(2.0 / math.pi * math.asin(math.sqrt(x)), rel=1e-12)
+
+
+def test_betainc_rejects_bad_arguments():
+    for args in ((0.0, 1.0, 0.5), (1.0, -1.0, 0.5), (1.0, 1.0, 1.5), (1.0, 1.0, -0.1)):
+        with pytest.raises(ValueError):
+            betainc(*args)
+
+
+@pytest.mark.parametrize("t", [-30.0, -2.0, -0.3, 0.0, 0.7, 1.5, 12.706, 200.0])
+def test_t_cdf_closed_forms_for_one_and_two_df(t):
+    # df = 1 is the Cauchy distribution; df = 2 has F(t) = 1/2 + t / (2 sqrt(2 + t^2))
+    assert t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, rel=1e-12, abs=1e-15)
+    assert t_cdf(t, 2) == pytest.approx(0.5 + t / (2.0 * math.sqrt(2.0 + t * t)), rel=1e-12, abs=1e-15)
+    assert t_cdf(t, 7.5) + t_sf(t, 7.5) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_t_against_printed_tables():
+    # the figures the brief names: t = 2.228 with 10 df is the two-sided 5% point; t_0.975(5) = 2.5706
+    assert t_two_sided_p(2.228, 10) == pytest.approx(0.05, abs=1e-4)
+    assert t_two_sided_p(-2.228, 10) == pytest.approx(0.05, abs=1e-4)
+    assert t_quantile(0.975, 5) == pytest.approx(2.5706, abs=5e-5)
+    # other printed quantiles: t_0.995(1) = 63.657, t_0.9995(1) = 636.62, t_0.95(20) = 1.725, t_0.99(60) = 2.390
+    assert t_quantile(0.995, 1) == pytest.approx(63.657, abs=5e-4)
+    assert t_quantile(0.9995, 1) == pytest.approx(636.62, abs=5e-3)
+    assert t_quantile(0.95, 20) == pytest.approx(1.725, abs=5e-4)
+    assert t_quantile(0.99, 60) == pytest.approx(2.390, abs=5e-4)
+    assert t_quantile(0.025, 5) == pytest.approx(-2.5706, abs=5e-5)
+    assert t_quantile(0.5, 3) == 0.0
+
+
+def test_t_quantile_agrees_with_the_table_summarize_uses():
+    from labtui.stats import _T975
+
+    for df, printed in enumerate(_T975, start=1):
+        assert t_quantile(0.975, df) == pytest.approx(printed, abs=5e-4), df
+
+
+@pytest.mark.parametrize("df", [1, 3.3, 17.776, 1000])
+@pytest.mark.parametrize("p", [1e-9, 0.01, 0.3, 0.6, 0.975, 0.999999])
+def test_t_quantile_inverts_the_cdf(df, p):
+    t = t_quantile(p, df)
+    assert t_cdf(t, df) == pytest.approx(p, rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [0.5000001, 0.51, 0.7, 0.9, 0.999, 1 - 1e-9])
+def test_t_quantile_closed_forms(p):
+    # df = 1: tan(pi (p - 1/2)) = 1 / tan(pi (1 - p)); df = 2: (2p - 1) / sqrt(2p (1 - p)); near the median too
+    assert t_quantile(p, 1) == pytest.approx(1.0 / math.tan(math.pi * (1.0 - p)), rel=1e-9)
+    assert t_quantile(p, 2) == pytest.approx((2 * p - 1) / math.sqrt(2 * p * (1 - p)), rel=1e-9)
+    assert t_quantile(p, math.inf) == pytest.approx(math.sqrt(2.0) * _erfinv(2 * p - 1), rel=1e-9)
+
+
+def _erfinv(y: float) -> float:
+    """erf^-1 by Newton steps on math.erf (for the normal quantile above)."""
+    x = 0.0
+    for _ in range(100):
+        x -= (math.erf(x) - y) / (2.0 / math.sqrt(math.pi) * math.exp(-x * x))
+    return x
+
+
+def test_t_tends_to_the_normal_for_large_df():
+    z975 = 1.959963984540054  # the standard normal 97.5% quantile
+    assert t_quantile(0.975, 1e7) == pytest.approx(z975, abs=1e-6)
+    assert t_quantile(0.975, math.inf) == pytest.approx(z975, abs=1e-12)
+    normal_sf = 0.5 * math.erfc(1.96 / math.sqrt(2.0))
+    assert t_sf(1.96, 1e7) == pytest.approx(normal_sf, rel=1e-5)
+    assert t_sf(1.96, 1e3) > t_sf(1.96, 1e5) > normal_sf  # heavier tails for fewer df
+
+
+def test_t_rejects_bad_arguments():
+    with pytest.raises(ValueError):
+        t_sf(1.0, 0)
+    for p in (0.0, 1.0, -0.5):
+        with pytest.raises(ValueError):
+            t_quantile(p, 5)
+
+
+def test_welch_matches_r_on_the_sleep_data():
+    # R 4.x: t.test(extra ~ group, data = sleep) -> t = -1.8608, df = 17.776, p-value = 0.07939,
+    # 95 percent confidence interval -3.3654832 0.2054832 (group 1 - group 2); here B - A, so signs flip.
+    w = welch(SLEEP_1, SLEEP_2)
+    assert w.diff == pytest.approx(1.58)
+    assert w.t == pytest.approx(1.8608, abs=5e-5)
+    assert w.df == pytest.approx(17.776, abs=5e-4)
+    assert w.p == pytest.approx(0.07939, abs=5e-6)
+    assert (w.ci_low, w.ci_high) == (pytest.approx(-0.2054832, abs=1e-7), pytest.approx(3.3654832, abs=1e-7))
+    assert welch(SLEEP_2, SLEEP_1).t == pytest.approx(-w.t)
+
+
+def test_welch_df_reduces_to_pooled_df_for_equal_variances_and_sizes():
+    assert welch_df(4.0, 6, 4.0, 6) == pytest.approx(10.0)
+    # very unequal variances: df approaches n - 1 of the noisy side
+    assert welch_df(1e-9, 50, 9.0, 5) == pytest.approx(4.0, rel=1e-6)
+
+
+def test_welch_without_spread_and_too_few_values():
+    same = welch([3.0, 3.0], [3.0, 3.0, 3.0])
+    assert (same.t, same.p, same.ci_low, same.ci_high) == (0.0, 1.0, 0.0, 0.0)
+    apart = welch([3.0, 3.0], [4.0, 4.0])
+    assert (apart.t, apart.p, apart.diff) == (math.inf, 0.0, 1.0)
+    with pytest.raises(ValueError):
+        welch([1.0], [1.0, 2.0])
+
+
+def test_compare_samples_directions_and_tests():
+    # higher is better: 80 against 100 is a 20% slowdown, change -20%
+    c = compare_samples([99.0, 100.0, 101.0], [79.0, 80.0, 81.0], "higher")
+    assert (c.ratio, c.change_pct, c.slowdown_pct, c.diff) == (
+        pytest.approx(0.8), pytest.approx(-20.0), pytest.approx(20.0), pytest.approx(-20.0))
+    assert c.significant is True and c.welch.p < 1e-4
+    # lower is better: 1.5 s against 1.0 s is 50% slower
+    c = compare_samples([1.0, 1.0], [1.5, 1.5], "lower")
+    assert (c.slowdown_pct, c.significant) == (pytest.approx(50.0), True)
+    # the sleep data: not significant at 5%
+    assert compare_samples(SLEEP_1, SLEEP_2, "higher").significant is False
+    # one value on a side: no test
+    c = compare_samples([2.0], [1.0, 1.2], "lower")
+    assert (c.welch, c.significant, c.a.n, c.b.n) == (None, None, 1, 2)
+    assert math.isnan(compare_samples([0.0, 0.0], [1.0, 1.0], "lower").ratio)

@@ -22,6 +22,7 @@ _ROUTES = {
     "images": "labtui.commands.images",
     "report": "labtui.commands.report",
     "export": "labtui.commands.report",
+    "compare": "labtui.commands.compare",
     "import": "labtui.commands.import_results",
 }
 
