@@ -2,7 +2,9 @@
 
 Only instances that carry lab labels are ever considered (backends' list()
 finds nothing else).  An orphan is an instance whose session is not running:
-no process holds that session's running-lock (see labtui.liveness).
+no process holds that session's running-lock (see labtui.liveness).  Every
+cleanup also reconciles the store with the listings (labtui.reconcile): rows
+of gone instances are closed, and what it found is logged in the store.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labtui.backends import Backend, Instance
-from labtui.events import InstanceDestroyed, Log
 from labtui.liveness import session_is_running
+from labtui.reconcile import Reconciliation, StoreView, events, read_store, reconcile
 from labtui.store import StoreError, StoreWriter
 
 
@@ -28,6 +30,7 @@ class Target:
 class CleanupPlan:
     targets: list[Target] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    reconciliation: Reconciliation = field(default_factory=Reconciliation)
 
 
 @dataclass
@@ -35,13 +38,25 @@ class CleanupReport:
     destroyed: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    #: Store rows closed because their instance was gone.
+    closed: int = 0
 
 
-async def plan_cleanup(backends: list[Backend], db: Path, *, session: str | None, orphans: bool) -> CleanupPlan:
-    """List what a cleanup would destroy: a session's instances, orphans, or all."""
+async def plan_cleanup(
+    backends: list[Backend], db: Path, *, session: str | None, orphans: bool, dry_run: bool = False
+) -> CleanupPlan:
+    """List what a cleanup would destroy (a session's instances, orphans, or all) and reconcile the store.
+
+    A dry run only reads the store; otherwise crashed sessions are marked first.
+    """
     plan = CleanupPlan()
-    crashed = _mark_crashed(db, plan)
+    crashed = set() if dry_run else _mark_crashed(db, plan)
+    view = _read(db, session, plan)
+    if dry_run:
+        crashed = set(view.crashed)
+        plan.notes.extend(f"session {sid} would be marked crashed" for sid in sorted(crashed))
     listings = await asyncio.gather(*(b.list(session) for b in backends), return_exceptions=True)
+    plan.reconciliation = _reconcile(view, backends, listings, plan)
     running: dict[str, bool] = {}
     for backend, listing in zip(backends, listings):
         if isinstance(listing, BaseException):
@@ -53,10 +68,30 @@ async def plan_cleanup(backends: list[Backend], db: Path, *, session: str | None
                 running[sid] = session_is_running(sid)
             reason = _reason(sid, running[sid], session=session, orphans=orphans, crashed=crashed)
             if reason:
+                finding = plan.reconciliation.for_instance(backend.name, instance)
+                if finding is not None:
+                    reason = f"{reason}; {finding.kind}"
                 plan.targets.append(Target(backend, instance, reason))
     if session and running.get(session, False):
         plan.notes.append(f"session {session} is still running; its instances are destroyed anyway")
     return plan
+
+
+def _read(db: Path, session: str | None, plan: CleanupPlan) -> StoreView:
+    try:
+        return read_store(db, session=session)
+    except StoreError as exc:
+        plan.notes.append(f"store not reconciled: {exc}")
+        return StoreView(readable=False)
+
+
+def _reconcile(view: StoreView, backends: list[Backend], listings: list, plan: CleanupPlan) -> Reconciliation:
+    hosts = {b.host.name for b in backends}
+    if len(hosts) != 1:
+        return Reconciliation()
+    result = reconcile(view, {b.name: listing for b, listing in zip(backends, listings)}, hosts.pop())
+    plan.notes.extend(result.notes)
+    return result
 
 
 def _reason(sid: str, is_running: bool, *, session: str | None, orphans: bool, crashed: set[str]) -> str:
@@ -70,6 +105,7 @@ def _reason(sid: str, is_running: bool, *, session: str | None, orphans: bool, c
 
 
 def _mark_crashed(db: Path, plan: CleanupPlan) -> set[str]:
+    """Mark the sessions whose controller died as 'crashed' in the store; their ids."""
     if not db.exists():
         return set()
     try:
@@ -101,21 +137,25 @@ async def run_cleanup(plan: CleanupPlan, db: Path, *, record: bool = True) -> Cl
 
     await asyncio.gather(*(one(t) for t in plan.targets))
     if record:
-        _record(db, done, report)
+        _record(db, plan.reconciliation, done, report)
     return report
 
 
-def _record(db: Path, done: list[Target], report: CleanupReport) -> None:
-    if not db.exists() or not done:
+def _record(db: Path, reconciliation: Reconciliation, done: list[Target], report: CleanupReport) -> None:
+    closing = reconciliation.to_close()
+    if not db.exists() or not (done or closing):
         return
     try:
         writer = StoreWriter.open(db)
     except StoreError as exc:
         report.errors.append(f"destroys not recorded in the store: {exc}")
         return
-    for target in done:
-        sid = target.instance.labels.session
-        writer.add(InstanceDestroyed(sid, target.instance.labels.instance, state="cleaned"))
-        writer.add(Log(sid, "info", "cleanup", f"destroyed {target.instance.name} ({target.reason})"))
-    writer.flush()
-    writer.close()
+    try:
+        for event in events(reconciliation, [(t.instance, t.backend.name, t.reason) for t in done]):
+            writer.add(event)
+        writer.flush()
+        report.closed = len(closing)
+    except StoreError as exc:
+        report.errors.append(f"destroys not recorded in the store: {exc}")
+    finally:
+        writer.close()

@@ -42,18 +42,26 @@ def cmd_cleanup(args) -> int:
         raise UsageError(str(exc)) from None
     if report is None:
         return 0
-    console.print(f"destroyed {report.destroyed}, failed {report.failed}")
+    console.print(f"destroyed {report.destroyed}, failed {report.failed}, store rows closed {report.closed}")
     for message in report.errors:
         console.print(f"[red]{message}[/]", highlight=False)
     return 0 if report.failed == 0 else 1
 
 
 async def _plan_and_clean(args, backends: list[Backend], console: Console) -> CleanupReport | None:
-    """Plan, print the plan, and (unless a dry run or nothing to do) destroy; None when nothing was destroyed."""
-    plan = await plan_cleanup(backends, db_path(args), session=args.session, orphans=args.orphans)
+    """Plan, print the plan and the reconcile report, then (unless a dry run or nothing to do) act.
+
+    None when nothing was destroyed or recorded.
+    """
+    plan = await plan_cleanup(backends, db_path(args), session=args.session, orphans=args.orphans,
+                              dry_run=args.dry_run)
     _print_plan(console, plan)
-    if args.dry_run or not plan.targets:
-        console.print("dry run: nothing destroyed" if args.dry_run else "nothing to clean up")
+    _print_reconciliation(console, plan, dry_run=args.dry_run)
+    if args.dry_run:
+        console.print("dry run: nothing destroyed, the store unchanged")
+        return None
+    if not plan.targets and not plan.reconciliation.to_close():
+        console.print("nothing to clean up")
         return None
     return await run_cleanup(plan, db_path(args))
 
@@ -66,6 +74,31 @@ def _print_plan(console: Console, plan: CleanupPlan) -> None:
     console.print(table)
     for note in plan.notes:
         console.print(f"[yellow]{note}[/]", highlight=False)
+
+
+def _print_reconciliation(console: Console, plan: CleanupPlan, *, dry_run: bool) -> None:
+    """The reconcile report: one line per disagreement between the store and the backends."""
+    result = plan.reconciliation
+    targets = {(t.backend.name, t.instance.labels.session, t.instance.labels.instance) for t in plan.targets}
+    if not result.findings:
+        console.print(f"reconcile: the store and the backends agree ({result.checked} open instance row(s) checked)")
+        return
+    table = Table("finding", "session", "instance", "backend", "detail", "action",
+                  title="reconcile: store against backends", title_justify="left")
+    for f in result.findings:
+        if f.closed_state:
+            action = f"{'would close' if dry_run else 'close'} row as {f.closed_state}"
+        elif f.key in targets:
+            action = "would destroy" if dry_run else "destroy"
+        else:
+            action = "left alone"
+        table.add_row(f.kind, f.session_id, f.instance_id, f.backend, f.detail, action)
+    console.print(table)
+    counts: dict[str, int] = {}
+    for f in result.findings:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+    console.print(f"reconcile: {summary} ({result.checked} open instance row(s) checked)", highlight=False)
 
 
 async def _list_all(backends: list[Backend], session: str | None) -> list[tuple[str, Instance]]:

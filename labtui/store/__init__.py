@@ -14,7 +14,7 @@ from labtui.store.reader import (
     slowdown_frame,
 )
 from labtui.store.schema import SCHEMA_VERSION, StoreError, ensure_schema
-from labtui.store.writer import StoreWriter, mark_crashed_sessions, record_events
+from labtui.store.writer import StoreWriter, controller_name, crashed_sessions, mark_crashed_sessions, record_events
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -22,6 +22,8 @@ __all__ = [
     "StoreError",
     "StoreWriter",
     "connect_readonly",
+    "controller_name",
+    "crashed_sessions",
     "ensure_schema",
     "fetch_frame",
     "list_sessions",

@@ -215,18 +215,23 @@ WHERE session_id = ?
 """
 
 
+def crashed_sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """This machine's 'running' sessions whose controller pid is gone (reads only)."""
+    candidates = con.sql(
+        "SELECT session_id, pid FROM sessions WHERE status = 'running' AND controller = ? "
+        "AND pid > 0 ORDER BY session_id",
+        params=[controller_name()],
+    ).fetchall()
+    return [sid for sid, pid in candidates if not _pid_alive(pid)]
+
+
 def mark_crashed_sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Mark this machine's 'running' sessions whose controller pid is gone as 'crashed'.
 
     ended_at becomes the last timestamp seen for the session (or now).
     Returns the ids of the sessions marked.
     """
-    candidates = con.sql(
-        "SELECT session_id, pid FROM sessions WHERE status = 'running' AND controller = ? "
-        "AND pid > 0 ORDER BY session_id",
-        params=[controller_name()],
-    ).fetchall()
-    crashed = [sid for sid, pid in candidates if not _pid_alive(pid)]
+    crashed = crashed_sessions(con)
     for session_id in crashed:
         con.execute(_MARK_CRASHED_SQL, [session_id])
     return crashed
