@@ -30,11 +30,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: attack-disk [DIR] [MB] [BLOCK_KB]\n");
         return 2;
     }
-    snprintf(path, sizeof path, "%s/labtui-dd-%ld", dir, (long)getpid());
+    /* mkstemp, not the pid: each instance may be pid 1 of its own namespace */
+    snprintf(path, sizeof path, "%s/labtui-dd-XXXXXX", dir);
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
     char *buf = calloc(1, (size_t)block);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fd = mkstemp(path);
     if (!buf || fd < 0) {
         perror(path);
         return 1;

@@ -39,12 +39,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: attack-syscall openclose|read|write|stat|fork [DIR]\n");
         return 2;
     }
-    snprintf(path, sizeof path, "%s/labtui-attack-%ld", dir, (long)getpid());
+    /* mkstemp, not the pid: each instance may be pid 1 of its own namespace */
+    snprintf(path, sizeof path, "%s/labtui-attack-XXXXXX", dir);
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
     char buf[4096];
     memset(buf, 'a', sizeof buf);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    int fd = mkstemp(path);
     if (fd < 0 || write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) {
         perror(path);
         return 1;

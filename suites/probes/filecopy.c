@@ -31,11 +31,12 @@ int main(int argc, char **argv)
         return 2;
     }
     char src[4096], dst[4096];
-    snprintf(src, sizeof src, "%s/labtui-filecopy-%ld.src", dir, (long)getpid());
-    snprintf(dst, sizeof dst, "%s/labtui-filecopy-%ld.dst", dir, (long)getpid());
+    /* mkstemp, not the pid: each instance may be pid 1 of its own namespace */
+    snprintf(src, sizeof src, "%s/labtui-filecopy-src-XXXXXX", dir);
+    snprintf(dst, sizeof dst, "%s/labtui-filecopy-dst-XXXXXX", dir);
     char *buf = malloc((size_t)bufsize);
-    int in = open(src, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int in = mkstemp(src);
+    int out = mkstemp(dst);
     if (!buf || in < 0 || out < 0) {
         perror("filecopy");
         return 1;

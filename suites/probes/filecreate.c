@@ -23,7 +23,13 @@ int main(int argc, char **argv)
     double seconds = argc > 1 ? atof(argv[1]) : 1.0;
     const char *dir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char path[4096];
-    snprintf(path, sizeof path, "%s/labtui-filecreate-%ld", dir, (long)getpid());
+    /* mkstemp, not the pid: each instance may be pid 1 of its own namespace */
+    snprintf(path, sizeof path, "%s/labtui-filecreate-XXXXXX", dir);
+    int reserved = mkstemp(path);
+    if (reserved < 0 || close(reserved) < 0 || unlink(path) < 0) {
+        perror(path);
+        return 1;
+    }
     if (seconds <= 0) {
         fprintf(stderr, "usage: filecreate [SECONDS] [DIR]\n");
         return 2;

@@ -30,8 +30,14 @@ int main(int argc, char **argv)
         return 2;
     }
     char path[4096], *err = NULL;
-    snprintf(path, sizeof path, "%s/labtui-sqlite-%ld.db", dir, (long)getpid());
-    unlink(path);
+    /* mkstemp, not the pid: each instance may be pid 1 of its own namespace */
+    snprintf(path, sizeof path, "%s/labtui-sqlite-XXXXXX", dir);
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror(path);
+        return 1;
+    }
+    close(fd); /* SQLite takes the empty file for a new database */
     sqlite3 *db;
     sqlite3_stmt *insert;
     if (sqlite3_open(path, &db) != SQLITE_OK ||
