@@ -30,7 +30,8 @@ ENTRY_POINT_GROUP = "labtui.backends"
 
 # Capability names a backend may declare.
 PINNING = "pinning"
-CPU_LIMIT = "cpu_limit"
+CPU_LIMIT = "cpu_limit"  # honours InstanceSpec.cpu_cap
+CPU_WEIGHT = "cpu_weight"  # honours InstanceSpec.cpu_weight
 MEM_LIMIT = "mem_limit"
 TMPFS = "tmpfs"
 EXEC = "exec"
@@ -68,6 +69,10 @@ class InstanceSpec:
     ``ports`` are TCP ports the instance serves; a backend that can reach them
     publishes each on 127.0.0.1 only and records the host port it got in
     ``Instance.details["ports"]`` (instance port -> host port).
+    ``cpu_weight`` is a relative CPU weight on cgroup v2's ``cpu.weight`` scale
+    (1-10000, 100 is everyone's default share; None leaves the backend's
+    default); ``cpu_cap`` caps the instance at that many CPUs (0.25 is a
+    quarter of one CPU), whatever else is idle.
     """
 
     labels: Labels
@@ -81,6 +86,8 @@ class InstanceSpec:
     capture_output: bool = False
     start_at: float | None = None
     ports: tuple[int, ...] = ()
+    cpu_weight: int | None = None
+    cpu_cap: float | None = None
 
 
 @dataclass(slots=True)

@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     _db_option(p)
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a suite value, e.g. --set scale.steps=3 (repeatable)")
+    p.add_argument("--profile", metavar="NAME",
+                   help="apply the suite's [profiles.NAME] table before any --set, e.g. --profile quick")
     p.add_argument("--step", action="store_true", help="pause after every step and wait for Enter (q aborts)")
 
     p = sub.add_parser("suites", help="list the built-in suites")

@@ -26,6 +26,7 @@ import pytest
 from simulators.fakehost import start_fake_host, write_lab
 from sshd_fixture import SSHD, Sshd, host_table, sshd_available, start_sshd, write_key
 
+from labtui.liveness import sessions_of
 from labtui.suites import SuiteError, load_suite
 
 DOCKER_SOCKET = Path("/var/run/docker.sock")
@@ -66,12 +67,11 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def running_session(env: dict[str, str], proc: subprocess.Popen, timeout: float = 60) -> str:
-    """The id of the session proc runs: the name of its running-lock (labtui.liveness) in the runtime dir."""
-    locks = Path(env["LABTUI_RUNTIME_DIR"]) / "running"
-    wait_for(lambda: proc.poll() is not None or any(locks.glob("*.lock")), timeout, "the session's running-lock")
+    """The id of the session proc runs: the running-lock (labtui.liveness) its process holds."""
+    wait_for(lambda: proc.poll() is not None or sessions_of(proc.pid), timeout, "the session's running-lock")
     assert proc.poll() is None, "the run ended before it started"
-    (lock,) = locks.glob("*.lock")
-    return lock.stem
+    (session,) = sessions_of(proc.pid)
+    return session
 
 
 def live(env: dict[str, str], target: tuple[str, ...], sid: str) -> int:
@@ -351,15 +351,15 @@ def test_sshd_killed_mid_run_fails_the_run_and_cleanup_ends_leftovers(
 
 
 def test_operation_timeout_is_a_checked_suite_key() -> None:
-    assert load_suite("zone-creation").operation_timeout_s == 120.0
+    assert load_suite("zone-creation").operation_timeout_s == 7200.0
     assert load_suite("zone-creation", ["suite.operation_timeout_s=4"]).operation_timeout_s == 4.0
     with pytest.raises(SuiteError, match=r"suite\.operation_timeout_s.*a number from 1 to 86400"):
         load_suite("zone-creation", ["suite.operation_timeout_s=0"])
 
 
 HANGS = {
-    # the worker's create: its own deadline (min(60 s, operation_timeout_s)) names the command
-    "boot": r"zones backend on host zh32: zoneadm -z labtui-\S+-wo1 boot timed out after [0-4]\.\d s and was killed",
+    # zone 1's create: its own deadline (the suite's operation_timeout_s) names the command
+    "boot": r"zones backend on host zh32: zoneadm -z labtui-\S+-in1 boot timed out after [0-4]\.\d s and was killed",
     # a destroy: the engine's bound (operation_timeout_s + 2 s per instance), then the force path, bounded again
     "halt": r"zones destroy of 1 instance\(s\) on zh32 did not finish within 6 s",
 }
@@ -376,7 +376,7 @@ def test_a_hanging_zoneadm_ends_the_run_with_a_timeout_naming_it(command: str, t
         illumos.knobs(hang=[command])  # `zoneadm -z Z <command>` never returns
         db, target = tmp_path / "x.duckdb", ("--backend", "zones", "--host", "zh32", "--config", str(config))
         started = time.monotonic()
-        out = labtui("run", "zone-creation", *target, "--db", str(db), "--set", "scale.steps=3",
+        out = labtui("run", "zone-creation", *target, "--db", str(db), "--set", "scale.steps=1",
                      "--set", "suite.operation_timeout_s=4", "--set", "sampling.quiet_timeout_s=0", env=env)
         took = time.monotonic() - started
         print(f"run with a hanging zoneadm {command} ended after {took:.1f} s")

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from labtui.suites import Program, Scale, SuiteError, Worker, list_suites, load_suite, suite_to_dict
+from labtui.suites import (
+    SUPPORTED_KINDS,
+    Program,
+    Scale,
+    SuiteError,
+    Worker,
+    list_suites,
+    load_suite,
+    suite_to_dict,
+)
 
 GOOD = """\
 [suite]
@@ -71,7 +84,7 @@ def test_memory_scaling_has_no_worker_and_measures_memory() -> None:
 def test_list_suites_lists_the_built_ins() -> None:
     infos = {info.name: info for info in list_suites()}
     assert {"boot-scaling", "memory-scaling"} <= infos.keys()
-    assert all(info.kind in ("scaling", "isolation") and info.path.is_file() for info in infos.values())
+    assert all(info.kind in SUPPORTED_KINDS and info.path.is_file() for info in infos.values())
     assert infos["isolation-cpu"].kind == "isolation"
 
 
@@ -184,11 +197,11 @@ def test_syntax_error_gives_line(tmp_path: Path) -> None:
     assert err.key is None and err.message.startswith("invalid TOML:")
 
 
-@pytest.mark.parametrize("kind", ["creation", "fairshare"])
-def test_planned_kinds_are_not_supported_yet(tmp_path: Path, kind: str) -> None:
-    err = error(tmp_path, GOOD.replace('kind = "scaling"', f'kind = "{kind}"'))
+def test_unknown_kind_lists_the_supported_ones(tmp_path: Path) -> None:
+    err = error(tmp_path, GOOD.replace('kind = "scaling"', 'kind = "migration"'))
     assert err.key == "suite.kind"
-    assert "not supported yet" in err.message and "supported kinds: scaling" in err.message
+    assert "unknown kind 'migration'" in err.message and "supported kinds: scaling" in err.message
+    assert "fairshare" in err.message
 
 
 def test_suite_without_worker_or_memory(tmp_path: Path) -> None:
@@ -219,3 +232,143 @@ def test_a_suite_names_its_backend_and_only_valid_names():
     assert load_suite("boot-scaling").backend is None
     with pytest.raises(SuiteError, match="suite.backend"):
         load_suite("boot-scaling", ["suite.backend=Not A Name"])
+
+
+# --- profiles -------------------------------------------------------------------
+
+PROFILED = GOOD + """
+[profiles.quick]
+"scale.steps" = 1
+"suite.repetitions" = 1
+"worker.args" = ["-q"]
+
+[profiles.nested]
+scale.per_step = 2
+"""
+
+
+def test_profile_is_applied_like_overrides_and_recorded(tmp_path: Path) -> None:
+    path = write(tmp_path, PROFILED)
+    plain = load_suite(path)
+    assert (plain.scale.steps, plain.repetitions, plain.worker.args, plain.profile) == (3, 2, (), None)
+    quick = load_suite(path, profile="quick")
+    assert (quick.scale.steps, quick.scale.per_step, quick.repetitions, quick.worker.args) == (1, 4, 1, ("-q",))
+    assert quick.profile == "quick" and quick.overrides == ()
+    assert suite_to_dict(quick)["profile"] == "quick"
+    # `scale.per_step = 2` written without quotes is the same dotted key
+    assert load_suite(path, profile="nested").scale == Scale(start=0, steps=3, per_step=2)
+
+
+def test_set_wins_over_the_profile(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, PROFILED), ["scale.steps=7"], profile="quick")
+    assert (suite.scale.steps, suite.repetitions) == (7, 1)
+    assert suite.overrides == ("scale.steps=7",)
+
+
+def test_profile_with_unknown_key_names_file_line_and_key(tmp_path: Path) -> None:
+    text = PROFILED.replace('"scale.steps" = 1', '"scale.stepz" = 1')
+    err = error(tmp_path, text)  # checked even when no profile is chosen
+    assert (err.line, err.key) == (line_of(text, "scale.stepz"), "profiles.quick.scale.stepz")
+    assert "unknown suite key, did you mean 'scale.steps'?" in err.message
+    err = error(tmp_path, PROFILED + '"sampeling.interval_s" = 2\n')
+    assert err.key == "profiles.nested.sampeling.interval_s" and "unknown suite key" in err.message
+
+
+def test_profile_value_of_the_wrong_type_names_file_line_and_key(tmp_path: Path) -> None:
+    text = PROFILED.replace('"suite.repetitions" = 1', '"suite.repetitions" = "one"')
+    err = error(tmp_path, text)
+    assert err.file.endswith("x.toml")
+    assert (err.line, err.key) == (line_of(text, '"suite.repetitions" = "one"'), "profiles.quick.suite.repetitions")
+    assert str(err) == f"{err.file}:{err.line}: profiles.quick.suite.repetitions: expected an integer >= 1, got 'one'"
+    err = error(tmp_path, PROFILED.replace('"worker.args" = ["-q"]', '"worker.args" = "-q"'))
+    assert err.key == "profiles.quick.worker.args" and "a list of strings" in err.message
+
+
+def test_profile_that_breaks_a_rule_is_blamed_on_its_line(tmp_path: Path) -> None:
+    text = PROFILED + '\n[profiles.loaded]\n"load.tool" = "wrk"\n'
+    path = write(tmp_path, text)
+    assert load_suite(path).load is None  # a profile that is not chosen is only checked key by key
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path, profile="loaded")
+    err = caught.value
+    assert (err.line, err.key) == (line_of(text, '"load.tool"'), "load")
+    assert 'only a worker with measure = "load" uses [load]' in err.message
+
+
+def test_profile_must_be_a_table(tmp_path: Path) -> None:
+    err = error(tmp_path, GOOD + "\n[profiles]\nquick = 3\n")
+    assert (err.key, err.line) == ("profiles.quick", line_of(GOOD + "\n[profiles]\nquick = 3\n", "quick = 3"))
+    assert "expected a table of suite keys" in err.message
+
+
+def test_unknown_profile_lists_the_suite_profiles(tmp_path: Path) -> None:
+    path = write(tmp_path, PROFILED)
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path, profile="quik")
+    assert "unknown profile 'quik', did you mean 'quick'? profiles of this suite: quick, nested" in str(caught.value)
+    with pytest.raises(SuiteError, match="unknown profile 'slow'; profiles of this suite: quick, nested"):
+        load_suite(path, profile="slow")
+    with pytest.raises(SuiteError, match=r"unknown profile 'quick': the suite has no \[profiles.NAME\] tables"):
+        load_suite(write(tmp_path, GOOD), profile="quick")
+
+
+@pytest.mark.parametrize("name", [info.name for info in list_suites()])
+def test_every_builtin_has_a_small_quick_profile(name: str) -> None:
+    full = load_suite(name)
+    quick = load_suite(name, profile="quick")
+    assert quick.profile == "quick" and quick.name == full.name
+    measurements = quick.repetitions * quick.steps_per_repetition()
+    assert measurements <= 10 and quick.max_instances() <= 32, (measurements, quick.max_instances())
+    assert measurements < full.repetitions * full.steps_per_repetition() or quick.worker != full.worker \
+        or quick.fairshare != full.fairshare
+    assert quick.reproduces.startswith("study 00"), name
+
+
+def test_new_study_suites_reproduce_their_tables() -> None:
+    lmbench = {load_suite(info.name).worker.args[:1] for info in list_suites() if info.name.startswith("lmbench-")}
+    assert {("fork",), ("exec",), ("shell",), ("map",), ("pagefault",)} <= lmbench  # Table 2's rows
+    scale = load_suite("concurrent-sqlite")
+    assert (scale.kind, scale.concurrent.instances, scale.reproduces) == ("concurrent", (1, 2, 4, 8), "study 004 §4.4, Fig 7")
+    disk = load_suite("isolation-disk")
+    assert disk.attacker.program == "attack-disk" and disk.worker.program == "sqlite"
+    assert load_suite("unixbench-execl").concurrent.instances == (1, 2)
+
+
+# --- the command line -------------------------------------------------------------
+
+
+def labtui(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "400"}
+    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_run_with_a_profile_on_the_process_backend(tmp_path: Path) -> None:
+    db = tmp_path / "x.duckdb"
+    out = labtui(tmp_path, "run", "lmbench-fork", "--profile", "quick", "--set", 'worker.args=["fork", "0.2"]',
+                 "--set", "sampling.quiet_timeout_s=0", "--db", str(db))
+    assert out.returncode == 0, out.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    (config,), = con.execute("select config from sessions").fetchall()
+    recorded = json.loads(config)
+    # the profile's repetitions, the --set's args over the profile's
+    assert (recorded["profile"], recorded["repetitions"], recorded["worker"]["args"]) == ("quick", 2, ["fork", "0.2"])
+    values = [v for (v,) in con.execute("select value from results where metric = 'fork_us'").fetchall()]
+    con.close()
+    assert len(values) == 2 and all(0 < v < 100000 for v in values)
+
+
+def test_run_with_an_unknown_profile_is_exit_2(tmp_path: Path) -> None:
+    db = tmp_path / "x.duckdb"
+    out = labtui(tmp_path, "run", "lmbench-fork", "--profile", "slow", "--db", str(db))
+    assert out.returncode == 2
+    assert "unknown profile 'slow'" in out.stderr and "profiles of this suite: quick" in out.stderr
+    assert not db.exists()
+
+
+def test_suites_command_says_what_each_reproduces(tmp_path: Path) -> None:
+    out = labtui(tmp_path, "suites")
+    assert out.returncode == 0
+    assert "reproduces" in out.stdout
+    row = next(line for line in out.stdout.splitlines() if " lmbench-fork " in line)
+    assert "study 004 §4.2, Table 2: fork process" in row and "concurrent" in row

@@ -13,9 +13,9 @@ from labtui.suites import list_suites
 
 
 def cmd_suites(args) -> int:
-    table = Table("name", "kind", "description", title="built-in suites", title_justify="left")
+    table = Table("name", "kind", "reproduces", "description", title="built-in suites", title_justify="left")
     for info in list_suites():
-        table.add_row(info.name, info.kind, info.description)
+        table.add_row(info.name, info.kind, info.reproduces, info.description)
     Console().print(table)
     return 0
 

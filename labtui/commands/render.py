@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from labtui.commands.render_fairshare import render_fairshare
 from labtui.store import StoreError, slowdown_frame
 
 MAX_SUMMARY_ROWS = 21
@@ -16,6 +17,8 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
     """Print each metric of a session by background count (and placement, for isolation runs):
     mean, std, n, normalized, slowdown."""
     try:
+        if render_fairshare(console, db, session_id):
+            return
         frame = slowdown_frame(db, session_id)
     except StoreError as exc:
         console.print(f"[red]cannot read results:[/] {exc}")

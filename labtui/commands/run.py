@@ -17,6 +17,7 @@ from labtui.commands.common import DEFAULT_BACKEND, UsageError, backend_from, db
 from labtui.commands.render import render_summary
 from labtui.engine import SessionRunner, StepGate
 from labtui.events import Event, Result, SessionEnded, StepEnded, StepStarted
+from labtui.reconcile import StoreView, read_store_quietly, reconcile_before_run
 from labtui.store import StoreError, StoreWriter
 from labtui.suites import SuiteError, load_suite
 
@@ -26,7 +27,7 @@ EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130}
 def cmd_run(args) -> int:
     console = Console(stderr=True)
     try:
-        suite = load_suite(args.suite, args.overrides)
+        suite = load_suite(args.suite, args.overrides, args.profile)
     except SuiteError as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         return 2
@@ -35,6 +36,7 @@ def cmd_run(args) -> int:
     backend_name = args.backend or suite.backend or DEFAULT_BACKEND
     backends = [backend_from(backend_name, host) for host in hosts]
     path = db_path(args)
+    view = read_store_quietly(path)  # read before the writer holds the file; reconciled when the run starts
     try:
         writer = StoreWriter.open(path)
     except StoreError as exc:
@@ -42,7 +44,7 @@ def cmd_run(args) -> int:
     gate = StepGate(auto=not args.step)  # shared: with --step, Enter lets every waiting host go on
     runners = [SessionRunner(suite, backend, host, gate=gate) for backend, host in zip(backends, hosts)]
     try:
-        statuses = asyncio.run(_run(runners, writer, console, interactive=args.step))
+        statuses = asyncio.run(_run(runners, writer, console, interactive=args.step, view=view))
     except StoreError as exc:
         console.print(f"[red]store error:[/] {exc}", highlight=False)
         ids = ", ".join(r.session_id for r in runners)
@@ -55,8 +57,17 @@ def cmd_run(args) -> int:
     return max(EXIT_CODES.get(status, 1) for status in statuses)
 
 
-async def _run(runners: list[SessionRunner], writer: StoreWriter, console: Console, *, interactive: bool) -> list[str]:
-    """Run every session at once into one store; return their final statuses in order."""
+async def _run(
+    runners: list[SessionRunner], writer: StoreWriter, console: Console, *, interactive: bool,
+    view: StoreView | None = None,
+) -> list[str]:
+    """Reconcile the store with each backend, run every session at once into one store; return their statuses."""
+    checks = await asyncio.gather(*(reconcile_before_run(r.ctx.backend, writer.path, view) for r in runners))
+    for updates, summary in checks:
+        for event in updates:
+            writer.add(event)
+        if summary:
+            console.print(f"[yellow]{summary}[/]", highlight=False)
     merged: asyncio.Queue[Event | None] = asyncio.Queue()
     forwards = [asyncio.create_task(_forward(r.bus.subscribe(durable=True), merged)) for r in runners]
     store_task = asyncio.create_task(writer.consume(merged))

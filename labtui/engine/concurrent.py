@@ -57,13 +57,13 @@ async def _run_count(ctx: RunContext, step: int, count: int) -> None:
                     readings += record_run(ctx, worker, instance)
             finally:
                 await ctx.destroy(instances)
-            _record_sums(ctx, readings)
+            record_sums(ctx, readings)
         ok = True
     finally:
         ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, count, ok=ok))
 
 
-def _record_sums(ctx: RunContext, readings: list[Reading]) -> None:
+def record_sums(ctx: RunContext, readings: list[Reading]) -> None:
     """Record S_n = sum of R_i for every metric the workers of one round reported."""
     values: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     for r in readings:

@@ -19,6 +19,8 @@ from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
 from labtui.engine.concurrent import run_concurrent
+from labtui.engine.creation import run_creation
+from labtui.engine.fairshare import run_fairshare
 from labtui.engine.isolation import run_isolation
 from labtui.engine.scaling import run_scaling
 from labtui.events import HostFacts, SessionEnded, SessionStarted
@@ -31,6 +33,8 @@ KINDS: dict[str, Callable[[RunContext], Awaitable[None]]] = {
     "scaling": run_scaling,
     "isolation": run_isolation,
     "concurrent": run_concurrent,
+    "creation": run_creation,
+    "fairshare": run_fairshare,
 }
 
 

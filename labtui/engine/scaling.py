@@ -76,7 +76,7 @@ async def _run_step(ctx: RunContext, step: int, background: list[Instance]) -> N
         if suite.worker is not None:
             await measure_worker(ctx)
         if suite.measure.memory:
-            await _measure_memory(ctx, background, sample.mem_used_bytes)
+            await measure_memory(ctx, background, sample.mem_used_bytes)
         ok = True
     finally:
         ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, target, ok=ok))
@@ -90,7 +90,8 @@ async def _grow_background(ctx: RunContext, background: list[Instance], target: 
     background.extend(await ctx.create(specs))
 
 
-async def _measure_memory(ctx: RunContext, background: list[Instance], host_used: int | None) -> None:
+async def measure_memory(ctx: RunContext, background: list[Instance], host_used: int | None) -> None:
+    """Record the host's used memory and the instances' total memory (what the backend can measure)."""
     if host_used is not None:
         ctx.result("memory", "host_mem_used", float(host_used), "bytes", "lower")
     if not background:

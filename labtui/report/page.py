@@ -10,7 +10,7 @@ from html import escape
 from labtui import __version__
 from labtui.report.data import SessionData
 from labtui.report.plotting import Chart
-from labtui.report.tables import Table, host_table, slowdown_tables
+from labtui.report.tables import Table, host_table, share_tables, slowdown_tables
 from labtui.report.alerts import session_warnings
 
 _CSS = """
@@ -81,7 +81,7 @@ def _session_section(s: SessionData) -> str:
         f"<h2>Session {escape(s.id)}</h2>",
         "<dl>" + "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in facts) + "</dl>",
         "<h3>Tables</h3>",
-        *(_table(t) for t in slowdown_tables(s)),
+        *(_table(t) for t in (share_tables(s) or slowdown_tables(s))),
         "<h3>Hosts</h3>",
         _table(host_table(s)),
         "<h3>Suite and overrides</h3>",

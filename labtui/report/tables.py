@@ -50,6 +50,27 @@ def slowdown_tables(data: SessionData) -> list[Table]:
     return tables
 
 
+def share_tables(data: SessionData) -> list[Table]:
+    """A fairshare session's Table 3: achieved against requested share per configuration (none otherwise)."""
+    shares = data.shares
+    if shares.is_empty():
+        return []
+    names = ["equal", *(data.config.get("fairshare") or {}).get("methods", [])]
+    stats = (
+        shares.group_by(["step", "requested_share"])
+        .agg(mean=pl.col("achieved_share").mean(), std=pl.col("achieved_share").std(), n=pl.len())
+        .sort(["step", "requested_share"], descending=[False, True])
+    )
+    rows = [
+        [names[r["step"]] if r["step"] < len(names) else str(r["step"]), fmt(r["requested_share"] * 100),
+         fmt(r["mean"] * 100), fmt(None if r["std"] is None else r["std"] * 100), str(r["n"]),
+         fmt(r["mean"] / r["requested_share"])]
+        for r in stats.iter_rows(named=True)
+    ]
+    headers = ["configuration", "requested %", "achieved %", "std (points)", "n", "achieved / requested"]
+    return [Table("fairshare: share of the CPU set achieved against requested", headers, rows)]
+
+
 _FACTS = (
     ("host", "host"), ("os", "OS"), ("kernel", "kernel"), ("arch", "arch"), ("cpu_model", "CPU"),
     ("cores", "cores"), ("mem_total_bytes", "memory"), ("backend", "backend"),

@@ -2,7 +2,6 @@
 
 from labtui.suites.loader import OVERRIDE, SuiteError, list_suites, load_suite, suite_to_dict
 from labtui.suites.model import (
-    PLANNED_KINDS,
     SUPPORTED_KINDS,
     WORKER_MEASURES,
     Measure,
@@ -16,7 +15,6 @@ from labtui.suites.model import (
 
 __all__ = [
     "OVERRIDE",
-    "PLANNED_KINDS",
     "SUPPORTED_KINDS",
     "WORKER_MEASURES",
     "Measure",

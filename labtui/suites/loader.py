@@ -2,7 +2,10 @@
 
 A suite is a file path or the name of a built-in suite (``suites/<name>.toml``).
 ``--set key.path=value`` overrides are applied to the parsed TOML before it is
-checked, so they are held to exactly the same rules as the file.
+checked, so they are held to exactly the same rules as the file.  A suite file
+may name profiles, ``[profiles.NAME]`` tables of dotted suite keys
+(``"scale.steps" = 3``); the one chosen is applied the same way, before the
+``--set`` overrides.
 """
 
 from __future__ import annotations
@@ -19,14 +22,18 @@ from typing import Any
 
 from labtui.paths import bundled_dir
 from labtui.suites.model import (
+    CREATION_WHERE,
+    FAIRSHARE_MEASURES,
+    FAIRSHARE_METHODS,
     LOAD_TOOLS,
     PLACEMENTS,
-    PLANNED_KINDS,
     PROBE_NAME_PATTERN,
     SUITE_NAME_PATTERN,
     SUPPORTED_KINDS,
     WORKER_MEASURES,
     Concurrent,
+    Creation,
+    Fairshare,
     Isolation,
     Load,
     Measure,
@@ -83,6 +90,14 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def _is_cpu_list(text: str) -> bool:
+    """Whether text is a CPU list such as "0", "0-3" or "0,2-3" (ranges ascending)."""
+    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text):
+        return False
+    ranges = [part.split("-") for part in text.split(",")]
+    return all(int(r[0]) <= int(r[-1]) for r in ranges)
 
 
 def _integer(minimum: int, default: Any = _REQUIRED) -> _Key:
@@ -143,6 +158,7 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
             re.compile(SUITE_NAME_PATTERN).fullmatch,
         ),
         "description": _text(default=""),
+        "reproduces": _text(default=""),
         "kind": _text(),
         "repetitions": _integer(1, 1),
         "operation_timeout_s": _number(1.0, 86400.0, 120.0),
@@ -155,6 +171,26 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
     "attacker": _PROGRAM,
     "isolation": {"placements": _PLACEMENTS, "settle_s": _number(0.0, 600.0, 0.5)},
     "concurrent": {"instances": _COUNTS, "start_delay_s": _number(0.1, 60.0, 1.0)},
+    "creation": {
+        "where": _Key("one of: " + ", ".join(CREATION_WHERE), lambda v: v in CREATION_WHERE, default="host"),
+        "start_delay_s": _number(0.1, 600.0, 1.0),
+    },
+    "fairshare": {
+        "instances": _integer(2, 8),
+        "reserved_share": _Key("a number between 0 and 1 (exclusive)", lambda v: _is_number(v) and 0 < v < 1, float, 0.25),
+        "methods": _Key(
+            "a list of distinct methods from: " + ", ".join(FAIRSHARE_METHODS),
+            lambda v: isinstance(v, list) and len(set(map(str, v))) == len(v) and all(m in FAIRSHARE_METHODS for m in v),
+            tuple,
+            FAIRSHARE_METHODS,
+        ),
+        "duration_s": _number(0.5, 86400.0, 60.0),
+        "cpus": _text('a CPU list such as "0", "0-3" or "0,2-3"', _is_cpu_list, None),
+        "measure": _Key("one of: " + ", ".join(FAIRSHARE_MEASURES), lambda v: v in FAIRSHARE_MEASURES, default="output"),
+        "program": _PROGRAM["program"],
+        "image": _PROGRAM["image"],
+        "start_delay_s": _number(0.1, 60.0, 1.0),
+    },
     "measure": {"memory": _FLAG},
     "load": {
         "tool": _one_of(LOAD_TOOLS),
@@ -176,9 +212,10 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
     "sampling": {"interval_s": _number(0.1, 60.0, 1.0), "settle_s": _number(0.0, default=0.0), "quiet_timeout_s": _number(0.0, 600.0, 10.0)},
 }
 _REQUIRED_TABLES = ("suite",)
-#: Tables that only one kind reads; giving them to another kind is an error.
-_KIND_TABLES = {"scale": "scaling", "background": "scaling", "attacker": "isolation",
-                "isolation": "isolation", "concurrent": "concurrent"}
+#: Tables that only some kinds read; giving them to another kind is an error.
+_KIND_TABLES = {"scale": ("scaling", "creation"), "background": ("scaling", "creation"), "attacker": ("isolation",),
+                "isolation": ("isolation",), "concurrent": ("concurrent",), "creation": ("creation",),
+                "fairshare": ("fairshare",)}
 
 
 # --- where keys are -----------------------------------------------------------
@@ -296,8 +333,6 @@ def _value(given: dict[str, Any], path: KeyPath, spec: _Key, src: _Source) -> An
 
 def _check_kind(kind: str, src: _Source) -> None:
     supported = ", ".join(SUPPORTED_KINDS)
-    if kind in PLANNED_KINDS:
-        raise src.error(("suite", "kind"), f"kind '{kind}' is not supported yet; supported kinds: {supported}")
     if kind not in SUPPORTED_KINDS:
         raise src.error(("suite", "kind"), f"unknown kind '{kind}'; supported kinds: {supported}")
 
@@ -313,10 +348,12 @@ def _program(raw: dict[str, Any], name: str, cls: type[Program], src: _Source) -
 
 
 def _check_kind_tables(raw: dict[str, Any], kind: str, src: _Source) -> None:
-    for table, owner in _KIND_TABLES.items():
-        if table in raw and owner != kind:
-            raise src.error((table,), f"only a {owner} suite uses [{table}]; this suite's kind is {kind}")
-    needed = {"scaling": ("scale", "background"), "isolation": ("worker", "attacker"), "concurrent": ("worker",)}
+    for table, owners in _KIND_TABLES.items():
+        if table in raw and kind not in owners:
+            also = "".join(f" (or a {other} suite)" for other in owners[1:])
+            raise src.error((table,), f"only a {owners[0]} suite uses [{table}]{also}; this suite's kind is {kind}")
+    needed = {"scaling": ("scale", "background"), "isolation": ("worker", "attacker"), "concurrent": ("worker",),
+              "creation": ("scale", "background", "worker"), "fairshare": ()}
     for table in needed[kind]:
         if table not in raw:
             raise src.error((table,), f"a {kind} suite needs a [{table}] table")
@@ -330,9 +367,11 @@ def _build(raw: dict[str, Any], src: _Source, source: str, overrides: tuple[str,
     scale = Scale(**_table(raw, "scale", src)) if "scale" in raw else None
     worker = _program(raw, "worker", Worker, src)
     measure = Measure(**_table(raw, "measure", src))
-    if worker is None and not measure.memory:
+    if worker is None and not measure.memory and head["kind"] != "fairshare":
         raise src.error((), "the suite measures nothing: add a [worker] table or set measure.memory = true")
     load = _load(raw, head["kind"], worker, src)
+    if head["kind"] == "creation":
+        _check_creation(scale, worker, src)
     return Suite(
         **head,
         scale=scale,
@@ -345,8 +384,50 @@ def _build(raw: dict[str, Any], src: _Source, source: str, overrides: tuple[str,
         attacker=_program(raw, "attacker", Program, src),
         isolation=Isolation(**_table(raw, "isolation", src)),
         concurrent=Concurrent(**_table(raw, "concurrent", src)),
+        creation=Creation(**_table(raw, "creation", src)),
+        fairshare=_fairshare(raw, head, src),
         load=load,
     )
+
+
+def _check_creation(scale: Scale | None, worker: Worker | None, src: _Source) -> None:
+    """A creation run adds one instance per step from none, and runs its worker as a probe."""
+    assert scale is not None and worker is not None  # _check_kind_tables demanded both tables
+    if scale.start != 0:
+        raise src.error(("scale", "start"), f"a creation suite starts from no instances: expected 0, got {scale.start}")
+    if scale.per_step != 1:
+        raise src.error(("scale", "per_step"),
+                        f"a creation suite creates one instance per step: expected 1, got {scale.per_step}")
+    if worker.image is not None:
+        raise src.error(("worker", "image"), "a creation suite runs its worker as a probe on the host "
+                                             "or in instances: give program, not image")
+
+
+def _fairshare(raw: dict[str, Any], head: dict[str, Any], src: _Source) -> Fairshare:
+    """The [fairshare] table, checked so that every weight and cap it implies can be set."""
+    fair = Fairshare(**_table(raw, "fairshare", src))
+    if head["kind"] != "fairshare":
+        return fair
+    if "worker" in raw:
+        raise src.error(("worker",), "a fairshare suite runs its own probe: name it with fairshare.program "
+                                     "(or fairshare.image), not a [worker] table")
+    if fair.program is not None and fair.image is not None:
+        raise src.error(("fairshare",), "give at most one of program (a probe name) or image")
+    reserved_weight = fair.weights()[0]
+    if "weight" in fair.methods and not 1 <= reserved_weight <= 10000:
+        raise src.error(("fairshare", "reserved_share"),
+                        f"the weight method would give the reserved instance a CPU weight of {reserved_weight} "
+                        f"against {fair.weights()[1]} for the others; weights go from 1 to 10000")
+    reserved_cap, other_cap = fair.caps(1)
+    if "cap" in fair.methods and min(reserved_cap, other_cap) < 0.01:
+        key = "reserved_share" if reserved_cap < 0.01 else "instances"
+        raise src.error(("fairshare", key), f"the cap method would cap an instance at {min(reserved_cap, other_cap):.4f} "
+                                            "of a CPU; the smallest cap is 0.01")
+    needed = fair.start_delay_s + fair.duration_s + 10
+    if fair.measure == "output" and head["operation_timeout_s"] < needed:
+        raise src.error(("fairshare", "duration_s"), f"instances that run {fair.duration_s:g} s after a "
+                        f"{fair.start_delay_s:g} s delay need suite.operation_timeout_s of at least {needed:g}")
+    return fair
 
 
 def _load(raw: dict[str, Any], kind: str, worker: Worker | None, src: _Source) -> Load | None:
@@ -375,6 +456,13 @@ class _Override:
     path: KeyPath
     value: Any
     text: str
+    #: The key path of the profile entry that gave it in the file (None: a --set).
+    origin: KeyPath | None = None
+
+
+def _suite_keys() -> list[str]:
+    """Every dotted key a --set or a profile may change, e.g. "scale.steps"."""
+    return [f"{table}.{name}" for table, keys in _SCHEMA.items() for name in keys]
 
 
 def _toml_value(text: str) -> Any:
@@ -391,7 +479,7 @@ def _parse_override(text: str) -> _Override:
     dotted = ".".join(path)
     if not sep or not dotted:
         raise SuiteError(OVERRIDE, None, dotted or None, "expected key.path=value")
-    valid = [f"{table}.{name}" for table, keys in _SCHEMA.items() for name in keys]
+    valid = _suite_keys()
     if dotted not in valid:
         raise SuiteError(OVERRIDE, None, dotted, _unknown("key", dotted, valid))
     return _Override(path, _toml_value(value.strip()), f"{dotted}={value.strip()}")
@@ -403,6 +491,58 @@ def _apply(raw: dict[str, Any], overrides: Sequence[_Override]) -> None:
         section = raw.setdefault(table, {})
         if isinstance(section, dict):  # otherwise checking reports the table itself
             section[key] = override.value
+
+
+# --- profiles ----------------------------------------------------------------------
+
+PROFILES = "profiles"
+
+
+def _profiles(raw: dict[str, Any], src: _Source) -> dict[str, list[_Override]]:
+    """Take the [profiles.NAME] tables out of ``raw``; check each entry's key and value type."""
+    tables = raw.pop(PROFILES, {})
+    if not isinstance(tables, dict):
+        raise src.error((PROFILES,), f"expected [{PROFILES}.NAME] tables, got {_show(tables)}")
+    profiles = {}
+    for name, entries in tables.items():
+        if not isinstance(entries, dict):
+            raise src.error((PROFILES, name), f'expected a table of suite keys such as "scale.steps" = 3, got {_show(entries)}')
+        profiles[name] = [_profile_entry(origin, dotted, value, src) for origin, dotted, value in _entries(name, entries)]
+    return profiles
+
+
+def _entries(name: str, entries: dict[str, Any]) -> list[tuple[KeyPath, str, Any]]:
+    """(key path in the file, dotted suite key, value) of a profile; ``scale.steps`` unquoted nests a table."""
+    found = []
+    for key, value in entries.items():
+        if isinstance(value, dict):
+            found += [((PROFILES, name, key, sub), f"{key}.{sub}", item) for sub, item in value.items()]
+        else:
+            found.append(((PROFILES, name, key), key, value))
+    return found
+
+
+def _profile_entry(origin: KeyPath, dotted: str, value: Any, src: _Source) -> _Override:
+    table, _, key = dotted.partition(".")
+    spec = _SCHEMA.get(table, {}).get(key)
+    if spec is None:
+        raise src.error(origin, _unknown("suite key", dotted, _suite_keys()))
+    if not spec.accepts(value):
+        raise src.error(origin, f"expected {spec.expect}, got {_show(value)}")
+    return _Override((table, key), value, f"{dotted}={_show(value)}", origin)
+
+
+def _chosen(profiles: dict[str, list[_Override]], name: str | None, src: _Source) -> list[_Override]:
+    """The entries of profile ``name`` (none without a name); an unknown name lists the suite's profiles."""
+    if name is None:
+        return []
+    if name not in profiles:
+        if not profiles:
+            raise src.error((), f"unknown profile '{name}': the suite has no [{PROFILES}.NAME] tables")
+        close = difflib.get_close_matches(name, list(profiles), n=1)
+        hint = f", did you mean '{close[0]}'?" if close else ";"
+        raise src.error((PROFILES,), f"unknown profile '{name}'{hint} profiles of this suite: {', '.join(profiles)}")
+    return profiles[name]
 
 
 # --- files --------------------------------------------------------------------------
@@ -463,16 +603,24 @@ def _parse(text: str, display: str) -> dict[str, Any]:
         raise SuiteError(display, line, None, f"invalid TOML: {message}") from None
 
 
-def load_suite(name_or_path: str, overrides: Sequence[str] = ()) -> Suite:
-    """Read a suite (a file path or a built-in name), apply ``--set`` overrides, check it."""
+def load_suite(name_or_path: str, overrides: Sequence[str] = (), profile: str | None = None) -> Suite:
+    """Read a suite (a file path or a built-in name), apply a profile, then ``--set`` overrides; check it."""
     parsed = [_parse_override(text) for text in overrides]
     path = _resolve(name_or_path)
     display = _display(path)
     text = _read(path, display)
     raw = _parse(text, display)
+    lines = _key_lines(text)
+    file_src = _Source(display, lines)
+    chosen = _chosen(_profiles(raw, file_src), profile, file_src)
+    _apply(raw, chosen)
     _apply(raw, parsed)
-    src = _Source(display, _key_lines(text), frozenset(o.path for o in parsed))
-    return _build(raw, src, str(path.absolute()), tuple(o.text for o in parsed))
+    # A bad value that came from the profile is blamed on the profile's line (a table it added, too).
+    moved = {path: lines[o.origin] for o in chosen if o.origin in lines for path in (o.path, o.path[:1])
+             if path == o.path or path not in lines}
+    src = _Source(display, {**lines, **moved}, frozenset(o.path for o in parsed))
+    suite = _build(raw, src, str(path.absolute()), tuple(o.text for o in parsed))
+    return dataclasses.replace(suite, profile=profile)
 
 
 def list_suites() -> list[SuiteInfo]:
@@ -484,7 +632,7 @@ def list_suites() -> list[SuiteInfo]:
         except SuiteError as exc:
             infos.append(SuiteInfo(path.stem, f"invalid: {exc}", "", path))
         else:
-            infos.append(SuiteInfo(path.stem, suite.description, suite.kind, path))
+            infos.append(SuiteInfo(path.stem, suite.description, suite.kind, path, suite.reproduces))
     return infos
 
 

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: Suite kinds that can run today.
-SUPPORTED_KINDS = ("scaling", "isolation", "concurrent")
-#: Kinds the study has but labtui does not run yet.
-PLANNED_KINDS = ("creation", "fairshare")
+SUPPORTED_KINDS = ("scaling", "isolation", "concurrent", "creation", "fairshare")
 #: What a worker can measure: "boot" is create-to-exit time, "output" the
 #: JSON lines the worker prints ({"benchmark", "metric", "value", "unit", "better"}),
 #: "load" what a load tool on the host reads from the worker serving on a port.
@@ -22,6 +20,9 @@ LOAD_TOOLS = ("wrk", "redis-benchmark")
 #: Where an isolation run puts the attacker, in the order they are measured.
 #: "alone" is the baseline: the worker without an attacker.
 PLACEMENTS = ("alone", "same-thread", "sibling-thread", "other-core", "all-other-cores")
+#: Where a creation run runs its benchmark after each new instance: on the host itself
+#: (the global zone, Domain-0: R_n), in the first instance (R'_n), in all of them at once (S_n).
+CREATION_WHERE = ("host", "first", "all")
 
 SUITE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 PROBE_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
@@ -106,6 +107,72 @@ class Concurrent:
 
 
 @dataclass(frozen=True, slots=True)
+class Creation:
+    """A creation run: where the benchmark runs after each new instance, and the common start of "all"."""
+
+    where: str = "host"
+    #: Seconds between arming the common start and the start itself (where = "all").
+    start_delay_s: float = 1.0
+
+
+#: How a fairshare run reserves a share for one instance, and how it measures what each received.
+FAIRSHARE_METHODS = ("weight", "cap")
+FAIRSHARE_MEASURES = ("output", "cpu_time")
+#: Everyone's CPU weight on the InstanceSpec.cpu_weight scale (cgroup v2's cpu.weight).
+DEFAULT_CPU_WEIGHT = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Fairshare:
+    """A fairshare run: CPU share achieved against requested (VServer/Xen paper, 5.1 and Table 3).
+
+    ``instances`` CPU-bound instances run at once on the CPU set ``cpus`` (None:
+    every CPU of the host) for ``duration_s``: first with equal shares, then once
+    per method with the first instance reserved ``reserved_share`` of the set.
+    ``measure = "output"`` reads the share each probe reports (Hourglass);
+    ``"cpu_time"`` reads each instance's CPU time from the backend's listing.
+    """
+
+    instances: int = 8
+    reserved_share: float = 0.25
+    methods: tuple[str, ...] = FAIRSHARE_METHODS
+    duration_s: float = 60.0
+    cpus: str | None = None
+    measure: str = "output"
+    #: What the instances run (None: ``hourglass`` for "output", ``attack-cpu`` for "cpu_time").
+    program: str | None = None
+    image: str | None = None
+    #: Seconds between creating the instances and their common start (or the measured window).
+    start_delay_s: float = 1.0
+
+    def configurations(self) -> tuple[str, ...]:
+        """A repetition's configurations in order: "equal", then each method."""
+        return ("equal", *self.methods)
+
+    def probe(self) -> str | None:
+        """The probe the instances run (None when they run an image)."""
+        if self.image is not None:
+            return None
+        return self.program or ("hourglass" if self.measure == "output" else "attack-cpu")
+
+    def requested(self, configuration: str) -> tuple[float, float]:
+        """Share of the CPU set requested for the reserved instance and for each of the others."""
+        if configuration == "equal":
+            return 1 / self.instances, 1 / self.instances
+        return self.reserved_share, (1 - self.reserved_share) / (self.instances - 1)
+
+    def weights(self) -> tuple[int, int]:
+        """CPU weights (reserved, each other) that make the reserved one's weight its share of all weights."""
+        reserved, other = self.requested("weight")
+        return round(DEFAULT_CPU_WEIGHT * reserved / other), DEFAULT_CPU_WEIGHT
+
+    def caps(self, cpus: int) -> tuple[float, float]:
+        """CPU caps (reserved, each other) in CPUs that split a set of ``cpus`` CPUs as requested."""
+        reserved, other = self.requested("cap")
+        return reserved * cpus, other * cpus
+
+
+@dataclass(frozen=True, slots=True)
 class Measure:
     """Extra measurements at every step."""
 
@@ -141,11 +208,17 @@ class Suite:
     attacker: Program | None = None
     isolation: Isolation = Isolation()
     concurrent: Concurrent = Concurrent()
+    creation: Creation = Creation()
+    fairshare: Fairshare = Fairshare()
     load: Load | None = None
     #: Seconds any one backend call of a run may take (plus 2 s per instance in a batch).
     operation_timeout_s: float = 120.0
     #: The backend a run uses when --backend does not name one (None: the process backend).
     backend: str | None = None
+    #: Which study, section and figure or table the suite reproduces, as `labtui suites` shows it.
+    reproduces: str = ""
+    #: The ``[profiles.NAME]`` table applied before the ``--set`` overrides (None: no profile).
+    profile: str | None = None
 
     def steps_per_repetition(self) -> int:
         """Measurements per repetition: scale steps plus the baseline, placements, or counts."""
@@ -153,6 +226,8 @@ class Suite:
             return len(self.isolation.placements)
         if self.kind == "concurrent":
             return len(self.concurrent.instances)
+        if self.kind == "fairshare":
+            return len(self.fairshare.configurations())
         return self.scale.steps + 1 if self.scale else 1
 
     def total_background(self) -> int:
@@ -163,6 +238,8 @@ class Suite:
         """Most instances alive at once: the full background plus one worker, or the most workers."""
         if self.kind == "concurrent":
             return max(self.concurrent.instances)
+        if self.kind == "fairshare":
+            return self.fairshare.instances
         return self.total_background() + (1 if self.worker else 0)
 
 
@@ -174,3 +251,4 @@ class SuiteInfo:
     description: str
     kind: str
     path: Path
+    reproduces: str = ""

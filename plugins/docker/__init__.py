@@ -22,6 +22,7 @@ import aiodocker
 
 from labtui.backends import (
     CPU_LIMIT,
+    CPU_WEIGHT,
     EXEC,
     MEM_LIMIT,
     NETWORKING,
@@ -70,7 +71,7 @@ class DockerBackend(Backend):
     """Instances are containers created, found and removed through the Engine API."""
 
     name = "docker"
-    capabilities = frozenset({PINNING, CPU_LIMIT, MEM_LIMIT, TMPFS, EXEC, NETWORKING})
+    capabilities = frozenset({PINNING, CPU_LIMIT, CPU_WEIGHT, MEM_LIMIT, TMPFS, EXEC, NETWORKING})
     max_parallel_creates = 8
     #: Seconds ``docker stop`` waits between SIGTERM and SIGKILL when destroying.
     stop_grace_s = 2

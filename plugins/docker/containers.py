@@ -56,6 +56,10 @@ def create_body(spec: InstanceSpec, image: str, cmd: list[str] | None) -> dict[s
         host["CpusetCpus"] = spec.cpus
     if spec.mem_limit_bytes is not None:
         host["Memory"] = spec.mem_limit_bytes
+    if spec.cpu_weight is not None:
+        host["CpuShares"] = max(2, round(spec.cpu_weight * 1024 / 100))
+    if spec.cpu_cap is not None:
+        host["NanoCpus"] = round(spec.cpu_cap * 1e9)
     body: dict[str, Any] = {"Image": image, "Labels": labels_of(spec.labels), "HostConfig": host}
     if cmd is not None:
         body["Cmd"] = cmd
@@ -81,9 +85,15 @@ def validate(spec: InstanceSpec) -> None:
     if isinstance(spec, ContainerSpec):
         if spec.cpu_limit is not None and spec.cpu_limit <= 0:
             raise BackendError(f"docker backend: cpu_limit must be > 0, got {spec.cpu_limit}")
+        if spec.cpu_limit is not None and spec.cpu_cap is not None:
+            raise BackendError("docker backend: give cpu_cap or cpu_limit, not both (both set NanoCpus)")
         for path, _ in spec.tmpfs:
             if not path.startswith("/"):
                 raise BackendError(f"docker backend: tmpfs mount point {path!r} is not an absolute path")
+    if spec.cpu_weight is not None and not 1 <= spec.cpu_weight <= 10000:
+        raise BackendError(f"docker backend: cpu_weight must be from 1 to 10000, not {spec.cpu_weight}")
+    if spec.cpu_cap is not None and not spec.cpu_cap >= 0.01:
+        raise BackendError(f"docker backend: cpu_cap must be at least 0.01 CPUs, not {spec.cpu_cap}")
     for port in spec.ports:
         if not 1 <= port <= 65535:
             raise BackendError(f"docker backend: port {port} is not in 1-65535")

@@ -9,7 +9,10 @@ LABTUI_ROLE, LABTUI_INSTANCE), which is how ``list`` finds them again after a
 crash and how ``destroy`` proves a pid is still ours before signalling it.
 An instance's handle is ``"<pid>:<instance>"``.  With ``capture_output`` the
 agent sends the instance's stdout to a file under ``{runtime_dir}/out``, read
-back and removed once the instance exited.
+back and removed once the instance exited.  ``cpu_weight`` and ``cpu_cap``
+go to the instance's cgroup (v2 ``cpu.weight``/``cpu.max``, else the v1 cpu
+controller's ``cpu.shares``/``cpu.cfs_quota_us``); a weight alone falls back to
+nice where neither is writable, a cap fails before anything starts.
 """
 
 from __future__ import annotations
@@ -20,7 +23,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labtui.backends import PINNING, Availability, Backend, BackendError, Instance, InstanceSpec, Labels
+from labtui.backends import (
+    CPU_LIMIT,
+    CPU_WEIGHT,
+    PINNING,
+    Availability,
+    Backend,
+    BackendError,
+    Instance,
+    InstanceSpec,
+    Labels,
+)
 from labtui.hosts.base import CommandResult, HostError
 from labtui.native import ProgramUnavailable, ensure_program, probe_source
 from labtui.plugin_kit import chunks, gather_limited, lab_name, last_line, raise_first, tab_records
@@ -46,7 +59,7 @@ class ProcessBackend(Backend):
     """Instances are process trees started, found and ended by labtui-agent."""
 
     name = "process"
-    capabilities = frozenset({PINNING})
+    capabilities = frozenset({PINNING, CPU_WEIGHT, CPU_LIMIT})
     max_parallel_creates = 32
     #: Seconds between SIGTERM and SIGKILL when destroying.
     stop_grace_s = 2.0
@@ -156,6 +169,10 @@ class ProcessBackend(Backend):
             argv += ["--cpus", first.cpus]
         if first.start_at is not None:
             argv += ["--start-at", str(int(first.start_at * 1e9))]
+        if first.cpu_weight is not None:
+            argv += ["--cpu-weight", str(first.cpu_weight)]
+        if first.cpu_cap is not None:
+            argv += ["--cpu-cap", f"{first.cpu_cap:.6f}"]
         output_path = await self._output_path(first) if first.capture_output else None
         if output_path:
             argv += ["--stdout", output_path]
@@ -312,6 +329,10 @@ def _validate(spec: InstanceSpec) -> None:
         raise BackendError(f"process backend: wait must be 'ready' or 'exit', not {spec.wait!r}")
     if spec.capture_output and spec.wait != "exit":
         raise BackendError("process backend: capture_output needs wait='exit' (the output is read after the exit)")
+    if spec.cpu_weight is not None and not 1 <= spec.cpu_weight <= 10000:
+        raise BackendError(f"process backend: cpu_weight must be from 1 to 10000, not {spec.cpu_weight}")
+    if spec.cpu_cap is not None and not 0.01 <= spec.cpu_cap <= 1024:
+        raise BackendError(f"process backend: cpu_cap must be at least 0.01 CPUs, not {spec.cpu_cap}")
     for value in (spec.labels.session, spec.labels.role, spec.labels.instance):
         if not value or len(value) > 255 or any(c in value for c in "\t\n\0"):
             raise BackendError(f"process backend: bad label {value!r} (1-255 characters, no tabs or newlines)")
@@ -335,7 +356,7 @@ def _batches(specs: list[InstanceSpec]) -> list[list[InstanceSpec]]:
     groups: dict[tuple, list[InstanceSpec]] = {}
     for index, spec in enumerate(specs):
         key = (spec.labels.session, spec.labels.role, spec.program, spec.args, spec.cpus, spec.wait, spec.timeout_s,
-               spec.capture_output, spec.start_at)
+               spec.capture_output, spec.start_at, spec.cpu_weight, spec.cpu_cap)
         alone = spec.wait == "exit" or spec.capture_output
         groups.setdefault(key + ((index,) if alone else ()), []).append(spec)
     return [chunk for group in groups.values() for chunk in chunks(group, SPAWN_BATCH)]

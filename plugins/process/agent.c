@@ -13,7 +13,7 @@
  *   spawn --session S --role R --instance ID [--instance ID2 ...]
  *         [--cpus LIST] [--wait ready|exit] [--isolate auto|none]
  *         [--timeout SECONDS] [--stdout FILE] [--start-at WALL_NS]
- *         -- PROGRAM [ARGS...]
+ *         [--cpu-weight 1-10000] [--cpu-cap CPUS] -- PROGRAM [ARGS...]
  *       instance  ID  PID  WALL_NS  BOOT_NS  ISOLATION            (--wait ready)
  *       exit      ID  PID  WALL_NS  BOOT_NS  EXIT_CODE  ISOLATION (--wait exit)
  *       error     ID  REASON
@@ -26,7 +26,13 @@
  *     instead of /dev/null; it takes a single --instance.  --start-at makes
  *     the instance wait until CLOCK_REALTIME reaches WALL_NS before exec, so
  *     instances spawned by separate calls start together (BOOT_NS includes
- *     the wait).
+ *     the wait).  --cpu-weight (cgroup v2's cpu.weight scale, 100 is the
+ *     default) and --cpu-cap (in CPUs, 0.25 is a quarter of one) go to the
+ *     instance's cgroup: cpu.weight/cpu.max on v2 (the cpu controller enabled
+ *     for the labtui subtree), else cpu.shares/cpu.cfs_quota_us under the v1
+ *     cpu controller; a weight alone falls back to the nice value of the
+ *     nearest CFS weight.  Without a usable controller a cap is an error
+ *     before any instance starts.
  *
  *   ps [--session S]
  *       proc  PID  SESSION  ROLE  INSTANCE  STATE  RSS_BYTES  START_EPOCH_S  COMM
@@ -62,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -77,6 +84,9 @@
 #ifndef CGROUP_V1_PIDS_ROOT
 #define CGROUP_V1_PIDS_ROOT "/sys/fs/cgroup/pids"
 #endif
+#ifndef CGROUP_V1_CPU_ROOT
+#define CGROUP_V1_CPU_ROOT "/sys/fs/cgroup/cpu"
+#endif
 #define CGROUP_SUBTREE "labtui"
 #define SAFE_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
@@ -84,8 +94,11 @@
 #define FILE_MAX (64 * 1024) /* environ, cgroup.procs and friends */
 #define POLL_MS 2
 #define KILL_WAIT_MS 5000
+#define CFS_PERIOD_US 100000
 
-enum cgroup_kind { CG_NONE, CG_V1_PIDS, CG_V2 };
+enum cgroup_kind { CG_NONE, CG_V1_PIDS, CG_V2, CG_V1_CPU };
+/* How spawn applies --cpu-weight and --cpu-cap. */
+enum cpu_control { CPU_NONE, CPU_V2, CPU_V1, CPU_NICE, CPU_MISSING };
 
 struct labels {
     char session[LABEL_MAX];
@@ -350,7 +363,7 @@ static long long process_memory(pid_t pid)
 
 static const char *cgroup_root(enum cgroup_kind kind)
 {
-    return kind == CG_V2 ? CGROUP_V2_ROOT : CGROUP_V1_PIDS_ROOT;
+    return kind == CG_V2 ? CGROUP_V2_ROOT : kind == CG_V1_CPU ? CGROUP_V1_CPU_ROOT : CGROUP_V1_PIDS_ROOT;
 }
 
 static const char *cgroup_label(enum cgroup_kind kind)
@@ -483,6 +496,118 @@ static void remove_cgroup(enum cgroup_kind kind, const char *dir)
         signal_cgroup(kind, dir, SIGKILL);
         sleep_ms(POLL_MS);
     }
+}
+
+/* An instance's v1 cpu cgroup lives beside its pids one: remove it once the instance ended. */
+static void remove_cpu_cgroup(const struct labels *labels)
+{
+    char dir[PATH_MAX];
+    cgroup_dir_for(CG_V1_CPU, labels, dir, sizeof dir);
+    if (access(dir, F_OK) == 0)
+        remove_cgroup(CG_V1_CPU, dir);
+}
+
+/* ----------------------------------------------------------- cpu control */
+
+/* CFS weights of nice -20..19 (the kernel's sched_prio_to_weight). */
+static const int nice_weights[40] = {
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
+    9548,  7620,  6100,  4904,  3906,  3121,  2501,  1991,  1586,  1277,
+    1024,  820,   655,   526,   423,   335,   272,   215,   172,   137,
+    110,   87,    70,    56,    45,    36,    29,    23,    18,    15,
+};
+
+/* The nice value whose CFS weight is nearest (by ratio) to weight on the cpu.weight scale. */
+static int nice_for_weight(int weight)
+{
+    double target = weight * 1024.0 / 100.0, best = 0;
+    int nice = 0;
+    for (int i = 0; i < 40; i++) {
+        double ratio = nice_weights[i] > target ? nice_weights[i] / target : target / nice_weights[i];
+        if (i == 0 || ratio < best) {
+            best = ratio;
+            nice = i - 20;
+        }
+    }
+    return nice;
+}
+
+/* Whether the space-separated list (cgroup.controllers) holds word. */
+static int has_word(const char *list, const char *word)
+{
+    size_t len = strlen(word);
+    for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
+        if ((p == list || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\n' || p[len] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* How --cpu-weight/--cpu-cap can be applied here: the v2 cpu controller for
+ * the labtui subtree (enabled on the way), else the v1 cpu controller, else
+ * (a weight alone) nice; CPU_MISSING when a cap cannot be applied. */
+static enum cpu_control choose_cpu_control(int weight, double cap, enum cgroup_kind cgroup)
+{
+    char controllers[256];
+    if (!weight && cap <= 0)
+        return CPU_NONE;
+    if (cgroup == CG_V2 &&
+        read_file(CGROUP_V2_ROOT "/" CGROUP_SUBTREE "/cgroup.controllers", controllers, sizeof controllers) >= 0 &&
+        has_word(controllers, "cpu") &&
+        write_file(CGROUP_V2_ROOT "/" CGROUP_SUBTREE "/cgroup.subtree_control", "+cpu") == 0)
+        return CPU_V2;
+    if (access(CGROUP_V1_CPU_ROOT "/cpu.shares", F_OK) == 0 && make_dir(CGROUP_V1_CPU_ROOT "/" CGROUP_SUBTREE) == 0)
+        return CPU_V1;
+    return cap > 0 ? CPU_MISSING : CPU_NICE;
+}
+
+/* Write "value" to dir/name; on failure describe it in reason. */
+static int write_setting(const char *dir, const char *name, const char *value, char *reason, size_t size)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (write_file(path, value) == 0)
+        return 0;
+    snprintf(reason, size, "cannot write %s to %s: %s", value, path, strerror(errno));
+    return -1;
+}
+
+/* Give one instance its weight and cap before it starts: in its v2 cgroup
+ * (cgroup_dir), or in a v1 cpu cgroup made for it (its path left in cpu_dir,
+ * for the middle process to join).  Nice is applied by the middle process. */
+static int apply_cpu_control(enum cpu_control mode, int weight, double cap, const struct labels *labels,
+                             const char *cgroup_dir, char *cpu_dir, size_t cpu_dir_size, char *reason, size_t size)
+{
+    char value[64];
+    long long quota = (long long)(cap * CFS_PERIOD_US + 0.5);
+    cpu_dir[0] = '\0';
+    if (mode == CPU_V2) {
+        if (!*cgroup_dir) {
+            snprintf(reason, size, "no cgroup for the instance, so no cpu.weight or cpu.max");
+            return -1;
+        }
+        snprintf(value, sizeof value, "%d", weight);
+        if (weight && write_setting(cgroup_dir, "cpu.weight", value, reason, size) < 0)
+            return -1;
+        snprintf(value, sizeof value, "%lld %d", quota, CFS_PERIOD_US);
+        return cap > 0 ? write_setting(cgroup_dir, "cpu.max", value, reason, size) : 0;
+    }
+    if (mode != CPU_V1)
+        return 0;
+    cgroup_dir_for(CG_V1_CPU, labels, cpu_dir, cpu_dir_size);
+    if (make_dir(cpu_dir) < 0) {
+        snprintf(reason, size, "cannot create cgroup %s: %s", cpu_dir, strerror(errno));
+        cpu_dir[0] = '\0';
+        return -1;
+    }
+    int shares = (weight * 1024 + 50) / 100; /* the cpu.weight scale on cpu.shares': 100 -> 1024 */
+    snprintf(value, sizeof value, "%d", shares < 2 ? 2 : shares);
+    if (weight && write_setting(cpu_dir, "cpu.shares", value, reason, size) < 0)
+        return -1;
+    snprintf(value, sizeof value, "%d", CFS_PERIOD_US);
+    if (cap > 0 && write_setting(cpu_dir, "cpu.cfs_period_us", value, reason, size) < 0)
+        return -1;
+    snprintf(value, sizeof value, "%lld", quota);
+    return cap > 0 ? write_setting(cpu_dir, "cpu.cfs_quota_us", value, reason, size) : 0;
 }
 
 /* --------------------------------------------------------------- pidfd */
@@ -653,7 +778,7 @@ static void clean_named_cgroups(const char *session, const char *instance)
     memset(&labels, 0, sizeof labels);
     snprintf(labels.session, LABEL_MAX, "%s", session);
     snprintf(labels.instance, LABEL_MAX, "%s", instance);
-    enum cgroup_kind kinds[] = {CG_V2, CG_V1_PIDS};
+    enum cgroup_kind kinds[] = {CG_V2, CG_V1_PIDS, CG_V1_CPU};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         char dir[PATH_MAX];
         cgroup_dir_for(kinds[k], &labels, dir, sizeof dir);
@@ -725,6 +850,8 @@ static int cmd_kill(int argc, char **argv)
         }
         if (t->cgroup != CG_NONE && t->status == ENDED)
             remove_cgroup(t->cgroup, t->cgroup_dir);
+        if (t->status == ENDED)
+            remove_cpu_cgroup(&t->labels);
         if (t->status == GONE && session)
             clean_named_cgroups(session, t->instance);
         status |= t->status == REFUSED || t->status == FAILED;
@@ -830,6 +957,9 @@ struct spawn_options {
     double timeout_s;
     const char *stdout_path; /* NULL: /dev/null */
     int64_t start_at_ns;     /* CLOCK_REALTIME to exec at; 0: at once */
+    int cpu_weight;          /* cpu.weight scale, 1-10000; 0: none */
+    double cpu_cap;          /* CPUs; 0: none */
+    enum cpu_control cpu_control;
     char **program;
 };
 
@@ -923,11 +1053,16 @@ __attribute__((noreturn)) static void run_instance(const struct spawn_options *o
  * the instance (PID 1 of the new pid namespace) and exits, so the instance is
  * reparented away from the agent.  Never returns. */
 __attribute__((noreturn)) static void run_middle(const struct spawn_options *o, const struct labels *labels,
-                                                enum cgroup_kind cgroup, const char *cgroup_dir, int status_fd)
+                                                enum cgroup_kind cgroup, const char *cgroup_dir,
+                                                const char *cpu_dir, int status_fd)
 {
     struct report r = {.kind = REPORT_STARTED, .cgroup = CG_NONE};
     if (cgroup != CG_NONE && join_cgroup(cgroup_dir) == 0)
         r.cgroup = cgroup;
+    if (*cpu_dir && join_cgroup(cpu_dir) < 0)
+        report_failure(status_fd, "join cpu cgroup", errno);
+    if (o->cpu_control == CPU_NICE && setpriority(PRIO_PROCESS, 0, nice_for_weight(o->cpu_weight)) < 0)
+        report_failure(status_fd, "setpriority", errno);
     if (o->pin && sched_setaffinity(0, sizeof o->cpus, &o->cpus) < 0)
         report_failure(status_fd, "sched_setaffinity", errno);
     if (o->isolate) {
@@ -989,6 +1124,7 @@ static int wait_for_exit(struct target *t, double timeout_s, int64_t *exited_ns,
     *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (t->cgroup != CG_NONE)
         remove_cgroup(t->cgroup, t->cgroup_dir);
+    remove_cpu_cgroup(&t->labels);
     return timed_out ? -1 : 0;
 }
 
@@ -1020,6 +1156,15 @@ static int spawn_one(const struct spawn_options *o, const char *id, enum cgroup_
             cgroup = CG_NONE;
         }
     }
+    char cpu_dir[PATH_MAX], cpu_reason[PATH_MAX + 128];
+    if (apply_cpu_control(o->cpu_control, o->cpu_weight, o->cpu_cap, &labels, cgroup != CG_NONE ? cgroup_dir : "",
+                          cpu_dir, sizeof cpu_dir, cpu_reason, sizeof cpu_reason) < 0) {
+        printf("error\t%s\t%s\n", field(id), cpu_reason);
+        remove_cpu_cgroup(&labels);
+        if (cgroup != CG_NONE)
+            remove_cgroup(cgroup, cgroup_dir);
+        return -1;
+    }
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0) {
         printf("error\t%s\tpipe: %s\n", field(id), strerror(errno));
@@ -1029,7 +1174,7 @@ static int spawn_one(const struct spawn_options *o, const char *id, enum cgroup_
     pid_t middle = fork();
     if (middle == 0) {
         close(fds[0]);
-        run_middle(o, &labels, cgroup, cgroup_dir, fds[1]);
+        run_middle(o, &labels, cgroup, cgroup_dir, cpu_dir, fds[1]);
     }
     close(fds[1]);
     struct report started = {0}, failed = {0};
@@ -1062,6 +1207,7 @@ static int spawn_one(const struct spawn_options *o, const char *id, enum cgroup_
             waitpid(started.pid, NULL, 0);
         if (cgroup != CG_NONE)
             remove_cgroup(cgroup, cgroup_dir);
+        remove_cpu_cgroup(&labels);
         return -1;
     }
     char isolation[64];
@@ -1089,6 +1235,24 @@ static const char *checked_label(const char *value, const char *what)
     return value;
 }
 
+static int parse_weight(const char *text)
+{
+    char *end;
+    long weight = strtol(text, &end, 10);
+    if (end == text || *end || weight < 1 || weight > 10000)
+        usage_error("spawn: --cpu-weight takes an integer from 1 to 10000, not %s", text);
+    return (int)weight;
+}
+
+static double parse_cap(const char *text)
+{
+    char *end;
+    double cap = strtod(text, &end);
+    if (end == text || *end || !(cap >= 0.01 && cap <= CPU_SETSIZE))
+        usage_error("spawn: --cpu-cap takes a number of CPUs from 0.01, not %s", text);
+    return cap;
+}
+
 static void parse_spawn(int argc, char **argv, struct spawn_options *o)
 {
     static const struct option options[] = {
@@ -1096,7 +1260,8 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         {"instance", required_argument, NULL, 'i'}, {"cpus", required_argument, NULL, 'c'},
         {"wait", required_argument, NULL, 'w'},    {"isolate", required_argument, NULL, 'I'},
         {"timeout", required_argument, NULL, 't'}, {"stdout", required_argument, NULL, 'o'},
-        {"start-at", required_argument, NULL, 'S'}, {NULL, 0, NULL, 0},
+        {"start-at", required_argument, NULL, 'S'}, {"cpu-weight", required_argument, NULL, 'W'},
+        {"cpu-cap", required_argument, NULL, 'C'},  {NULL, 0, NULL, 0},
     };
     int opt;
     memset(o, 0, sizeof *o);
@@ -1126,6 +1291,8 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         case 't': o->timeout_s = atof(optarg); break;
         case 'o': o->stdout_path = optarg; break;
         case 'S': o->start_at_ns = strtoll(optarg, NULL, 10); break;
+        case 'W': o->cpu_weight = parse_weight(optarg); break;
+        case 'C': o->cpu_cap = parse_cap(optarg); break;
         default: usage_error("spawn: unknown option");
         }
     }
@@ -1153,6 +1320,14 @@ static int cmd_spawn(int argc, char **argv)
         return 1;
     }
     enum cgroup_kind cgroup = o.isolate ? choose_cgroup() : CG_NONE;
+    o.cpu_control = choose_cpu_control(o.cpu_weight, o.cpu_cap, cgroup);
+    if (o.cpu_control == CPU_MISSING) {
+        printf("error\t%s\tcpu cap needs a writable cgroup cpu controller and found none (cgroup v2 with cpu "
+               "enabled for " CGROUP_V2_ROOT "/" CGROUP_SUBTREE ", or v1 at " CGROUP_V1_CPU_ROOT ")\n",
+               field(o.instances[0]));
+        free(o.instances);
+        return 1;
+    }
     int status = 0;
     for (int i = 0; i < o.n_instances && status == 0; i++)
         status = spawn_one(&o, o.instances[i], cgroup) < 0;

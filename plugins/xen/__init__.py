@@ -5,7 +5,8 @@ A create writes a domain config (labels in the domain name and in comments), run
 (``on_poweroff="destroy"``).  ``spec.image`` names a guest kernel on Domain-0; ``spec.program``
 names a probe built on Domain-0 and given as the kernel, which suits a simulated dom0 or a
 unikernel build of the probe.  ``spec.args`` become the kernel command line (``extra``),
-``spec.cpus`` the vCPU pinning (``xl vcpu-pin``), ``spec.mem_limit_bytes`` the domain memory.
+``spec.cpus`` the vCPU pinning (``xl vcpu-pin``), ``spec.mem_limit_bytes`` the domain memory,
+``spec.cpu_weight`` and ``spec.cpu_cap`` the credit scheduler's weight and cap (``xl sched-credit``).
 Commands are found through the host's PATH (``path`` in the lab config).
 """
 
@@ -20,7 +21,17 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from labtui.backends import MEM_LIMIT, PINNING, Availability, Backend, BackendError, Instance, InstanceSpec
+from labtui.backends import (
+    CPU_LIMIT,
+    CPU_WEIGHT,
+    MEM_LIMIT,
+    PINNING,
+    Availability,
+    Backend,
+    BackendError,
+    Instance,
+    InstanceSpec,
+)
 from labtui.hosts.base import HostError
 from labtui.plugin_kit import HostTools, last_line
 
@@ -34,13 +45,15 @@ QUERY_TIMEOUT_S = 60.0
 #: Seconds between ``xl list`` polls while waiting for a domain to power off.
 POLL_S = 0.05
 DEFAULT_MEMORY_MB = 128
+#: The credit scheduler's default weight, which InstanceSpec.cpu_weight's default (100) maps to.
+CREDIT_WEIGHT_DEFAULT = 256
 
 
 class XenBackend(Backend):
     """Instances are Xen user domains."""
 
     name = "xen"
-    capabilities = frozenset({PINNING, MEM_LIMIT})
+    capabilities = frozenset({PINNING, MEM_LIMIT, CPU_WEIGHT, CPU_LIMIT})
     max_parallel_creates = 4
 
     def __init__(self, host: Host) -> None:
@@ -106,6 +119,10 @@ class XenBackend(Backend):
                                          "create_s": ready - started})
             if spec.cpus:
                 await self.pin(instance, "all", spec.cpus)
+            if spec.cpu_weight is not None or spec.cpu_cap is not None:
+                weight, cap = credit_params(spec)
+                await self.set_credit(instance, weight=weight, cap=cap)
+                instance.details.update(credit_weight=weight, credit_cap=cap)
             if spec.wait == "exit":
                 await self._wait_gone(name, deadline)
                 ended = time.monotonic()
@@ -146,7 +163,9 @@ class XenBackend(Backend):
         argv += [*(["-w", str(weight)] if weight is not None else []), *(["-c", str(cap)] if cap is not None else [])]
         result = await self._tools.run(argv, time.monotonic() + QUERY_TIMEOUT_S)
         if not result.ok:
-            raise self._tools.error(" ".join(argv[:4]), result)
+            # xl prints libxl's reason, then "libxl_domain_sched_params_set failed.": keep both.
+            reason = "; ".join(line.strip() for line in result.stderr.splitlines() if line.strip())
+            raise self._tools.fail(f"{' '.join(argv)} exited {result.returncode}: {reason or last_line(result.stdout)}")
 
     async def host_memory(self) -> tuple[int, int]:
         """Total and free host memory in bytes, from ``xl info``."""
@@ -229,6 +248,13 @@ class XenBackend(Backend):
 BACKEND = XenBackend
 
 
+def credit_params(spec: InstanceSpec) -> tuple[int | None, int | None]:
+    """The credit weight (256 is the default) and cap (% of one CPU) for the spec's cpu_weight and cpu_cap."""
+    weight = None if spec.cpu_weight is None else max(1, round(spec.cpu_weight * CREDIT_WEIGHT_DEFAULT / 100))
+    cap = None if spec.cpu_cap is None else max(1, round(spec.cpu_cap * 100))
+    return weight, cap
+
+
 def _validate(spec: InstanceSpec) -> None:
     if not spec.image and not spec.program:
         raise BackendError("xen backend: needs spec.image (a guest kernel on Domain-0) or spec.program (a probe)")
@@ -238,3 +264,7 @@ def _validate(spec: InstanceSpec) -> None:
         raise BackendError("xen backend: cannot capture a domain's output (no console capture); use measure='boot'")
     if spec.start_at is not None:
         raise BackendError("xen backend: cannot hold a domain's start until a given time")
+    if spec.cpu_weight is not None and not 1 <= spec.cpu_weight <= 10000:
+        raise BackendError(f"xen backend: cpu_weight must be from 1 to 10000, not {spec.cpu_weight}")
+    if spec.cpu_cap is not None and not spec.cpu_cap >= 0.01:
+        raise BackendError(f"xen backend: cpu_cap must be at least 0.01 CPUs (a 1% credit cap), not {spec.cpu_cap}")

@@ -11,23 +11,33 @@ Formats follow Xen's sources:
 - ``xl create`` prints ``Parsing config from FILE`` on stderr; an unknown domain is
   ``NAME is an invalid domain identifier (rc=-6)`` (xl_utils.c find_domain()); ``xm`` says
   ``Error: Domain 'NAME' does not exist.``.
-- ``xl sched-credit``: tools/xl/xl_sched.c ``"%-33s %4s %6s %4s"`` header (Name ID Weight Cap).
+- ``xl sched-credit``: tools/xl/xl_sched.c ``"%-33s %4s %6s %4s"`` header (Name ID Weight Cap), after a
+  ``Cpupool Pool-0: tslice=30ms ratelimit=1000us migration-delay=0us`` line when listing every domain;
+  ``-d NAME -w W -c C`` sets them, with libxl_sched.c's range errors.
 - ``xl info``: ``%-23s: %s`` lines (tools/xl/xl_info.c output_xeninfo/output_physinfo).
 The guest is simulated: the config's ``kernel`` is run as a process with ``extra`` as its
 arguments; when it exits the domain powers off and, with on_poweroff="destroy", disappears.
+``vcpu-pin`` sets the guest process's CPU affinity, and ``sched-credit`` puts it in a cpu cgroup
+(v1 ``cpu.shares`` = 4 x weight and CFS quota = cap, or v2 ``cpu.weight``/``cpu.max``) where one is
+writable, so that weights and caps take effect as on a credit scheduler.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import getopt
+import hashlib
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 from _simstate import delay, err, hang_if_asked, injected, knobs, locked, state_dir
 
@@ -59,6 +69,7 @@ def _reap(st: dict) -> None:
     for name, dom in list(st["domains"].items()):
         if not _alive(dom) and dom["config"].get("on_poweroff", "destroy") == "destroy":
             del st["domains"][name]
+            _unschedule(dom)
 
 
 def _letters(dom: dict) -> str:
@@ -242,6 +253,7 @@ def _destroy(tool: str, args: list[str]) -> int:
             return _unknown(tool, names[0])
         if dom["pid"] is not None and _alive(dom):
             os.killpg(dom["pid"], signal.SIGKILL)
+        _unschedule(dom)
     return 0
 
 
@@ -289,6 +301,7 @@ def _vcpu_pin(tool: str, args: list[str]) -> int:
         for v in targets:
             affinity[v] = cpus
         dom["affinity"] = affinity
+        _pin(dom, cpus)
     return 0
 
 
@@ -305,40 +318,148 @@ def _vcpu_list(tool: str, args: list[str]) -> int:
     return 0
 
 
+def _strtol(text: str) -> int:
+    """What C's strtol(text, NULL, 10) gives: the leading integer, 0 when there is none."""
+    match = re.match(r"\s*[+-]?\d+", text)
+    return int(match.group()) if match else 0
+
+
 def _sched_credit(tool: str, args: list[str]) -> int:
-    opts: dict[str, str] = {}
-    i = 0
-    while i < len(args):
-        if args[i] in ("-d", "-w", "-c") and i + 1 < len(args):
-            opts[args[i]] = args[i + 1]
-            i += 2
-        else:
-            return _fail(f"Usage: {tool} sched-credit [-d <Domain> [-w[=WEIGHT]|-c[=CAP]]]")
+    """tools/xl/xl_sched.c main_sched_credit(): list (all pools, or one domain) or set weight/cap."""
+    try:
+        opts, _ = getopt.gnu_getopt(args, "d:w:c:p:t:r:m:s", ["domain=", "weight=", "cap=", "cpupool=", "schedparam",
+                                                               "tslice_ms=", "ratelimit_us=", "migration_delay_us="])
+    except getopt.GetoptError as exc:
+        return _fail(f"{tool}: {exc.msg}")
+    given = {opt.lstrip("-")[:1]: value for opt, value in opts}
+    dom_name = given.get("d")
+    if ("p" in given or "s" in given) and (dom_name is not None or "w" in given or "c" in given):
+        return _fail("Specifying a cpupool or schedparam is not allowed with domain options.")
+    if dom_name is None and ("w" in given or "c" in given):
+        return _fail("Must specify a domain.")
     with locked("xen", _initial()) as st:
         _reap(st)
-        if "-d" in opts:
-            dom = st["domains"].get(opts["-d"])
-            if dom is None:
-                return _unknown(tool, opts["-d"])
-            if "-w" in opts:
-                weight = int(opts["-w"])
-                if not 1 <= weight <= 65535:
-                    return _fail("libxl: error: libxl_sched.c: Cpu weight out of range, valid values are within range from 1 to 65535")
-                dom["weight"] = weight
-            if "-c" in opts:
-                dom["cap"] = int(opts["-c"])
-            if "-w" in opts or "-c" in opts:
-                return 0
-            shown = [(opts["-d"], dom)]
-        else:
+        if dom_name is None:
             shown = sorted(st["domains"].items(), key=lambda kv: kv[1]["id"])
-    print("Cpupool Pool-0: tslice=30ms ratelimit=1000us migration-delay=0us")
+        else:
+            dom = st["domains"].get(dom_name)
+            if dom is None:
+                return _unknown(tool, dom_name)
+            if "w" in given or "c" in given:
+                return _set_credit(dom, given)
+            shown = [(dom_name, dom)]
+    if dom_name is None:
+        print("Cpupool Pool-0: tslice=30ms ratelimit=1000us migration-delay=0us")
     print(f"{'Name':<33} {'ID':>4} {'Weight':>6} {'Cap':>4}")
-    if "-d" not in opts:
+    if dom_name is None:
         print(f"{'Domain-0':<33} {0:4d} {256:6d} {0:4d}")
     for name, dom in shown:
         print(f"{name:<33} {dom['id']:4d} {dom['weight']:6d} {dom['cap']:4d}")
     return 0
+
+
+def _set_credit(dom: dict, given: dict[str, str]) -> int:
+    """libxl_sched.c sched_credit_domain_set(): range checks, then the new weight and cap take effect."""
+    weight = _strtol(given["w"]) if "w" in given else dom["weight"]
+    cap = _strtol(given["c"]) if "c" in given else dom["cap"]
+    most = int(dom["config"].get("vcpus", 1)) * 100
+    if not 1 <= weight <= 65535:
+        return _fail(f"libxl: error: libxl_sched.c: Domain {dom['id']}:Cpu weight out of range, valid values are "
+                     "within range from 1 to 65535\nlibxl_domain_sched_params_set failed.")
+    if not 0 <= cap <= most:
+        return _fail(f"libxl: error: libxl_sched.c: Domain {dom['id']}:Cpu cap out of range, valid range is from 0 "
+                     f"to {most} for specified number of vcpus\nlibxl_domain_sched_params_set failed.")
+    dom["weight"], dom["cap"] = weight, cap
+    _schedule(dom)
+    return 0
+
+
+# -- the simulated credit scheduler: weight and cap as CFS group weight and quota of the guest process --
+
+
+def _cpu_cgroup_root() -> tuple[Path, str] | None:
+    """The cpu controller the simulator can use: (root, "v1") or (root, "v2"); None when there is none."""
+    v1 = Path("/sys/fs/cgroup/cpu")
+    if (v1 / "cpu.shares").exists() and os.access(v1, os.W_OK):
+        return v1, "v1"
+    v2 = Path("/sys/fs/cgroup")
+    controllers = v2 / "cgroup.controllers"
+    if controllers.exists() and "cpu" in controllers.read_text().split() and os.access(v2, os.W_OK):
+        return v2, "v2"
+    return None
+
+
+def _domain_cgroup(name: str) -> tuple[Path, str] | None:
+    """This simulated host's cgroup for a domain's guest (created with its parents), or None."""
+    found = _cpu_cgroup_root()
+    if found is None:
+        return None
+    root, version = found
+    host_dir = root / "labtui-xensim" / hashlib.sha1(str(state_dir().resolve()).encode()).hexdigest()[:10]
+    for directory in (host_dir.parent, host_dir):
+        directory.mkdir(exist_ok=True)
+        if version == "v2":
+            (directory / "cgroup.subtree_control").write_text("+cpu")
+    path = host_dir / name
+    path.mkdir(exist_ok=True)
+    return path, version
+
+
+def _schedule(dom: dict) -> None:
+    """Make the guest process feel its weight and cap (no-op where no cpu controller is writable)."""
+    if dom["pid"] is None or not _alive(dom):
+        return
+    try:
+        found = _domain_cgroup(dom["config"]["name"])
+        if found is None:
+            return
+        path, version = found
+        period = 100000
+        quota = dom["cap"] * period // 100 if dom["cap"] else None
+        if version == "v1":
+            (path / "cpu.shares").write_text(str(max(2, dom["weight"] * 4)))
+            (path / "cpu.cfs_period_us").write_text(str(period))
+            (path / "cpu.cfs_quota_us").write_text(str(quota if quota else -1))
+        else:
+            (path / "cpu.weight").write_text(str(max(1, min(10000, dom["weight"] * 100 // 256))))
+            (path / "cpu.max").write_text(f"{quota if quota else 'max'} {period}")
+        (path / "cgroup.procs").write_text(str(dom["pid"]))
+        dom["cgroup"] = str(path)
+    except OSError as exc:
+        err(f"(simulator) cannot apply the credit scheduler to {dom['config']['name']}: {exc}")
+
+
+def _unschedule(dom: dict) -> None:
+    """Remove a gone domain's cgroup (its guest has exited or was killed), and its parents once empty."""
+    path = dom.get("cgroup")
+    if not path:
+        return
+    for _ in range(100):
+        try:
+            os.rmdir(path)
+            break
+        except FileNotFoundError:
+            break
+        except OSError:
+            time.sleep(0.01)
+    for parent in (Path(path).parent, Path(path).parent.parent):
+        with contextlib.suppress(OSError):
+            parent.rmdir()
+
+
+def _pin(dom: dict, cpus: str) -> None:
+    """vcpu-pin's effect on the guest process: its CPU affinity."""
+    if dom["pid"] is None or not _alive(dom):
+        return
+    chosen: set[int] = set()
+    for part in cpus.split(","):
+        if part == "all":
+            chosen = set(range(os.cpu_count() or 1))
+            break
+        first, _, last = part.partition("-")
+        chosen.update(range(int(first), int(last or first) + 1))
+    with contextlib.suppress(OSError, ValueError):
+        os.sched_setaffinity(dom["pid"], chosen)
 
 
 def _info(tool: str, args: list[str]) -> int:

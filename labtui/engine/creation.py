@@ -1,0 +1,291 @@
+"""The `creation` kind: create instance n while instances 1..n-1 keep running, and re-measure.
+
+Follows the Zones study (sections 4.3.1, 4.3.2.1 and 4.4.1, Figures 4-1, 4-2, 5-1, 5-2)
+and the Xen study (sections 4.3.1-4.3.3, Figures 4.1-4.3).  Step n (``background`` = n,
+n = 0..``scale.steps``) creates instance n from ``[background]`` and leaves it running,
+then runs the worker probe ``creation.where``:
+
+- ``"host"``: on the host itself, the global zone or Domain-0, with ``host.run``
+  (R_0..R_n; step 0 measures the host before any instance exists);
+- ``"first"``: in instance 1 with ``backend.exec`` (R'_1..R'_n; step 0 has nothing to run in);
+- ``"all"``: in every instance at once (R_in, and per metric S_n = sum of R_in as
+  ``<metric>_sum``), each held to one start on the host's clock ``creation.start_delay_s``
+  ahead; ``creation/start_spread_ms`` records how far apart they really started and
+  ``creation/start_lag_ms`` how late the last one was.
+
+Every benchmark run goes through ``labtui-runat`` (``runat.c``), which reads the clock on
+the host (or in the instance) when the probe starts and ends.  The creation time is the
+study's ``Tcreate(n) = Tstart(n) - Tend(n-1)`` ("Tstart(n) is the starting time of the
+benchmark which is executed after creating the nth zone, while Tend(n-1) is the ending
+time of the benchmark that is performed after creating the (n-1)th zone"), recorded as
+``creation/tcreate_s``.  Tstart(n) is the start of the first run of step n (a warm-up
+run included); with ``"all"`` it is the moment the common start is armed, since the wait
+for that start is labtui's, not the creation's.  Where there was no benchmark before
+instance 1 (``"first"``, ``"all"``), Tend(0) is the host's clock just before creating it.
+The time labtui itself spends between the two runs on purpose (a manual step gate's hold,
+``sampling.settle_s``, the step's resource and memory readings) is not counted.
+
+Beside it: ``creation/ready_s``, the backend's create-to-ready time of instance n, and
+every phase the backend timed (numeric ``Instance.details`` ending in ``_s``: zones report
+``configure_s``, ``install_s``, ``boot_s``, ``creation_s``; Xen ``create_s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from labtui.backends import EXEC, BackendError, Instance
+from labtui.engine.concurrent import record_sums
+from labtui.engine.context import RunContext
+from labtui.engine.scaling import measure_memory, wait_for_quiet_host
+from labtui.events import StepEnded, StepStarted
+from labtui.hosts.base import CommandResult, HostError
+from labtui.native import ensure_program, probe_source
+from labtui.parsers import ParseError, Reading
+from labtui.parsers.probe import parse_probe_output
+from labtui.plugin_kit import last_line
+
+RUNAT_SOURCE = Path(__file__).resolve().parent / "runat.c"
+RUNAT_NAME = "labtui-runat"
+#: The synchronized start the Xen study asked of its UDP trigger (section 4.2.1): 0.01 s.
+START_SPREAD_GOAL_MS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Timed:
+    """One benchmark run as labtui-runat saw it: host-clock start and end, and what it printed."""
+
+    start_ns: int
+    end_ns: int
+    readings: list[Reading]
+
+
+#: The runs of one benchmark round: the instance each ran in (None: the host) and what it gave.
+Runs = list[tuple[Instance | None, Timed]]
+
+
+@dataclass
+class _Clock:
+    """Tend of the previous step's benchmark, and the time since then that Tcreate leaves out."""
+
+    last_end_ns: int | None = None
+    excluded_s: float = 0.0
+
+
+class Benchmark:
+    """The worker probe and labtui-runat, built on the host, run where the suite says."""
+
+    def __init__(self, ctx: RunContext, runat: str, probe: str) -> None:
+        worker = ctx.suite.worker
+        assert worker is not None and worker.program is not None  # the loader demands a program
+        self.ctx = ctx
+        self.runat = runat
+        self.probe = probe
+        self.name = worker.program
+        self.args = worker.args
+        self.measure = worker.measure
+
+    @classmethod
+    async def build(cls, ctx: RunContext) -> Benchmark:
+        """Build labtui-runat and the worker probe on the host (cached by content hash)."""
+        program = ctx.suite.worker.program if ctx.suite.worker else None
+        assert program is not None  # the loader demands a worker with a program
+        runat, probe = await asyncio.gather(
+            ensure_program(ctx.host, RUNAT_SOURCE, RUNAT_NAME),
+            ensure_program(ctx.host, probe_source(program), program),
+        )
+        return cls(ctx, runat, probe)
+
+    def argv(self, at_ns: int = 0) -> list[str]:
+        """The probe run through labtui-runat, started at at_ns (0: at once)."""
+        return [self.runat, str(at_ns), "--", self.probe, *self.args]
+
+    async def host_now(self) -> int:
+        """The host's clock (CLOCK_REALTIME, ns), the one the benchmarks' times are read on."""
+        try:
+            result = await self.ctx.host.run([self.runat, "--now"])
+            return int(result.check().stdout.strip())
+        except (HostError, ValueError) as exc:
+            raise BackendError(f"reading the clock on host {self.ctx.host.name} with {RUNAT_NAME}: {exc}") from exc
+
+    async def on_host(self) -> Timed:
+        """One run on the host itself."""
+        where = f"on host {self.ctx.host.name}"
+        try:
+            result = await self.ctx.host.run(self.argv(), timeout=self.ctx.suite.operation_timeout_s)
+        except HostError as exc:
+            raise BackendError(f"benchmark {self.name} {where}: {exc}") from exc
+        return self._timed(result, where)
+
+    async def in_instance(self, instance: Instance, at_ns: int = 0, wait_s: float = 0.0) -> Timed:
+        """One run inside instance through backend.exec, started at at_ns on the host's clock."""
+        where = f"in instance {instance.name} on host {self.ctx.host.name}"
+        timeout = self.ctx.suite.operation_timeout_s + wait_s
+        result = await self.ctx.backend.exec(instance, self.argv(at_ns), timeout=timeout)
+        return self._timed(result, where)
+
+    def _timed(self, result: CommandResult, where: str) -> Timed:
+        """Start, end and readings of a finished run; BackendError when it failed or measured nothing."""
+        times = _runat_line(result.stderr)
+        if times is None or times[2] != 0 or result.returncode != 0:
+            said = "\n".join(line for line in result.stderr.splitlines() if not line.startswith(RUNAT_NAME + "\t"))
+            detail = last_line(said or result.stdout)
+            raise BackendError(f"benchmark {self.name} {where} exited {result.returncode}: {detail}")
+        start_ns, end_ns, _ = times
+        if self.measure == "boot":
+            return Timed(start_ns, end_ns, [Reading("boot", "boot_time", (end_ns - start_ns) / 1e9, "s", "lower")])
+        try:
+            return Timed(start_ns, end_ns, parse_probe_output(result.stdout))
+        except ParseError as exc:
+            raise BackendError(f"benchmark {self.name} {where}: {exc}") from None
+
+
+def _runat_line(stderr: str) -> tuple[int, int, int] | None:
+    """START_NS, END_NS and STATUS from labtui-runat's closing line, None when it wrote none."""
+    for line in reversed(stderr.splitlines()):
+        fields = line.split("\t")
+        if len(fields) == 4 and fields[0] == RUNAT_NAME:
+            try:
+                return int(fields[1]), int(fields[2]), int(fields[3])
+            except ValueError:
+                return None
+    return None
+
+
+async def run_creation(ctx: RunContext) -> None:
+    """Run every repetition of a creation suite."""
+    suite = ctx.suite
+    where = suite.creation.where
+    if where != "host" and EXEC not in ctx.backend.capabilities:
+        raise BackendError(
+            f'creation.where = "{where}" runs the benchmark inside instances, which needs a backend that can '
+            f'exec; backend {ctx.backend.name} cannot (where = "host" runs it on the host)'
+        )
+    bench = await Benchmark.build(ctx)
+    ctx.position.repetitions = suite.repetitions
+    ctx.position.steps = suite.steps_per_repetition()
+    for repetition in range(1, suite.repetitions + 1):
+        ctx.position.repetition = repetition
+        await wait_for_quiet_host(ctx)
+        instances: list[Instance] = []
+        clock = _Clock()
+        try:
+            for step in range(ctx.position.steps):
+                await _run_step(ctx, bench, step, instances, clock)
+                held = time.monotonic()
+                await ctx.gate.passed()
+                clock.excluded_s += time.monotonic() - held
+        finally:
+            await ctx.destroy(instances)
+
+
+async def _run_step(ctx: RunContext, bench: Benchmark, step: int, instances: list[Instance], clock: _Clock) -> None:
+    suite = ctx.suite
+    ctx.position.step = ctx.position.background = step
+    ctx.bus.publish(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, step))
+    ok = False
+    try:
+        if step > 0:
+            if clock.last_end_ns is None:
+                clock.last_end_ns, clock.excluded_s = await bench.host_now(), 0.0
+            instances.append(await _create(ctx))
+            _record_phases(ctx, instances[-1])
+            if suite.sampling.settle_s:
+                await asyncio.sleep(suite.sampling.settle_s)
+                clock.excluded_s += suite.sampling.settle_s
+        if suite.creation.where == "host" or instances:
+            start_ns, end_ns = await _measure(ctx, bench, instances)
+            if step > 0:
+                assert clock.last_end_ns is not None  # R0, or the clock read before instance 1
+                tcreate = (start_ns - clock.last_end_ns) / 1e9 - clock.excluded_s
+                ctx.result("creation", "tcreate_s", tcreate, "s", "lower", instances[-1].labels.instance)
+            clock.last_end_ns, clock.excluded_s = end_ns, 0.0
+        readings = time.monotonic()
+        sample = await ctx.sample_now()
+        if suite.measure.memory:
+            await measure_memory(ctx, instances, sample.mem_used_bytes)
+        clock.excluded_s += time.monotonic() - readings
+        ok = True
+    finally:
+        ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, step, ok=ok))
+
+
+async def _create(ctx: RunContext) -> Instance:
+    """Create the step's instance; it may take the suite's whole operation timeout (zones install for minutes)."""
+    background = ctx.suite.background
+    assert background is not None
+    spec = ctx.spec("instance", background, "ready")
+    (instance,) = await ctx.create([dataclasses.replace(spec, timeout_s=ctx.suite.operation_timeout_s)])
+    return instance
+
+
+def _record_phases(ctx: RunContext, instance: Instance) -> None:
+    """The backend's create-to-ready time and every phase it timed (details ending in _s)."""
+    ident = instance.labels.instance
+    if instance.boot_s is not None:
+        ctx.result("creation", "ready_s", instance.boot_s, "s", "lower", ident)
+    for key, value in instance.details.items():
+        if key.endswith("_s") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            ctx.result("creation", key, float(value), "s", "lower", ident)
+
+
+async def _measure(ctx: RunContext, bench: Benchmark, instances: list[Instance]) -> tuple[int, int]:
+    """Warm-up rounds, then measured rounds, recorded; the first start and the last end (host clock, ns)."""
+    worker = ctx.suite.worker
+    assert worker is not None
+    where = ctx.suite.creation.where
+    first_start: int | None = None
+    end_ns = 0
+    for number in range(worker.warmup + worker.runs):
+        armed, runs = await _round(ctx, bench, instances)
+        first_start = armed if first_start is None else first_start
+        end_ns = max(run.end_ns for _, run in runs)
+        if number < worker.warmup:
+            continue
+        for instance, run in runs:
+            ident = instance.labels.instance if instance else ""
+            for r in run.readings:
+                ctx.result(r.benchmark, r.metric, r.value, r.unit, r.better, ident)
+        if where == "all":
+            record_sums(ctx, [r for _, run in runs for r in run.readings])
+            _record_spread(ctx, runs, armed + int(ctx.suite.creation.start_delay_s * 1e9))
+    assert first_start is not None
+    return first_start, end_ns
+
+
+async def _round(ctx: RunContext, bench: Benchmark, instances: list[Instance]) -> tuple[int, Runs]:
+    """One benchmark round where the suite says; returns when it counts as started, and each run."""
+    where = ctx.suite.creation.where
+    if where == "host":
+        run = await bench.on_host()
+        return run.start_ns, [(None, run)]
+    if where == "first":
+        run = await bench.in_instance(instances[0])
+        return run.start_ns, [(instances[0], run)]
+    delay = ctx.suite.creation.start_delay_s
+    armed = await bench.host_now()
+    at_ns = armed + int(delay * 1e9)
+    results = await asyncio.gather(*(bench.in_instance(i, at_ns, delay) for i in instances), return_exceptions=True)
+    runs: Runs = []
+    for instance, result in zip(instances, results):
+        if isinstance(result, BaseException):
+            raise result  # the first failure, once every run has ended
+        runs.append((instance, result))
+    return armed, runs
+
+
+def _record_spread(ctx: RunContext, runs: Runs, at_ns: int) -> None:
+    """How far apart the instances of one "all" round started, and how late the last one was."""
+    starts = [run.start_ns for _, run in runs]
+    spread_ms = (max(starts) - min(starts)) / 1e6
+    ctx.result("creation", "start_spread_ms", spread_ms, "ms", "lower")
+    ctx.result("creation", "start_lag_ms", (max(starts) - at_ns) / 1e6, "ms", "lower")
+    if spread_ms > START_SPREAD_GOAL_MS:
+        ctx.log("warning", "start-spread",
+                f"the {len(starts)} benchmark runs started {spread_ms:.1f} ms apart "
+                f"(goal {START_SPREAD_GOAL_MS:g} ms); "
+                f"raise creation.start_delay_s ({ctx.suite.creation.start_delay_s:g} s) if exec calls arrived late")
