@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import signal
 import subprocess
 import sys
@@ -112,3 +113,32 @@ def _instances_by_session(env: dict[str, str]) -> dict[str, int]:
 
 def _new_instances(env: dict[str, str], before: set[str]) -> int:
     return sum(n for sid, n in _instances_by_session(env).items() if sid not in before)
+
+
+def test_adaptive_runs_add_runs_while_the_spread_is_too_wide_and_stop_at_max_runs(tmp_path, env):
+    base = ["--set", "scale.steps=1", "--set", "scale.per_step=2", "--set", "suite.repetitions=1",
+            "--set", "sampling.quiet_timeout_s=0", "--set", "worker.runs=2", "--set", "worker.max_runs=5"]
+    for target in (0.001, 0.1):
+        db = tmp_path / f"adaptive-{target}.duckdb"
+        labtui("run", "boot-scaling", *base, "--set", f"worker.target_cv={target}", "--db", str(db), env=env, check=True)
+        con = duckdb.connect(str(db), read_only=True)
+        rows = con.execute("select step, value from results where metric = 'boot_time' order by ts").fetchall()
+        warnings = con.execute("select count(*) from events where kind = 'unstable'").fetchone()[0]
+        con.close()
+        per_step = {step: [v for s, v in rows if s == step] for step in (0, 1)}
+        for values in per_step.values():
+            # runs stop at the first count (from 2) whose spread is within the target, or at max_runs
+            settled = [k for k in range(2, 6) if statistics.stdev(values[:k]) / statistics.fmean(values[:k]) <= target]
+            assert len(values) == (settled[0] if settled else 5), (target, values)
+        assert warnings == sum(len(v) == 5 and not statistics.stdev(v) / statistics.fmean(v) <= target
+                               for v in per_step.values())
+        if target == 0.001:  # boot times never agree within 0.1%: every step ran max_runs and warned
+            assert [len(v) for v in per_step.values()] == [5, 5] and warnings == 2
+
+
+def test_adaptive_runs_need_both_keys(tmp_path, env):
+    out = labtui("run", "boot-scaling", "--set", "worker.max_runs=5", "--db", str(tmp_path / "x.duckdb"), env=env)
+    assert out.returncode == 2 and "worker.max_runs" in out.stderr and "target_cv" in out.stderr
+    out = labtui("run", "boot-scaling", "--set", "worker.runs=3", "--set", "worker.max_runs=2",
+                 "--set", "worker.target_cv=0.05", "--db", str(tmp_path / "x.duckdb"), env=env)
+    assert out.returncode == 2 and "at least runs (3)" in out.stderr

@@ -4,16 +4,22 @@
 ``"output"`` asks the backend for the worker's stdout and records every JSON
 reading line in it (see ``labtui.parsers.probe``); ``"load"`` starts the
 worker as a service and records what a load tool on the host reads from it
-(see ``labtui.engine.load``).  All run ``worker.warmup`` discarded runs first.
+(see ``labtui.engine.load``).  All run ``worker.warmup`` discarded runs first,
+then ``worker.runs`` measured ones, then, when ``worker.max_runs`` is set, one
+more at a time while a metric's coefficient of variation over this step's runs
+is above ``worker.target_cv`` (bounded by ``max_runs``; every run is recorded).
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 from labtui.backends import BackendError, Instance
 from labtui.engine.context import RunContext
 from labtui.engine.load import measure_load
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.probe import parse_probe_output
+from labtui.stats import summarize
 from labtui.suites.model import Worker
 
 
@@ -24,18 +30,41 @@ async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement:
     if worker.measure == "load":
         for _ in range(worker.warmup):
             await measure_load(ctx, worker, role="warmup", cpus=cpus)
-        for _ in range(worker.runs):
-            await measure_load(ctx, worker, cpus=cpus, placement=placement)
-        return
-    capture = worker.measure == "output"
-    for _ in range(worker.warmup):
-        await ctx.destroy(await ctx.create([ctx.spec("warmup", worker, "exit", cpus=cpus, capture_output=capture)]))
+
+        async def run() -> list[Reading]:
+            return await measure_load(ctx, worker, cpus=cpus, placement=placement)
+
+    else:
+        capture = worker.measure == "output"
+        for _ in range(worker.warmup):
+            await ctx.destroy(await ctx.create([ctx.spec("warmup", worker, "exit", cpus=cpus, capture_output=capture)]))
+
+        async def run() -> list[Reading]:
+            (instance,) = await ctx.create([ctx.spec("worker", worker, "exit", cpus=cpus, capture_output=capture)])
+            try:
+                return record_run(ctx, worker, instance, placement=placement)
+            finally:
+                await ctx.destroy([instance])
+
+    readings: list[Reading] = []
     for _ in range(worker.runs):
-        (instance,) = await ctx.create([ctx.spec("worker", worker, "exit", cpus=cpus, capture_output=capture)])
-        try:
-            record_run(ctx, worker, instance, placement=placement)
-        finally:
-            await ctx.destroy([instance])
+        readings += await run()
+    runs = worker.runs
+    while worker.max_runs is not None and runs < worker.max_runs and worst_cv(readings) > worker.target_cv:
+        readings += await run()
+        runs += 1
+    if worker.target_cv is not None and worst_cv(readings) > worker.target_cv:
+        ctx.log("warning", "unstable", f"coefficient of variation {worst_cv(readings):.1%} still above "
+                f"{worker.target_cv:.1%} after {runs} runs (worker.max_runs) at step {ctx.position.step}")
+
+
+def worst_cv(readings: list[Reading]) -> float:
+    """The largest coefficient of variation among the metrics of readings (0 with fewer than 2 of each)."""
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in readings:
+        values[(r.benchmark, r.metric)].append(r.value)
+    cvs = [abs(summarize(v).cv) for v in values.values() if len(v) > 1]
+    return max((cv for cv in cvs if cv == cv), default=0.0)  # a zero mean gives nan: no verdict
 
 
 def record_run(ctx: RunContext, worker: Worker, instance: Instance, *, placement: str = "") -> list[Reading]:

@@ -166,7 +166,8 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
                          re.compile(r"[a-z][a-z0-9_-]{0,31}").fullmatch, default=None),
     },
     "scale": {"start": _integer(0, 0), "steps": _integer(1), "per_step": _integer(1)},
-    "worker": {**_PROGRAM, "measure": _one_of(WORKER_MEASURES), "runs": _integer(1, 1), "warmup": _integer(0, 1)},
+    "worker": {**_PROGRAM, "measure": _one_of(WORKER_MEASURES), "runs": _integer(1, 1), "warmup": _integer(0, 1),
+               "max_runs": _integer(1, None), "target_cv": _number(0.001, 1.0, None)},
     "background": _PROGRAM,
     "attacker": _PROGRAM,
     "isolation": {"placements": _PLACEMENTS, "settle_s": _number(0.0, 600.0, 0.5)},
@@ -366,6 +367,8 @@ def _build(raw: dict[str, Any], src: _Source, source: str, overrides: tuple[str,
     _check_kind_tables(raw, head["kind"], src)
     scale = Scale(**_table(raw, "scale", src)) if "scale" in raw else None
     worker = _program(raw, "worker", Worker, src)
+    if worker is not None:
+        _check_adaptive(worker, src)
     measure = Measure(**_table(raw, "measure", src))
     if worker is None and not measure.memory and head["kind"] != "fairshare":
         raise src.error((), "the suite measures nothing: add a [worker] table or set measure.memory = true")
@@ -388,6 +391,15 @@ def _build(raw: dict[str, Any], src: _Source, source: str, overrides: tuple[str,
         fairshare=_fairshare(raw, head, src),
         load=load,
     )
+
+
+def _check_adaptive(worker: Worker, src: _Source) -> None:
+    """Adaptive runs need both a CV target and a ceiling of at least runs."""
+    if (worker.max_runs is None) != (worker.target_cv is None):
+        given, missing = ("max_runs", "target_cv") if worker.max_runs is not None else ("target_cv", "max_runs")
+        raise src.error(("worker", given), f"adaptive runs need {missing} as well as {given}")
+    if worker.max_runs is not None and worker.max_runs < worker.runs:
+        raise src.error(("worker", "max_runs"), f"must be at least runs ({worker.runs}), not {worker.max_runs}")
 
 
 def _check_creation(scale: Scale | None, worker: Worker | None, src: _Source) -> None:

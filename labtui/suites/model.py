@@ -60,6 +60,11 @@ class Worker(Program):
 
     measure: str = "boot"
     runs: int = 1
+    #: Adaptive runs: after ``runs``, one more run at a time while any metric's
+    #: coefficient of variation at this step is above ``target_cv``, up to
+    #: ``max_runs`` in all (None: exactly ``runs``).  Every run's readings are kept.
+    max_runs: int | None = None
+    target_cv: float | None = None
     #: Discarded runs just before the measured ones at every step, so that a
     #: measurement after an idle pause (the baseline, a manual step) is not
     #: charged the cost of cold kernel and engine paths.
