@@ -1,4 +1,5 @@
-"""A session's SSH host lost mid-run: the sampler notices, reconnects once, then the session fails.
+"""A session's SSH host lost mid-run: the sampler notices, reconnects once, then the session fails;
+with several hosts, the other hosts' sessions go on.
 
 The sshd on 127.0.0.45 is killed while the suite waits in a long settle pause
 (no command of the experiment is running), so only the resource sampler can
@@ -9,11 +10,15 @@ the process backend's agent, as tests/test_ssh_host.py does.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
 from sshd_fixture import Sshd, host_table, sshd_available, start_sshd, write_key
 
@@ -21,6 +26,7 @@ from labtui.backends import open_backend
 from labtui.engine import SessionRunner
 from labtui.events import Log, SessionEnded, StepStarted
 from labtui.hosts import get_host
+from labtui.liveness import sessions_of
 from labtui.suites import load_suite
 
 pytestmark = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")
@@ -77,3 +83,48 @@ async def test_host_lost_mid_run_fails_the_session_naming_host_and_reconnect(ser
     assert len(ended) == 1 and ended[0].status == "failed"
     assert ended[0].message.startswith("HostLost: host h45 lost")
     assert "reconnecting failed" in ended[0].message and "gave up after 4 attempts" in ended[0].message
+
+
+def test_one_of_two_hosts_lost_ends_its_session_and_the_other_goes_on(tmp_path: Path) -> None:
+    write_key(tmp_path / "client_key")
+    servers = {name: start_sshd(tmp_path / name, address, tmp_path / "client_key.pub")
+               for name, address in (("h46", "127.0.0.46"), ("h47", "127.0.0.47"))}
+    db = tmp_path / "lab.duckdb"
+    env = {**os.environ, "LABTUI_CONFIG": str(tmp_path / "labtui.toml"), "LABTUI_RUNTIME_DIR": str(tmp_path / "rt")}
+    proc = None
+    try:
+        (tmp_path / "known_hosts").write_text("".join(
+            f"[{s.address}]:{s.port} " + " ".join(s.host_key.export_public_key("openssh").decode().split()[:2]) + "\n"
+            for s in servers.values()))
+        (tmp_path / "labtui.toml").write_text(
+            "".join(host_table(name, s, tmp_path, keepalive_s=1) for name, s in servers.items()))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "labtui", "run", "boot-scaling", "--host", "h46", "--host", "h47", "--db", str(db),
+             "--set", "scale.steps=2", "--set", "scale.per_step=1", "--set", "suite.repetitions=1",
+             "--set", "sampling.quiet_timeout_s=0", "--set", "sampling.interval_s=0.2", "--set", "sampling.settle_s=3"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(sessions_of(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(2)  # both sessions are in their first steps
+        servers["h46"].signal_all(signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        for server in servers.values():
+            server.stop()
+    assert proc.returncode == 1, out + err  # the worst of the two sessions: failed
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        ended = dict(con.execute("select host, status from sessions").fetchall())
+        message = con.execute("select message from sessions where host = 'h46'").fetchone()[0]
+        steps = con.execute("select s.host, count(*) from steps t join sessions s using (session_id) "
+                            "where t.ok group by all order by 1").fetchall()
+    finally:
+        con.close()
+    assert ended == {"h46": "failed", "h47": "completed"}
+    # the sampler's HostLost, or the experiment's own next command failing to reconnect: either names h46
+    assert "host h46" in message and ("HostLost" in message or "gave up after 4 attempts" in message), message
+    assert dict(steps)["h47"] == 3  # the other host ran its baseline and both steps to the end
+    assert "on h47 completed" in err and "on h46 failed" in err
