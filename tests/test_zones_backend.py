@@ -9,6 +9,7 @@ CI needs openssh-server and a C compiler (the probes are built on the host).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -95,6 +96,14 @@ def test_command_file_and_attr_round_trip() -> None:
     assert labels_from_attrs(parse_attrs(info.split("attr:\n\tname: labtui-instance")[0])) is None
     with pytest.raises(BackendError, match="zonepath value"):
         command_file(ZoneConfig("/zones/a;b", labels))
+
+
+def test_command_file_carries_the_resource_controls() -> None:
+    text = command_file(ZoneConfig("/zones/z1", Labels("s1", "worker", "wo1"), cpu_shares=233, capped_cpus=0.25,
+                                   capped_memory_mib=512))
+    lines = text.splitlines()
+    assert lines[3:10] == ["set cpu-shares=233", "add capped-cpu", "set ncpus=0.25", "end",
+                           "add capped-memory", "set physical=512m", "end"]
 
 
 def test_memory_cap_kstats_by_zone_id() -> None:
@@ -191,6 +200,22 @@ async def test_create_list_exec_memory_destroy_over_ssh(zones: Backend, seeded: 
     assert await zones.memory_bytes(instance) is None
     assert zone_processes(seeded, instance.name) == []  # halt ended everything the zone ran
     foreign_intact(seeded)
+
+
+@needs_sshd
+async def test_cpu_and_memory_controls_reach_zonecfg_and_pinning_is_refused(zones: Backend, seeded: FakeHost) -> None:
+    labels = Labels("zs3", "background", "ba1")
+    spec = InstanceSpec(labels, program="sleeper", cpu_weight=300, cpu_cap=0.5, mem_limit_bytes=256 << 20)
+    instance = await zones.create(spec)
+    try:
+        zone = json.loads((seeded.state / "zones.json").read_text())["zones"][instance.name]
+        assert zone["cpu-shares"] == "300"
+        assert zone["capped-cpus"] == [{"ncpus": "0.50"}] and zone["capped-memorys"] == [{"physical": "256m"}]
+    finally:
+        await zones.destroy(instance)
+    with pytest.raises(BackendError, match="no pinning"):
+        await zones.create(InstanceSpec(Labels("zs3", "worker", "wo1"), program="hello", wait="exit", cpus="0"))
+    assert await zones.list() == []
 
 
 @needs_sshd

@@ -21,7 +21,18 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from labtui.backends import EXEC, Availability, Backend, BackendError, Instance, InstanceSpec, Labels
+from labtui.backends import (
+    CPU_LIMIT,
+    CPU_WEIGHT,
+    EXEC,
+    MEM_LIMIT,
+    Availability,
+    Backend,
+    BackendError,
+    Instance,
+    InstanceSpec,
+    Labels,
+)
 from labtui.hosts.base import CommandResult, HostError
 from labtui.plugin_kit import HostTools, last_line
 
@@ -42,7 +53,7 @@ class ZonesBackend(Backend):
     """Instances are non-global zones on an illumos host."""
 
     name = "zones"
-    capabilities = frozenset({EXEC})
+    capabilities = frozenset({EXEC, CPU_LIMIT, CPU_WEIGHT, MEM_LIMIT})
     #: zoneadm install holds the package system; a few in flight is what admins do.
     max_parallel_creates = 4
     #: Parent of every zone's zonepath.
@@ -81,7 +92,14 @@ class ZonesBackend(Backend):
         deadline = time.monotonic() + spec.timeout_s
         binary = await self._tools.program(spec.program) if spec.program else None
         fss = (Fs(str(PurePosixPath(binary).parent), str(PurePosixPath(binary).parent)),) if binary else ()
-        config = ZoneConfig(zonepath=f"{self.zonepath_base}/{name}", labels=spec.labels, fss=fss)
+        config = ZoneConfig(
+            zonepath=f"{self.zonepath_base}/{name}",
+            labels=spec.labels,
+            fss=fss,
+            cpu_shares=spec.cpu_weight,  # the same relative scale: every labtui zone gets one explicitly
+            capped_cpus=spec.cpu_cap,
+            capped_memory_mib=None if spec.mem_limit_bytes is None else max(1, spec.mem_limit_bytes // 2**20),
+        )
         created_at = time.time()
         details: dict[str, object] = {"zone": name, "zonepath": config.zonepath, "template": spec.image}
         started = time.monotonic()
@@ -252,8 +270,11 @@ BACKEND = ZonesBackend
 
 
 def _validate(spec: InstanceSpec) -> None:
-    if spec.cpus or spec.mem_limit_bytes is not None:
-        raise BackendError("zones backend: no pinning or memory limits (it declares neither capability)")
+    if spec.cpus:
+        raise BackendError("zones backend: no pinning to CPUs (a zone gets CPUs through a pool, which labtui "
+                           "does not configure); cpu_cap and cpu_weight are honoured")
+    if spec.cpu_cap is not None and spec.cpu_cap < 0.01:
+        raise BackendError(f"zones backend: capped-cpu ncpus must be at least 0.01, not {spec.cpu_cap:g}")
     if spec.wait not in ("ready", "exit"):
         raise BackendError(f"zones backend: wait must be 'ready' or 'exit', not {spec.wait!r}")
     if spec.wait == "exit" and not spec.program:

@@ -2,7 +2,10 @@
 
 The study configured each zone with one command string (create; set zonepath; set
 autoboot; add fs; add net; end); labtui adds ``attr`` resources that carry the lab
-labels, which is how ``list`` recognises its zones and ``destroy`` proves ownership.
+labels, which is how ``list`` recognises its zones and ``destroy`` proves ownership,
+and the resource controls an instance asks for: ``cpu-shares`` (the zone's share
+under the FSS scheduler), ``capped-cpu`` (ncpus, in CPUs) and ``capped-memory``
+(physical).
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ class ZoneConfig:
     autoboot: bool = False
     fss: tuple[Fs, ...] = ()
     nets: tuple[Net, ...] = ()
+    #: zone.cpu-shares (1-65535; only the FSS scheduler honours it); None: the default.
+    cpu_shares: int | None = None
+    #: capped-cpu ncpus, e.g. 0.25 for a quarter of one CPU.
+    capped_cpus: float | None = None
+    #: capped-memory physical, in MiB.
+    capped_memory_mib: int | None = None
 
 
 def _value(key: str, value: str) -> str:
@@ -57,6 +66,12 @@ def command_file(cfg: ZoneConfig) -> str:
         f"set zonepath={_value('zonepath', cfg.zonepath)}",
         f"set autoboot={'true' if cfg.autoboot else 'false'}",
     ]
+    if cfg.cpu_shares is not None:
+        lines.append(f"set cpu-shares={int(cfg.cpu_shares)}")
+    if cfg.capped_cpus is not None:
+        lines += ["add capped-cpu", f"set ncpus={float(cfg.capped_cpus):.2f}", "end"]
+    if cfg.capped_memory_mib is not None:
+        lines += ["add capped-memory", f"set physical={int(cfg.capped_memory_mib)}m", "end"]
     for fs in cfg.fss:
         lines += ["add fs", f"set dir={_value('fs dir', fs.dir)}", f"set special={_value('fs special', fs.special)}",
                   f"set type={_value('fs type', fs.type)}"]

@@ -147,6 +147,8 @@ def _run_file(name: str, text: str, path: str) -> int:
                 elif cmd == "add" and len(words) == 3 and words[1] == "options":
                     resource["options"] = words[2]
                 elif cmd == "end":
+                    if kind == "capped-cpu" and not _decimal(resource.get("ncpus", ""), 0.01):
+                        return fail(lineno, f"ncpus: invalid value {resource.get('ncpus', '')!r}.")
                     draft[kind + "s"].append(resource)
                     resource = None
                 elif cmd == "cancel":
@@ -158,18 +160,20 @@ def _run_file(name: str, text: str, path: str) -> int:
                 if existing is not None and "-F" not in words:
                     return fail(lineno, f"Zone {name} already exists; create not allowed.")
                 draft = {"zonepath": "", "autoboot": "false", "brand": "ipkg", "iptype": "shared",
-                         "nets": [], "fss": [], "attrs": []}
+                         "nets": [], "fss": [], "attrs": [], "capped-cpus": [], "capped-memorys": []}
             elif draft is None:
                 return fail(lineno, f"{name}: No such zone configured\nUse 'create' to begin configuring a new zone.")
             elif cmd == "set" and len(words) == 2 and "=" in words[1]:
                 key, value = words[1].split("=", 1)
                 field = {"ip-type": "iptype"}.get(key, key)
-                if field not in ("zonepath", "autoboot", "brand", "iptype"):
+                if field not in ("zonepath", "autoboot", "brand", "iptype", "cpu-shares"):
                     return fail(lineno, f"{key}: unknown property.")
+                if field == "cpu-shares" and not (value.isdigit() and 1 <= int(value) <= 65535):
+                    return fail(lineno, f"{value}: invalid value for cpu-shares.")
                 if field == "autoboot" and value not in ("true", "false"):
                     return fail(lineno, f"{value}: invalid value for autoboot (true or false).")
                 draft[field] = value
-            elif cmd == "add" and len(words) == 2 and words[1] in ("net", "fs", "attr"):
+            elif cmd == "add" and len(words) == 2 and words[1] in ("net", "fs", "attr", "capped-cpu", "capped-memory"):
                 kind, resource = words[1], {}
             elif cmd == "add":
                 return fail(lineno, f"{' '.join(words[1:])}: unknown resource type.")
@@ -198,6 +202,13 @@ def _run_file(name: str, text: str, path: str) -> int:
 
 
 # -- zoneadm ------------------------------------------------------------------
+
+
+def _decimal(text: str, minimum: float) -> bool:
+    try:
+        return float(text) >= minimum
+    except ValueError:
+        return False
 
 
 def _line(zid: int | None, name: str, zone: dict) -> str:
