@@ -182,6 +182,8 @@ class UnikraftBackend(Backend):
     async def _launch(self, spec: InstanceSpec) -> Launch:
         if spec.mem_limit_bytes is not None:
             raise BackendError("unikraft backend cannot limit memory: it has no mem_limit capability")
+        if spec.cpu_weight is not None or spec.cpu_cap is not None:
+            raise BackendError("unikraft backend cannot weigh or cap CPU use: it has neither cpu_weight nor cpu_limit")
         if spec.wait not in ("ready", "exit"):
             raise BackendError(f"unikraft backend: wait must be 'ready' or 'exit', not {spec.wait!r}")
         if bool(spec.program) == bool(spec.image):
