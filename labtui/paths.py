@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -21,9 +22,19 @@ def bundled_dir(name: str) -> Path:
 
 
 def local_runtime_dir() -> Path:
-    """labtui's private directory on this machine ($LABTUI_RUNTIME_DIR or /tmp/labtui-UID), created 0700."""
+    """labtui's private directory on this machine ($LABTUI_RUNTIME_DIR or /tmp/labtui-UID), created 0700.
+
+    An existing one must be a real directory of ours (it is made 0700 again);
+    anything else is refused, since sockets and programs are kept there.
+    """
     path = Path(os.environ.get("LABTUI_RUNTIME_DIR") or f"/tmp/labtui-{os.getuid()}")
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise PermissionError(f"labtui runtime dir {path} is not a directory of yours (a symlink, or another "
+                              "user's): remove it or set LABTUI_RUNTIME_DIR")
+    if info.st_mode & 0o077:
+        os.chmod(path, 0o700)
     return path
 
 

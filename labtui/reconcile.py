@@ -245,7 +245,7 @@ def events(result: Reconciliation, destroyed: Iterable[tuple[Instance, str, str]
             if not finding.session_known:
                 out.append(Log("", "warning", "reconcile", f"{message} on {backend}/{finding.host}"))
                 continue
-            out.append(InstanceCreating(sid, iid, instance.host, backend, instance.labels.role, iid,
+            out.append(InstanceCreating(sid, iid, instance.host, backend, instance.labels.role, instance.name,
                                         ts=instance.created_at or time.time()))
         out.append(InstanceDestroyed(sid, iid, state="cleaned"))
         out.append(Log(sid, "info", "cleanup", message))

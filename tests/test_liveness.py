@@ -52,3 +52,23 @@ def test_a_lock_dir_anyone_may_empty_is_refused(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(LivenessError, match="not a directory"):
         with session_lock("x"):
             pass
+
+
+def test_labtui_run_with_an_untrustworthy_lock_dir_is_a_usage_error(tmp_path: Path) -> None:
+    unsafe = tmp_path / "open"
+    unsafe.mkdir()
+    os.chmod(unsafe, 0o777)
+    env = {**os.environ, "LABTUI_LOCK_DIR": str(unsafe), "LABTUI_RUNTIME_DIR": str(tmp_path / "rt")}
+    done = subprocess.run([sys.executable, "-m", "labtui", "run", "boot-scaling", "--set", "scale.steps=1",
+                           "--db", str(tmp_path / "x.duckdb")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "not sticky" in done.stderr  # an error at once, not a hang
+
+
+def test_a_failed_lock_leaves_the_holders_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
+    with session_lock("twice"):
+        with pytest.raises(BlockingIOError):
+            with session_lock("twice"):
+                pass
+        assert session_is_running("twice")  # the second attempt did not delete the holder's lock
+    assert not session_is_running("twice")

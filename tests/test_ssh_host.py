@@ -183,6 +183,7 @@ async def test_timeout_kills_the_remote_process_group(lab: Lab) -> None:
     while processes_matching("sleep\x0037.") and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert processes_matching("sleep\x0037.") == []
+    assert not list((lab.tmp / "runtime-h2").glob(".runner-*"))  # the killed runner's output files went too
 
 
 async def test_missing_command_is_a_host_error(lab: Lab) -> None:
@@ -293,6 +294,11 @@ async def test_a_runtime_dir_that_is_a_symlink_is_refused(lab: Lab) -> None:
         await host.put_file(__file__, f"{host.runtime_dir}/copy.py")
     assert os.stat(target).st_mode & 0o777 == 0o755 and not list(target.iterdir())
     await host.close()
+    fresh = lab.host()  # first commands at once on a new connection: none slips past the check
+    outcomes = await asyncio.gather(fresh.put_file(__file__, f"{fresh.runtime_dir}/copy.py"),
+                                    fresh.run(["touch", str(lab.tmp / "ran")]), return_exceptions=True)
+    assert all(isinstance(o, HostError) and "private runtime dir" in str(o) for o in outcomes), outcomes
+    assert not list(target.iterdir()) and not (lab.tmp / "ran").exists()
 
 
 # -- pool ---------------------------------------------------------------------

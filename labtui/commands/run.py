@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from labtui.commands.common import DEFAULT_BACKEND, UsageError, backend_from, db_path, host_from
+from labtui.liveness import LivenessError, lock_dir
 from labtui.commands.render import render_summary
 from labtui.engine import SessionRunner, StepGate
 from labtui.events import Event, Result, SessionEnded, StepEnded, StepStarted
@@ -35,6 +36,10 @@ def cmd_run(args) -> int:
     hosts = [host_from(name) for name in names]
     backend_name = args.backend or suite.backend or DEFAULT_BACKEND
     backends = [backend_from(backend_name, host) for host in hosts]
+    try:
+        lock_dir()  # where each session's running-lock goes: a bad one is an error before anything runs
+    except LivenessError as exc:
+        raise UsageError(str(exc)) from None
     path = db_path(args)
     view = read_store_quietly(path)  # read before the writer holds the file; reconciled when the run starts
     try:

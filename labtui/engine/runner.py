@@ -79,8 +79,17 @@ class SessionRunner:
         self.ctx.keep_instances = keep
 
     async def run(self) -> str:
-        """Run the session to its end and return its final status."""
-        with session_lock(self.session_id):
+        """Run the session to its end and return its final status.
+
+        When the session cannot take its running-lock, nothing runs: the bus is
+        closed (so subscribers end) and the error is raised.
+        """
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(session_lock(self.session_id))
+            except BaseException:
+                self.bus.close()
+                raise
             return await self._run()
 
     async def _run(self) -> str:

@@ -77,7 +77,7 @@ class Mux:
                 answer = await self.run(str(request["host"]), [str(a) for a in request["argv"]], float(request["timeout"]))
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             writer.write(json.dumps({"error": f"bad request to the mux: {exc}"}).encode() + b"\n")
         except ConnectionError:
             pass

@@ -37,7 +37,7 @@ async def ask(socket: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     """
     try:
         reader, writer = await asyncio.open_unix_connection(str(socket), limit=MAX_ANSWER_BYTES)
-    except (FileNotFoundError, ConnectionRefusedError):
+    except OSError:  # none listens (or the path is unusable, e.g. too long): the caller runs it itself
         return None
     try:
         writer.write(json.dumps(request).encode() + b"\n")
@@ -49,7 +49,10 @@ async def ask(socket: Path, request: dict[str, Any]) -> dict[str, Any] | None:
         writer.close()
     if not line:
         return {"error": "the background mux ended without an answer (the command may have run)"}
-    answer = json.loads(line)
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        return {"error": f"the background mux answered nonsense: {line[:200]!r}"}
     return None if answer.get("unavailable") else answer
 
 

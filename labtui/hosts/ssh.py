@@ -66,8 +66,10 @@ class _Conn:
     conn: asyncssh.SSHClientConnection
     client: _Client
     busy: int = 0
-    #: The runtime dir was made private by a command on this connection.
+    #: The runtime dir was made private through this connection (by its first runner).
     prepared: bool = False
+    #: Held while the first runner checks the runtime dir: nothing else uses the connection meanwhile.
+    prepare_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: ``uname -s`` of the host, read on first need.
     os_name: str = ""
     #: Runners waiting for their next command (each holds an open session).
@@ -126,13 +128,9 @@ class SSHHost(Host):
         pid: list[int] = []
         try:
             async with self._slot() as conn:
-                conn.make_room()
                 proc = await self._start(conn, argv, env)
                 try:
                     out, err = await asyncio.wait_for(self._collect(proc, pid, input), timeout)
-                    if proc.returncode == PREPARE_FAILED and not pid:
-                        conn.prepared = False
-                        raise self._prepare_failure(err)
                 except (asyncio.TimeoutError, asyncio.CancelledError):
                     proc.close()
                     raise
@@ -159,23 +157,23 @@ class SSHHost(Host):
         if self.config.path:
             env = {"PATH": self.config.path, **(env or {})}
         started = time.monotonic()
-        pid: list[int] = []
         lost = None
         try:
             async with self._slot() as conn:
-                runner = conn.idle.pop() if conn.idle else await self._start_runner(conn)
+                await self._ensure_prepared(conn)
+                runner = _pop_usable(conn.idle) or await self._start_runner(conn)
                 try:
-                    status, out, err = await asyncio.wait_for(runner.run(one_line_command(command_words(argv, env)), pid), timeout)
+                    status, out, err = await asyncio.wait_for(runner.run(one_line_command(command_words(argv, env))), timeout)
                 except (asyncio.TimeoutError, asyncio.CancelledError):
                     runner.close()
-                    lost = runner.pid  # the kill waits until this slot is free again
+                    lost = runner  # the kill waits until this slot is free again
                     raise
                 except RunnerError as exc:
                     raise HostError(f"host {self.name}: connection lost while running {argv[0]}: {exc}") from exc
                 conn.idle.append(runner)
         except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
-            if lost is not None:
-                await self._kill_group(lost)
+            if lost is not None:  # the runner leads its session: its group is the command and the runner
+                await self._kill_group(lost.pid, files=lost.files(self.runtime_dir))
             if isinstance(exc, asyncio.CancelledError):
                 raise
             raise CommandTimeout(f"{argv[0]} timed out after {timeout:g} s on host {self.name}") from None
@@ -184,28 +182,24 @@ class SSHHost(Host):
             raise HostError(f"{argv[0]}: command not found on host {self.name}")
         return CommandResult(tuple(argv), status, out.decode(errors="replace"), stderr, time.monotonic() - started)
 
-    async def _start_runner(self, conn: _Conn) -> Runner:
-        """A new runner on conn; like any first command there, it makes the runtime dir private."""
-        prepare = None if conn.prepared else self.runtime_dir
-        launch = remote_command(["sh", "-c", RUNNER_SCRIPT, "sh", self.runtime_dir], None, prepare_dir=prepare, pid=False)
+    async def _start_runner(self, conn: _Conn, *, prepare: bool = False) -> Runner:
+        """A new runner on conn, within the connect timeout; with prepare, it first makes the runtime dir private."""
+        launch = remote_command(["sh", "-c", RUNNER_SCRIPT, "sh", self.runtime_dir], None,
+                                prepare_dir=self.runtime_dir if prepare else None, pid=False)
         try:
-            runner = await Runner.start(conn.conn, launch)
+            return await asyncio.wait_for(Runner.start(conn.conn, launch), self.config.connect_timeout_s)
         except RunnerError as exc:
             if exc.exit_status == PREPARE_FAILED:
                 raise self._prepare_failure(str(exc).encode()) from None
             raise HostError(f"host {self.name}: cannot start a command runner: {exc}") from None
-        except (asyncssh.Error, OSError) as exc:
+        except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
             raise HostError(f"host {self.name}: cannot start a command runner: {_reason(exc)}") from exc
-        conn.prepared = True
-        return runner
 
     async def stream(self, argv: Sequence[str], *, timeout: float | None = None) -> AsyncIterator[str]:
         deadline = None if timeout is None else time.monotonic() + timeout
         pid: int | None = None
         try:
             async with self._slot() as conn:
-                conn.make_room()
-                await self._ensure_prepared(conn)
                 proc = await self._start(conn, argv, None)
                 proc.stdin.write_eof()
                 try:
@@ -237,23 +231,30 @@ class SSHHost(Host):
                 await self._kill_group(pid)
 
     async def _start(self, conn: _Conn, argv: Sequence[str], env: Mapping[str, str] | None) -> asyncssh.SSHClientProcess:
-        """Start argv on conn; the connection's first command also makes the runtime dir private."""
+        """Start argv in a session of its own on conn (the runtime dir checked first)."""
         if not argv:
             raise HostError(f"host {self.name}: empty command")
         if self.config.path:  # the host's configured PATH, unless the caller set one
             env = {"PATH": self.config.path, **(env or {})}
-        prepare = None if conn.prepared else self.runtime_dir
-        conn.prepared = True  # a failure says so and clears it again
+        await self._ensure_prepared(conn)
+        conn.make_room()
         try:
-            return await conn.conn.create_process(remote_command(argv, env, prepare_dir=prepare), encoding=None)
+            return await conn.conn.create_process(remote_command(argv, env), encoding=None)
         except (asyncssh.Error, OSError) as exc:
-            conn.prepared = prepare is None
             raise HostError(f"host {self.name}: cannot start {argv[0]}: {_reason(exc)}") from exc
 
     async def _ensure_prepared(self, conn: _Conn) -> None:
-        """Make the runtime dir private through conn now, unless a command on it already did."""
-        if not conn.prepared:
-            await self._output_on(conn, ["true"])
+        """Make the runtime dir private through conn, once: the first runner checks it, the others wait.
+
+        That runner then waits idle for the connection's next command, so the
+        check costs no session of its own.
+        """
+        if conn.prepared:
+            return
+        async with conn.prepare_lock:
+            if not conn.prepared:
+                conn.idle.append(await self._start_runner(conn, prepare=True))
+                conn.prepared = True
 
     async def _output_on(self, conn: _Conn, argv: list[str]) -> str:
         """The stdout of a short argv run on conn (a held slot), within the connect timeout."""
@@ -263,9 +264,6 @@ class SSHHost(Host):
             out, err = await asyncio.wait_for(self._collect(proc, pid, None), self.config.connect_timeout_s)
         except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
             raise HostError(f"host {self.name}: cannot run {argv[0]}: {_reason(exc)}") from exc
-        if proc.returncode == PREPARE_FAILED and not pid:
-            conn.prepared = False
-            raise self._prepare_failure(err)
         if proc.returncode != 0:
             detail = err.decode(errors="replace").strip() or f"exit {proc.returncode}"
             raise HostError(f"host {self.name}: {argv[0]} failed: {detail}")
@@ -300,13 +298,14 @@ class SSHHost(Host):
         except ValueError:
             return None
 
-    async def _kill_group(self, pid: int) -> None:
-        """SIGKILL a timed-out command's process group (it leads one: sshd made it a session)."""
+    async def _kill_group(self, pid: int, *, files: Sequence[str] = ()) -> None:
+        """SIGKILL a timed-out command's process group (it leads one: sshd made it a session), then remove files."""
+        argv = ["sh", "-c", 'kill -9 "-$1"; shift; rm -f -- "$@"', "sh", str(pid), *files]  # dash's kill takes no --
 
         async def kill() -> None:
             async with self._slot() as conn:
                 conn.make_room()
-                proc = await conn.conn.create_process(remote_command(["kill", "-KILL", "--", f"-{pid}"], None))
+                proc = await conn.conn.create_process(remote_command(argv, None))
                 proc.stdin.write_eof()
                 await proc.wait_closed()
 
@@ -334,8 +333,8 @@ class SSHHost(Host):
     @contextlib.asynccontextmanager
     async def _sftp(self) -> AsyncIterator[asyncssh.SFTPClient]:
         async with self._slot() as conn:
-            conn.make_room()
             await self._ensure_prepared(conn)
+            conn.make_room()
             try:
                 async with conn.conn.start_sftp_client() as sftp:
                     yield sftp
@@ -390,9 +389,9 @@ class SSHHost(Host):
             return self._sampler
         async with self._pool_lock:
             conn = await self._pick_locked(reserve=True)  # holds one session for the sampler's life
-        conn.make_room()
         try:
             script = remote_sampler.sampler_script(await self._os_name(conn))
+            conn.make_room()
         except ValueError as exc:
             conn.busy -= 1
             raise HostError(f"host {self.name}: {exc}") from None
@@ -575,6 +574,15 @@ async def _read_until_end(proc: asyncssh.SSHClientProcess) -> list[str]:
         if line == remote_sampler.END:
             return lines
         lines.append(line)
+
+
+def _pop_usable(idle: list[Runner]) -> Runner | None:
+    """An idle runner whose channel is still open (closed ones are dropped), or None."""
+    while idle:
+        runner = idle.pop()
+        if runner.usable:
+            return runner
+    return None
 
 
 def _release_when_closed(proc: asyncssh.SSHClientProcess, conn: _Conn) -> None:

@@ -65,25 +65,32 @@ class Runner:
     async def start(cls, conn: asyncssh.SSHClientConnection, launch: str) -> Runner:
         """Start a runner with the remote command launch (which runs RUNNER_SCRIPT)."""
         proc = await conn.create_process(launch, encoding=None)
-        line = await proc.stdout.readline()
-        words = line.split()
-        if len(words) == 2 and words[0] == b"S" and words[1].isdigit():
-            return cls(proc, int(words[1]))
-        proc.stdin.write_eof()
-        await proc.wait_closed()
-        err = (await proc.stderr.read()).decode(errors="replace").strip()
+        try:
+            line = await proc.stdout.readline()
+            words = line.split()
+            if len(words) == 2 and words[0] == b"S" and words[1].isdigit():
+                return cls(proc, int(words[1]))
+            proc.stdin.write_eof()
+            await proc.wait_closed()
+            err = (await proc.stderr.read()).decode(errors="replace").strip()
+        except BaseException:  # cancelled or timed out: the session must not outlive us
+            proc.close()
+            raise
         raise RunnerError(err or f"runner did not start: {line[:200]!r}", proc.returncode)
 
     @property
     def usable(self) -> bool:
         return self.proc.returncode is None and not self.proc.is_closing()
 
-    async def run(self, command: str, pid: list[int]) -> tuple[int, bytes, bytes]:
-        """Run one line of sh; its PID is appended to pid as soon as known. Returns (status, out, err)."""
+    def files(self, runtime_dir: str) -> list[str]:
+        """The two output files this runner keeps in runtime_dir (left behind if it is killed)."""
+        return [f"{runtime_dir}/.runner-{self.pid}.out", f"{runtime_dir}/.runner-{self.pid}.err"]
+
+    async def run(self, command: str) -> tuple[int, bytes, bytes]:
+        """Run one line of sh. Returns (status, stdout, stderr)."""
         try:
             self.proc.stdin.write(command.encode() + b"\n")
-            started = await self._line(b"P")
-            pid.append(int(started[0]))
+            await self._line(b"P")
             status, out_len, err_len = (int(w) for w in await self._line(b"R"))
             out = await self.proc.stdout.readexactly(out_len) if out_len else b""
             err = await self.proc.stdout.readexactly(err_len) if err_len else b""

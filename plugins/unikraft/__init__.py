@@ -134,8 +134,8 @@ class UnikraftBackend(Backend):
             helper += ["--ports", ",".join(map(str, ports))]
         try:
             result = await self.helper.run([*helper, "--", *argv], timeout=spec.timeout_s + SLACK_S)
-        except BackendError:
-            await self.helper.kill([state.path], grace=0)
+        except BaseException:  # failed, timed out or cancelled: the QEMU must not outlive the create
+            await asyncio.shield(self.helper.kill([state.path], grace=0))
             raise
         fields = result.stdout.strip().split("\t")
         if fields[0] not in ("ready", "exit"):

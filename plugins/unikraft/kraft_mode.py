@@ -60,8 +60,8 @@ class KraftMode:
             helper += ["--ready", launch.ready]
         try:
             result = await self.helper.run([*helper, "--", *argv], timeout=spec.timeout_s + SLACK_S)
-        except BackendError:
-            await self.kraft.forget(name)
+        except BaseException:  # failed, timed out or cancelled: the machine must not outlive the create
+            await asyncio.shield(self.kraft.forget(name))
             raise
         fields = result.stdout.strip().split("\t")
         if fields[0] not in ("ready", "exit"):
