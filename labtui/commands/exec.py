@@ -29,13 +29,14 @@ def cmd_exec(args) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     try:
-        names = select_hosts(load_lab_config(), args.hosts, args.tags)
+        lab = load_lab_config()
+        names = select_hosts(lab, args.hosts, args.tags)
     except (ConfigError, SelectionError) as exc:
         raise UsageError(str(exc)) from None
     if not names:
         raise UsageError("no hosts selected: the lab config has none (name `--host local` for this machine)")
     width = max(len(n) for n in names)
-    outcomes = asyncio.run(run_on_hosts(names, argv, timeout=args.timeout, on_done=lambda o: _print_block(o, width)))
+    outcomes = asyncio.run(run_on_hosts(names, argv, timeout=args.timeout, on_done=lambda o: _print_block(o, width), lab=lab))
     _print_summary(outcomes)
     return 0 if all(o.ok for o in outcomes) else 1
 

@@ -82,12 +82,14 @@ async def run_on_hosts(
     *,
     timeout: float,
     on_done: Callable[[Outcome], None] | None = None,
+    lab: LabConfig | None = None,
 ) -> list[Outcome]:
     """Run argv on every host concurrently; on_done sees each outcome as it completes.
 
+    lab is the lab config the names came from (read again when not given).
     Returns the outcomes in the order of names.
     """
-    lab = load_lab_config()
+    lab = lab or load_lab_config()
     persisted = {n for n in names if n in lab.hosts and lab.hosts[n].persist_s > 0}
     socket = mux_socket(lab.path) if persisted and lab.path else None
     unserved: list[str] = []
