@@ -239,6 +239,34 @@ async def test_unix_socket_is_forwarded(lab: Lab) -> None:
         server.close()
 
 
+async def test_a_lost_forward_is_replaced_under_a_new_name(lab: Lab) -> None:
+    remote_socket = str(lab.tmp / "echo2.sock")
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"echo:" + await reader.readline())
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_unix_server(echo, remote_socket)
+    host = lab.host()
+    try:
+        first = await host.unix_socket_path(remote_socket)
+        for conn in host._conns:  # the connection carrying the forward drops
+            conn.conn.abort()
+        for _ in range(100):
+            if not any(conn.alive for conn in host._conns):
+                break
+            await asyncio.sleep(0.02)
+        second = await host.unix_socket_path(remote_socket)
+        assert second != first and not os.path.exists(first)  # the stale listener and its socket are gone
+        reader, writer = await asyncio.open_unix_connection(second)
+        writer.write(b"again\n")
+        assert await reader.readline() == b"echo:again\n"
+        writer.close()
+    finally:
+        server.close()
+
+
 # -- resources ----------------------------------------------------------------
 
 

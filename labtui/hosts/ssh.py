@@ -106,6 +106,7 @@ class SSHHost(Host):
         self._facts: Facts | None = None
         self._forwards: dict[str, tuple[asyncssh.SSHListener, _Conn, str]] = {}
         self._forward_dir: str | None = None
+        self._forward_count = 0
 
     @property
     def runtime_dir(self) -> str:
@@ -346,13 +347,16 @@ class SSHHost(Host):
     async def unix_socket_path(self, remote_path: str) -> str:
         """A private socket on the controller forwarded to remote_path through the pool."""
         known = self._forwards.get(remote_path)
-        if known is not None and known[1].alive:
-            return known[2]
+        if known is not None:
+            if known[1].alive:
+                return known[2]
+            known[0].close()  # its connection is gone: a fresh forward gets a fresh name
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(known[2])
         if self._forward_dir is None:
             self._forward_dir = tempfile.mkdtemp(prefix=f"labtui-fwd-{self.name}-")
-        local = f"{self._forward_dir}/{len(self._forwards)}-{Path(remote_path).name}"[:100]
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(local)
+        self._forward_count += 1
+        local = f"{self._forward_dir}/{self._forward_count}-{Path(remote_path).name}"[:100]
         async with self._pool_lock:
             conn = await self._pick_locked(reserve=False)
         try:
