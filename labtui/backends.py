@@ -161,6 +161,14 @@ class Backend(abc.ABC):
         """Run argv inside an instance, where the backend can."""
         raise BackendError(f"backend {self.name} cannot exec inside instances")
 
+    async def stage(self, instance: Instance, paths: Sequence[str]) -> list[str]:
+        """Make host files (programs) usable inside an instance; return each one's path there.
+
+        The default suits backends whose instances see the host's files (processes,
+        zones with the runtime dir mounted): the paths are unchanged.
+        """
+        return list(paths)
+
     @abc.abstractmethod
     async def memory_bytes(self, instance: Instance) -> int | None:
         """Memory charged to one instance (None when it is gone)."""

@@ -88,6 +88,8 @@ class Benchmark:
         self.name = worker.program
         self.args = worker.args
         self.measure = worker.measure
+        #: Per instance name: labtui-runat and the probe as that instance sees them.
+        self._staged: dict[str, tuple[str, str]] = {}
 
     @classmethod
     async def build(cls, ctx: RunContext) -> Benchmark:
@@ -100,9 +102,18 @@ class Benchmark:
         )
         return cls(ctx, runat, probe)
 
-    def argv(self, at_ns: int = 0) -> list[str]:
-        """The probe run through labtui-runat, started at at_ns (0: at once)."""
-        return [self.runat, str(at_ns), "--", self.probe, *self.args]
+    def argv(self, at_ns: int = 0, instance: Instance | None = None) -> list[str]:
+        """The probe run through labtui-runat, started at at_ns (0: at once), on the host or in instance."""
+        runat, probe = self._staged[instance.name] if instance is not None else (self.runat, self.probe)
+        return [runat, str(at_ns), "--", probe, *self.args]
+
+    async def stage(self, instance: Instance) -> None:
+        """Have the backend make labtui-runat and the probe usable inside instance."""
+        try:
+            runat, probe = await self.ctx.backend.stage(instance, [self.runat, self.probe])
+        except HostError as exc:
+            raise BackendError(f"copying {RUNAT_NAME} and {self.name} into instance {instance.name}: {exc}") from exc
+        self._staged[instance.name] = (runat, probe)
 
     async def host_now(self) -> int:
         """The host's clock (CLOCK_REALTIME, ns), the one the benchmarks' times are read on."""
@@ -125,7 +136,7 @@ class Benchmark:
         """One run inside instance through backend.exec, started at at_ns on the host's clock."""
         where = f"in instance {instance.name} on host {self.ctx.host.name}"
         timeout = self.ctx.suite.operation_timeout_s + wait_s
-        result = await self.ctx.backend.exec(instance, self.argv(at_ns), timeout=timeout)
+        result = await self.ctx.backend.exec(instance, self.argv(at_ns, instance), timeout=timeout)
         return self._timed(result, where)
 
     def _timed(self, result: CommandResult, where: str) -> Timed:
@@ -194,6 +205,10 @@ async def _run_step(ctx: RunContext, bench: Benchmark, step: int, instances: lis
                 clock.last_end_ns, clock.excluded_s = await bench.host_now(), 0.0
             instances.append(await _create(ctx))
             _record_phases(ctx, instances[-1])
+            if suite.creation.where != "host":
+                staging = time.monotonic()
+                await bench.stage(instances[-1])
+                clock.excluded_s += time.monotonic() - staging
             if suite.sampling.settle_s:
                 await asyncio.sleep(suite.sampling.settle_s)
                 clock.excluded_s += suite.sampling.settle_s
