@@ -8,6 +8,7 @@ names the file, the line and the host.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -23,12 +24,44 @@ DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _KEYS = (
     "address", "port", "user", "identity", "known_hosts", "tags", "jump",
-    "runtime_dir", "connect_timeout_s", "keepalive_s", "path", "persist_s",
+    "runtime_dir", "connect_timeout_s", "keepalive_s", "path", "persist_s", "guests",
 )
+_GUEST_KEYS = ("kernel", "ramdisk", "addresses", "netmask", "gateway", "bridge", "port", "user", "identity",
+               "known_hosts")
 
 
 class ConfigError(HostError):
     """The lab config is malformed; the message names file, line and host."""
+
+
+@dataclass(frozen=True, slots=True)
+class GuestLogin:
+    """``[hosts.NAME.guests]``: how labtui boots guests on this host and logs into them over SSH.
+
+    The Xen backend boots ``kernel`` (and ``ramdisk``) for ``image = "guest"``, gives each
+    domain the next free address of ``addresses`` (kernel ``ip=`` and ``vif``), and runs
+    commands in it over SSH through the host's own connection.
+    """
+
+    kernel: str
+    addresses: str
+    ramdisk: str | None = None
+    netmask: str | None = None
+    gateway: str | None = None
+    bridge: str = "xenbr0"
+    port: int = 22
+    user: str | None = None
+    identity: str | None = None
+    known_hosts: str = DEFAULT_KNOWN_HOSTS
+
+    @property
+    def network(self) -> ipaddress.IPv4Network:
+        return ipaddress.IPv4Network(self.addresses, strict=False)
+
+    @property
+    def guest_netmask(self) -> str:
+        """The netmask guests are given: ``netmask``, else that of ``addresses``."""
+        return self.netmask or str(self.network.netmask)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +84,8 @@ class HostConfig:
     #: Seconds `labtui exec` keeps the connection open in its background mux after the
     #: last command, for the next commands (0: no mux; like OpenSSH's ControlPersist).
     persist_s: float = 0.0
+    #: Guests on this host that labtui logs into (``[hosts.NAME.guests]``), None when not set.
+    guests: GuestLogin | None = None
     source: str = field(default="", compare=False)
 
     @property
@@ -154,7 +189,48 @@ def _host(path: Path, text: str, name: str, table: Any) -> HostConfig:
             values[key] = float(value)
     if "runtime_dir" in values and not values["runtime_dir"].startswith("/"):
         raise fail("runtime_dir", f"must be an absolute path on the host, not {values['runtime_dir']!r}")
+    if "guests" in table:
+        values["guests"] = _guests(path, text, name, table["guests"])
     return HostConfig(name=name, source=str(path), **values)
+
+
+def _guests(path: Path, text: str, name: str, table: Any) -> GuestLogin:
+    """The ``[hosts.NAME.guests]`` table."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}:{_line(text, name, 'guests')}: host {name!r}: guests: must be a table "
+                          f"[hosts.{name}.guests]")
+
+    def fail(key: str, why: str) -> ConfigError:
+        return ConfigError(f"{path}:{_line(text, name, key, sub='guests')}: host {name!r}: guests.{key}: {why}")
+
+    for key in table:
+        if key not in _GUEST_KEYS:
+            raise fail(key, f"unknown key (known: {', '.join(_GUEST_KEYS)})")
+    values: dict[str, Any] = {}
+    for key in ("kernel", "ramdisk", "addresses", "netmask", "gateway", "bridge", "user", "identity", "known_hosts"):
+        if key in table:
+            value = table[key]
+            if not isinstance(value, str) or not value.strip():
+                raise fail(key, f"must be a non-empty string, not {value!r}")
+            values[key] = value
+    for key in ("kernel", "addresses"):
+        if key not in values:
+            raise ConfigError(f"{path}:{_line(text, name, sub='guests')}: host {name!r}: guests: {key!r} is required")
+    try:
+        ipaddress.IPv4Network(values["addresses"], strict=False)
+    except ValueError as exc:
+        raise fail("addresses", f"must be an IPv4 range like 10.0.0.16/28: {exc}") from None
+    for key in ("netmask", "gateway"):
+        if key in values:
+            try:
+                ipaddress.IPv4Address(values[key])
+            except ValueError:
+                raise fail(key, f"must be an IPv4 address, not {values[key]!r}") from None
+    port = table.get("port", 22)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise fail("port", f"must be an integer 1-65535, not {port!r}")
+    values["port"] = port
+    return GuestLogin(**values)
 
 
 def _check_jump(path: Path, text: str, host: HostConfig, hosts: dict[str, HostConfig]) -> None:
@@ -175,10 +251,11 @@ def _check_jump(path: Path, text: str, host: HostConfig, hosts: dict[str, HostCo
         current = hosts[current.jump]
 
 
-def _line(text: str, name: str, key: str | None = None) -> int:
-    """Best-effort line of [hosts.NAME] (or of KEY inside it, or of a top-level NAME)."""
+def _line(text: str, name: str, key: str | None = None, *, sub: str | None = None) -> int:
+    """Best-effort line of [hosts.NAME] or [hosts.NAME.SUB] (or of KEY inside it, or of a top-level NAME)."""
     lines = text.splitlines()
-    header = re.compile(rf"\s*\[\s*hosts\s*\.\s*[\"']?{re.escape(name)}[\"']?\s*\]")
+    table = rf"[\"']?{re.escape(name)}[\"']?" + (rf"\s*\.\s*{re.escape(sub)}" if sub else "")
+    header = re.compile(rf"\s*\[\s*hosts\s*\.\s*{table}\s*\]")
     top = re.compile(rf"\s*(\[\s*)?[\"']?{re.escape(name)}[\"']?\s*(=|\]|\.)")
     start = next((i for i, line in enumerate(lines) if header.match(line)), None)
     if start is None:

@@ -88,11 +88,15 @@ class _Conn:
 class SSHHost(Host):
     """A host from the lab config, driven over a pool of SSH connections."""
 
-    def __init__(self, config: HostConfig, *, resolve: Callable[[str], HostConfig] | None = None) -> None:
+    def __init__(
+        self, config: HostConfig, *, resolve: Callable[[str], HostConfig] | None = None, via: SSHHost | None = None
+    ) -> None:
+        """via: an open host to tunnel through (a guest behind it), which closing this host leaves open."""
         self.name = config.name
         self.config = config
-        self._jump: SSHHost | None = None
-        if config.jump:
+        self._jump: SSHHost | None = via
+        self._owns_jump = via is None
+        if config.jump and via is None:
             if resolve is None:
                 raise HostError(f"host {config.name}: jump host {config.jump!r} given but no way to resolve it")
             self._jump = SSHHost(resolve(config.jump), resolve=resolve)
@@ -540,7 +544,7 @@ class SSHHost(Host):
         for c in conns:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(c.conn.wait_closed(), 5)
-        if self._jump is not None:
+        if self._jump is not None and self._owns_jump:
             await self._jump.close()
 
 

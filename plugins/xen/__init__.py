@@ -7,6 +7,8 @@ names a probe built on Domain-0 and given as the kernel, which suits a simulated
 unikernel build of the probe.  ``spec.args`` become the kernel command line (``extra``),
 ``spec.cpus`` the vCPU pinning (``xl vcpu-pin``), ``spec.mem_limit_bytes`` the domain memory,
 ``spec.cpu_weight`` and ``spec.cpu_cap`` the credit scheduler's weight and cap (``xl sched-credit``).
+With ``[hosts.NAME.guests]`` in the lab config, ``image = "guest"`` boots that guest kernel with
+an address of its own and the backend can exec in the domain over SSH (``guests.py``).
 Commands are found through the host's PATH (``path`` in the lab config).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shlex
 import tempfile
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 from labtui.backends import (
     CPU_LIMIT,
     CPU_WEIGHT,
+    EXEC,
     MEM_LIMIT,
     PINNING,
     Availability,
@@ -32,10 +36,11 @@ from labtui.backends import (
     Instance,
     InstanceSpec,
 )
-from labtui.hosts.base import HostError
+from labtui.hosts.base import CommandResult, HostError
 from labtui.plugin_kit import HostTools, last_line
 
 from .domconfig import DomainConfig, domain_name, labels_from_name, render
+from .guests import GUEST_IMAGE, Guests, guest_addresses
 from .listing import Domain, parse_info, parse_list
 
 if TYPE_CHECKING:
@@ -60,6 +65,10 @@ class XenBackend(Backend):
         super().__init__(host)
         self._tool: str | None = None
         self._tools = HostTools(self.name, host)
+        login = getattr(getattr(host, "config", None), "guests", None)
+        self.guests = Guests(host, login) if login is not None else None
+        if self.guests is not None:
+            self.capabilities = XenBackend.capabilities | {EXEC}
 
     async def check(self) -> Availability:
         """Usable where ``xl info`` (else ``xm info``) answers."""
@@ -99,24 +108,37 @@ class XenBackend(Backend):
         name = domain_name(spec.labels)
         deadline = time.monotonic() + spec.timeout_s
         tool = await self.tool()
-        kernel = spec.image or await self._tools.program(spec.program or "")
         memory = -(-spec.mem_limit_bytes // (1 << 20)) if spec.mem_limit_bytes else DEFAULT_MEMORY_MB
-        config = DomainConfig(name=name, labels=spec.labels, kernel=kernel, memory_mb=memory,
-                              extra=" ".join(shlex.quote(a) for a in spec.args))
+        extra = " ".join(shlex.quote(a) for a in spec.args)
+        address = None
+        if spec.image == GUEST_IMAGE:
+            guests = self._guests()
+            address = await guests.claim((await self._guest_addresses()).values())
+            config = DomainConfig(name=name, labels=spec.labels, kernel=guests.login.kernel, memory_mb=memory,
+                                  ramdisk=guests.login.ramdisk, extra=f"{guests.kernel_args(address)} {extra}".strip(),
+                                  vifs=(guests.vif(address),))
+        else:
+            kernel = spec.image or await self._tools.program(spec.program or "")
+            config = DomainConfig(name=name, labels=spec.labels, kernel=kernel, memory_mb=memory, extra=extra)
         remote = f"{self.host.runtime_dir}/xen/{name}.cfg"
-        await self._write(render(config), remote)
         created_at = time.time()
         started = time.monotonic()
         try:
+            await self._write(render(config), remote)
             result = await self._tools.run([tool, "create", remote], deadline)
             if not result.ok:
                 raise self._tools.error(f"{tool} create {remote}", result)
+            created = time.monotonic()
+            if address is not None:
+                await self._guests().wait_ready(name, address, deadline)
             ready = time.monotonic()
             instance = Instance(labels=spec.labels, name=name, backend=self.name, host=self.host.name,
                                 state="running", created_at=created_at, ready_at=created_at + (ready - started),
                                 boot_s=ready - started, handle=name,
-                                details={"domain": name, "tool": tool, "kernel": kernel, "memory_mb": memory,
-                                         "create_s": ready - started})
+                                details={"domain": name, "tool": tool, "kernel": config.kernel, "memory_mb": memory,
+                                         "create_s": created - started})
+            if address is not None:
+                instance.details.update(guest_address=address, login_s=ready - created)
             if spec.cpus:
                 await self.pin(instance, "all", spec.cpus)
             if spec.cpu_weight is not None or spec.cpu_cap is not None:
@@ -129,6 +151,8 @@ class XenBackend(Backend):
                 instance.state, instance.exit_code, instance.boot_s = "exited", 0, ended - started
             return instance
         except BaseException:
+            if self.guests is not None:
+                await self.guests.forget(name, address)
             with contextlib.suppress(BackendError, HostError):
                 await asyncio.shield(self._destroy_name(name))
             raise
@@ -186,6 +210,8 @@ class XenBackend(Backend):
         if labels_from_name(instance.handle) != instance.labels:
             raise BackendError(f"xen backend: refusing to destroy domain {instance.handle!r}: "
                                f"its name does not carry the labels {instance.labels}")
+        if self.guests is not None:
+            await self.guests.forget(instance.handle, instance.details.get("guest_address"))
         if instance.handle not in {d.name for d in await self._domains()}:
             return
         if not force:
@@ -217,6 +243,48 @@ class XenBackend(Backend):
     async def memory_bytes(self, instance: Instance) -> int | None:
         (used,) = await self.memory_many([instance])
         return used
+
+    # -- inside guests (with [hosts.NAME.guests]) ----------------------------
+
+    async def exec(self, instance: Instance, argv: Sequence[str], *, timeout: float = 60.0) -> CommandResult:
+        """Run argv in the domain's guest over SSH."""
+        if not argv:
+            raise BackendError("xen backend: exec needs a command")
+        return await self._guests().run(instance.handle, await self._address(instance), argv, timeout)
+
+    async def stage(self, instance: Instance, paths: Sequence[str]) -> list[str]:
+        """Copy Domain-0's files into the domain's guest; their paths there."""
+        return await self._guests().stage(instance.handle, await self._address(instance), paths)
+
+    def _guests(self) -> Guests:
+        if self.guests is None:
+            raise BackendError(f"xen backend: host {self.host.name} has no [hosts.{self.host.name}.guests] in the "
+                               f"lab config, so labtui cannot boot a guest it logs into (image = {GUEST_IMAGE!r}) "
+                               "or run commands inside domains")
+        return self.guests
+
+    async def _address(self, instance: Instance) -> str:
+        """The guest's address: recorded at create, else read back from ``xl list -l``."""
+        address = instance.details.get("guest_address") or (await self._guest_addresses()).get(instance.handle)
+        if not address:
+            raise BackendError(f"xen backend on host {self.host.name}: domain {instance.handle} has no guest address "
+                               f"(it was not booted with image = {GUEST_IMAGE!r})")
+        return str(address)
+
+    async def _guest_addresses(self) -> dict[str, str]:
+        """Every domain's vif address from ``xl list -l`` (xm has no JSON listing)."""
+        tool = await self.tool()
+        if tool != "xl":
+            raise BackendError(f"xen backend on host {self.host.name}: guests that labtui logs into need xl "
+                               "(xm lists no vif addresses labtui can read)")
+        result = await self._tools.run([tool, "list", "-l"], time.monotonic() + QUERY_TIMEOUT_S)
+        if not result.ok:
+            raise self._tools.error(f"{tool} list -l", result)
+        try:
+            return guest_addresses(json.loads(result.stdout or "[]"))
+        except (ValueError, AttributeError) as exc:
+            raise BackendError(f"xen backend on host {self.host.name}: {tool} list -l is not the JSON "
+                               f"labtui reads: {exc}") from None
 
     async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
         """Each domain's current memory from one ``xl list`` (MiB, as xl reports it)."""

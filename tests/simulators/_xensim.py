@@ -180,9 +180,20 @@ def _long(row: tuple, dom: dict | None) -> dict:
                    "sched_params": {"weight": dom["weight"], "cap": dom["cap"]},
                    "vcpu_hard_affinity": dom["affinity"]},
         "disks": [{"pdev_path": d} for d in cfg.get("disk", [])],
-        "nics": [{"bridge": v} for v in cfg.get("vif", [])],
+        "nics": [_nic(devid, spec, dom["uuid"]) for devid, spec in enumerate(cfg.get("vif", []))],
         "on_poweroff": cfg.get("on_poweroff", "destroy"), "on_reboot": cfg.get("on_reboot", "restart"),
         "on_crash": cfg.get("on_crash", "destroy")}}
+
+
+def _nic(devid: int, spec: str, domain_uuid: str) -> dict:
+    """A libxl_device_nic as ``xl list -l`` prints it, from a vif spec (xl-network-configuration(5))."""
+    fields = dict(part.split("=", 1) for part in spec.split(",") if "=" in part)
+    digest = hashlib.sha1(f"{domain_uuid}/{devid}".encode()).hexdigest()
+    nic = {"devid": devid, "mac": fields.get("mac", "00:16:3e:" + ":".join(digest[i:i + 2] for i in (0, 2, 4))),
+           "bridge": fields.get("bridge", "xenbr0"), "nictype": "vif"}
+    if "ip" in fields:
+        nic["ip"] = fields["ip"]
+    return nic
 
 
 def _create(tool: str, args: list[str]) -> int:
