@@ -22,12 +22,14 @@ time of the benchmark that is performed after creating the (n-1)th zone"), recor
 run included); with ``"all"`` it is the moment the common start is armed, since the wait
 for that start is labtui's, not the creation's.  Where there was no benchmark before
 instance 1 (``"first"``, ``"all"``), Tend(0) is the host's clock just before creating it.
-The time labtui itself spends between the two runs on purpose (a manual step gate's hold,
+The time labtui itself spends between the two runs on purpose (copying labtui-runat and the
+probe into the new instance with ``backend.stage``, a manual step gate's hold,
 ``sampling.settle_s``, the step's resource and memory readings) is not counted.
 
 Beside it: ``creation/ready_s``, the backend's create-to-ready time of instance n, and
 every phase the backend timed (numeric ``Instance.details`` ending in ``_s``: zones report
-``configure_s``, ``install_s``, ``boot_s``, ``creation_s``; Xen ``create_s``).
+``configure_s``, ``install_s``, ``boot_s``, ``creation_s``; Xen ``create_s`` and, for guests
+it logs into, ``login_s``).
 """
 
 from __future__ import annotations
@@ -205,7 +207,7 @@ async def _run_step(ctx: RunContext, bench: Benchmark, step: int, instances: lis
                 clock.last_end_ns, clock.excluded_s = await bench.host_now(), 0.0
             instances.append(await _create(ctx))
             _record_phases(ctx, instances[-1])
-            if suite.creation.where != "host":
+            if suite.creation.where == "all" or (suite.creation.where == "first" and len(instances) == 1):
                 staging = time.monotonic()
                 await bench.stage(instances[-1])
                 clock.excluded_s += time.monotonic() - staging

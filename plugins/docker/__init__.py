@@ -7,7 +7,8 @@ engine works the same as the local one.  Containers carry the lab labels
 cleanup select by them and refuse anything else.  Probes run from
 ``labtui/<probe>`` images built FROM scratch on first use (``images.py``),
 servers from ``labtui/nginx`` and ``labtui/redis`` built FROM scratch from the
-host's installed binaries (``services.py``).
+host's installed binaries (``services.py``).  Programs a benchmark runs inside
+a container (creation suites) are copied into it by ``stage`` (``staging.py``).
 An instance's handle is the container id.
 """
 
@@ -55,6 +56,7 @@ from .services import (
     managed_service,
     service_image,
 )
+from .staging import Stager
 
 if TYPE_CHECKING:
     from labtui.hosts.base import Host
@@ -81,6 +83,7 @@ class DockerBackend(Backend):
         self.engine = Engine(host, socket_path)
         self.images = ImageBuilder(host, self.engine)
         self.services = ServiceBuilder(host, self.engine)
+        self.staging = Stager(host, self.engine)
         self._known_images: set[str] = set()
 
     async def check(self) -> Availability:
@@ -299,6 +302,7 @@ class DockerBackend(Backend):
             except EngineError as exc:
                 if exc.status != 404:
                     raise
+        self.staging.forget(instance.handle)
 
     async def destroy_many(self, instances: Sequence[Instance], *, force: bool = False) -> None:
         """Remove containers over one client, at most max_parallel_creates at a time; raise the first error."""
@@ -330,7 +334,7 @@ class DockerBackend(Backend):
         except BackendError:
             pass
 
-    # -- list, memory, exec ----------------------------------------------------
+    # -- list, memory, exec, stage ---------------------------------------------
 
     async def list(self, session: str | None = None) -> list[Instance]:
         """Containers carrying lab labels (of one session, or all), running or not."""
@@ -406,6 +410,23 @@ class DockerBackend(Backend):
                 raise self.engine.error(f"exec {argv[0] if argv else ''} in {short}", exc) from exc
         return CommandResult(tuple(argv), int(code if code is not None else -1), b"".join(out).decode(errors="replace"),
                              b"".join(err).decode(errors="replace"), time.monotonic() - started)
+
+    async def stage(self, instance: Instance, paths: Sequence[str]) -> list[str]:
+        """Copy host programs into the container under ``/labtui/bin`` (once each); return their paths there.
+
+        A program that is not a static binary is refused with a BackendError
+        naming it: the container's image has no dynamic loader to run it.
+        """
+        if not instance.handle:
+            raise BackendError(f"docker backend: {instance.name} has no container id")
+        try:
+            async with asyncio.timeout(API_TIMEOUT_S):
+                return await self.staging.stage(instance.handle, paths)
+        except TimeoutError:
+            raise BackendError(
+                f"docker on host {self.host.name}: copying {', '.join(paths)} into {instance.handle[:12]} "
+                f"took over {API_TIMEOUT_S:g}s"
+            ) from None
 
 
 BACKEND = DockerBackend
