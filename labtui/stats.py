@@ -6,24 +6,19 @@ is better, slowdown = (x / x0 - 1) * 100, x0 being the baseline (first step or
 the worker alone).
 
 Two sessions are compared with Welch's t-test (unequal variances, the
-Welch-Satterthwaite degrees of freedom).  Student's t distribution is computed
-here, without scipy, from the regularized incomplete beta function
-(a continued fraction evaluated with the modified Lentz method).
+Welch-Satterthwaite degrees of freedom).  Student's t distribution, for that
+test and for every summary's 95% confidence interval, is computed here, without
+scipy, from the regularized incomplete beta function (a continued fraction
+evaluated with the modified Lentz method).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-# Two-sided 97.5% quantiles of Student's t for small samples (df 1..30).
-_T975 = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,21 +27,30 @@ class Summary:
     mean: float
     std: float  # sample standard deviation (n - 1); 0 for one value
     median: float
-    ci95: float  # half-width of the 95% confidence interval of the mean
+    ci95: float  # half-width of the 95% confidence interval of the mean (Student's t, n - 1 df); nan for one value
     cv: float  # coefficient of variation, std / mean (nan when mean is 0)
 
 
 def summarize(values: Sequence[float]) -> Summary:
-    """Mean, std, median, 95% CI half-width and CV of raw values."""
+    """Mean, std, median, 95% CI half-width and CV of raw values.
+
+    The CI half-width is t * std / sqrt(n), t being Student's 0.975 quantile with n - 1
+    degrees of freedom (the two-sided 95% point), exact for every n.
+    """
     if not values:
         raise ValueError("cannot summarize no values")
     n = len(values)
     mean = statistics.fmean(values)
     std = statistics.stdev(values) if n > 1 else 0.0
-    t = _T975[n - 2] if 2 <= n <= 31 else 1.96
-    ci95 = t * std / math.sqrt(n) if n > 1 else float("nan")
+    ci95 = _t975(n - 1) * std / math.sqrt(n) if n > 1 else float("nan")
     cv = std / mean if mean else float("nan")
     return Summary(n, mean, std, statistics.median(values), ci95, cv)
+
+
+@functools.lru_cache(maxsize=1024)
+def _t975(df: int) -> float:
+    """Student's 0.975 quantile for df degrees of freedom, computed once per df (summaries are many)."""
+    return t_quantile(0.975, df)
 
 
 def slowdown_pct(value: float, baseline: float, better: str) -> float:

@@ -20,7 +20,7 @@ import pytest
 
 from labtui.backends import Backend, BackendError, open_backend
 from labtui.engine import SessionRunner
-from labtui.engine.creation import RUNAT_NAME, RUNAT_SOURCE
+from labtui.engine.hostclock import RUNAT_NAME, RUNAT_SOURCE
 from labtui.events import Event, Result, SessionEnded
 from labtui.hosts.local import LocalHost
 from labtui.native import ensure_program, probe_source

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import pytest
 from labtui.backends import (
     PINNING,
     BackendError,
+    Instance,
     InstanceSpec,
     Labels,
     builtin_plugins_dir,
@@ -30,9 +31,11 @@ from labtui.backends import (
     open_backend,
 )
 from labtui.engine import SessionRunner
-from labtui.engine.fairshare import plan
-from labtui.events import InstanceCreating, SessionEnded
+from labtui.engine.fairshare import _check_together, plan
+from labtui.engine.hostclock import RUNAT_NAME, host_clock_ns
+from labtui.events import InstanceCreating, InstanceReady, SessionEnded
 from labtui.hosts import get_host
+from labtui.hosts.base import CommandResult
 from labtui.hosts.local import LocalHost
 from labtui.suites import SuiteError, load_suite
 from labtui.suites.model import Fairshare
@@ -362,6 +365,92 @@ async def test_a_backend_without_the_knobs_is_refused_before_anything_starts(run
     ended = [e for e in seen if isinstance(e, SessionEnded)]
     assert status == "failed" and "cannot set CPU weights" in ended[0].message and "fairshare.methods" in ended[0].message
     assert not [e for e in seen if isinstance(e, InstanceCreating)]
+
+
+# -- the common start is on the host's clock --------------------------------------------------
+
+
+async def test_the_host_clock_is_read_on_the_host(runtime_dir: Path) -> None:
+    before = time.time_ns()
+    read = await host_clock_ns(LocalHost())
+    assert before <= read <= time.time_ns()  # this host shares the controller's clock
+
+
+#: How far ahead of the controller's clock AheadHost's clock readings are.
+SKEW_S = 1.5
+
+
+class AheadHost(LocalHost):
+    """The local host, whose clock readings (labtui-runat --now, really run here) come back SKEW_S ahead.
+
+    Its agent still holds a start on the real clock, so a start chosen on this host's reading is
+    held SKEW_S longer than one chosen on the controller's: which clock the start came from shows.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("ahead")
+        self.readings: list[int] = []
+
+    async def run(self, argv: Sequence[str], *, timeout: float = 60.0, input: bytes | None = None,
+                  env: Mapping[str, str] | None = None) -> CommandResult:
+        result = await super().run(argv, timeout=timeout, input=input, env=env)
+        if Path(argv[0]).name.startswith(RUNAT_NAME + "-") and list(argv[1:]) == ["--now"] and result.ok:
+            self.readings.append(int(result.stdout) + int(SKEW_S * 1e9))
+            result = replace(result, stdout=f"{self.readings[-1]}\n")
+        return result
+
+
+async def test_output_instances_start_on_the_hosts_clock(runtime_dir: Path) -> None:
+    class Recording(load_backend_class("process")):  # type: ignore[misc, valid-type]
+        """The real process backend, keeping every spec it was asked to create."""
+
+        def __init__(self, host: LocalHost) -> None:
+            super().__init__(host)
+            self.specs: list[InstanceSpec] = []
+
+        async def create_many(self, specs):  # type: ignore[no-untyped-def]
+            self.specs.extend(specs)
+            return await super().create_many(specs)
+
+    host = AheadHost()
+    backend = Recording(host)
+    suite = load_suite("fairshare-cpu", ["suite.repetitions=1", "sampling.quiet_timeout_s=0", "fairshare.methods=[]",
+                                         "fairshare.instances=2", "fairshare.duration_s=0.5",
+                                         "fairshare.start_delay_s=0.2"])
+    runner = SessionRunner(suite, backend, host)
+    events = runner.bus.subscribe()
+    status = await runner.run()
+    seen = []
+    while not events.empty():
+        seen.append(events.get_nowait())
+    assert status == "completed", [e for e in seen if isinstance(e, SessionEnded)]
+    # the common start is the host's reading plus the delay, not the controller's clock plus it
+    (reading,) = host.readings
+    specs = [s for s in backend.specs if s.labels.session == runner.session_id]
+    assert len(specs) == 2 and {s.start_at for s in specs} == {reading / 1e9 + 0.2}
+    # and the agent held both until then (on its real clock, SKEW_S after the controller's) and they ended together
+    ready = [e for e in seen if isinstance(e, InstanceReady)]
+    assert len(ready) == 2
+    for event in ready:
+        assert 0.5 <= event.ready_at - reading / 1e9 - 0.2 < 0.5 + 0.5, (event, reading)
+        # held SKEW_S + 0.2 s from the reading, then ran 0.5 s: on the controller's clock it would be 0.7 s at most
+        assert event.boot_s > SKEW_S, event
+
+
+def ended(at: float) -> Instance:
+    return Instance(Labels("fsc", "worker", f"w{at}"), f"w{at}", "process", "h", "exited", ready_at=at)
+
+
+def test_instances_that_ended_together_on_any_clock_ran_together() -> None:
+    far = time.time() + 3600.0  # a host clock an hour off the controller's
+    _check_together([ended(far), ended(far + 0.3), ended(far + 0.1)], 2.0)
+    _check_together([ended(far), Instance(Labels("fsc", "worker", "w"), "w", "process", "h", "exited")], 2.0)
+    # 10% of 2 s plus 0.5 s is the most one may end after the first
+    with pytest.raises(BackendError, match=r"1 of 3 instances ended up to 2\.0 s after the first one: they did not run "
+                                           r"at the same time"):
+        _check_together([ended(far + 2.0), ended(far), ended(far + 0.2)], 2.0)
+    with pytest.raises(BackendError, match="2 of 3 instances ended up to 0.8 s"):
+        _check_together([ended(far), ended(far + 0.8), ended(far + 0.75)], 2.0)
 
 
 # -- Xen over SSH, against the simulated Domain-0 ------------------------------------------------

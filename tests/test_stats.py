@@ -24,7 +24,7 @@ def test_summarize_known_values():
     assert s.mean == 5.0
     assert s.std == pytest.approx(2.138089935, rel=1e-9)  # sample std (n - 1)
     assert s.median == 4.5
-    assert s.ci95 == pytest.approx(2.365 * s.std / math.sqrt(8))
+    assert s.ci95 == pytest.approx(2.3646243 * s.std / math.sqrt(8), rel=1e-7)  # R: qt(0.975, 7) = 2.3646243
     assert s.cv == pytest.approx(s.std / 5.0)
 
 
@@ -111,11 +111,27 @@ def test_t_against_printed_tables():
     assert t_quantile(0.5, 3) == 0.0
 
 
-def test_t_quantile_agrees_with_the_table_summarize_uses():
-    from labtui.stats import _T975
+# Printed t_0.975 (the two-sided 95% point): NIST/SEMATECH e-Handbook 1.3.6.7.2 (df 1..100), Biometrika Tables (120).
+T975_PRINTED = dict(enumerate([
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+], start=1)) | {40: 2.021, 59: 2.001, 60: 2.000, 100: 1.984, 120: 1.980}
 
-    for df, printed in enumerate(_T975, start=1):
-        assert t_quantile(0.975, df) == pytest.approx(printed, abs=5e-4), df
+
+@pytest.mark.parametrize("df", sorted(T975_PRINTED))
+def test_t_quantile_matches_the_printed_table(df):
+    assert t_quantile(0.975, df) == pytest.approx(T975_PRINTED[df], abs=5e-4)
+
+
+@pytest.mark.parametrize("n, t", [(2, 12.706), (3, 4.303), (10, 2.262), (31, 2.042), (32, 2.040), (60, 2.001),
+                                  (121, 1.980)])
+def test_summarize_ci_uses_students_t_for_every_n(n, t):
+    # ci95 / (std / sqrt(n)) is the t summarize used
+    values = [10.0 + (1.0 if i % 2 else -1.0) for i in range(n)]
+    s = summarize(values)
+    assert s.ci95 / (s.std / math.sqrt(n)) == pytest.approx(t, abs=5e-4)
+    assert s.ci95 > 1.96 * s.std / math.sqrt(n)  # never the normal 1.96, which is too narrow for a sample
 
 
 @pytest.mark.parametrize("df", [1, 3.3, 17.776, 1000])

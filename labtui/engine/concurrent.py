@@ -12,10 +12,10 @@ S_n = sum of R_i as ``<metric>_sum``.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 from labtui.engine.context import RunContext
+from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.measure import record_run
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.events import StepEnded, StepStarted
@@ -48,7 +48,7 @@ async def _run_count(ctx: RunContext, step: int, count: int) -> None:
             await ctx.destroy(await ctx.create([ctx.spec("warmup", worker, "exit", capture_output=capture)]))
         await ctx.sample_now()
         for _ in range(worker.runs):
-            start_at = time.time() + ctx.suite.concurrent.start_delay_s
+            start_at = await host_clock_ns(ctx.host) / 1e9 + ctx.suite.concurrent.start_delay_s
             specs = [ctx.spec("worker", worker, "exit", capture_output=capture, start_at=start_at) for _ in range(count)]
             instances = await ctx.create(specs)
             readings: list[Reading] = []

@@ -38,11 +38,11 @@ import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from labtui.backends import EXEC, BackendError, Instance
 from labtui.engine.concurrent import record_sums
 from labtui.engine.context import RunContext
+from labtui.engine.hostclock import RUNAT_NAME, RUNAT_SOURCE, host_clock_ns
 from labtui.engine.scaling import measure_memory, wait_for_quiet_host
 from labtui.events import StepEnded, StepStarted
 from labtui.hosts.base import CommandResult, HostError
@@ -51,8 +51,6 @@ from labtui.parsers import ParseError, Reading
 from labtui.parsers.probe import parse_probe_output
 from labtui.plugin_kit import last_line
 
-RUNAT_SOURCE = Path(__file__).resolve().parent / "runat.c"
-RUNAT_NAME = "labtui-runat"
 #: The synchronized start the Xen study asked of its UDP trigger (section 4.2.1): 0.01 s.
 START_SPREAD_GOAL_MS = 10.0
 
@@ -119,11 +117,7 @@ class Benchmark:
 
     async def host_now(self) -> int:
         """The host's clock (CLOCK_REALTIME, ns), the one the benchmarks' times are read on."""
-        try:
-            result = await self.ctx.host.run([self.runat, "--now"])
-            return int(result.check().stdout.strip())
-        except (HostError, ValueError) as exc:
-            raise BackendError(f"reading the clock on host {self.ctx.host.name} with {RUNAT_NAME}: {exc}") from exc
+        return await host_clock_ns(self.ctx.host)
 
     async def on_host(self) -> Timed:
         """One run on the host itself."""

@@ -18,8 +18,9 @@ default weight explicitly, so every configuration is scheduled the same way
 (in the backend's CPU control groups) and their totals compare on a busy host.
 
 With ``measure = "output"`` the instances run the probe (Hourglass:
-``hourglass share SECONDS``) to completion from a common start and each
-reports the fraction of the time it ran; with ``"cpu_time"`` they spin until
+``hourglass share SECONDS``) to completion from a common start, chosen on the
+host's clock (the one the backend holds the start on), and each reports the
+fraction of the time it ran; with ``"cpu_time"`` they spin until
 destroyed and the backend's listing gives each one's CPU time at the start and
 end of the window (``Instance.details["cpu_time_s"]``, e.g. ``xl list``).
 
@@ -45,6 +46,7 @@ from labtui.backends import (
     InstanceSpec,
 )
 from labtui.engine.context import RunContext
+from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.measure import record_run
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.events import StepEnded, StepStarted
@@ -53,7 +55,7 @@ from labtui.suites.model import DEFAULT_CPU_WEIGHT, Fairshare, Program, Worker
 BENCHMARK = "fairshare"
 #: What each method needs the backend to honour.
 NEEDS = {"weight": (CPU_WEIGHT, "set CPU weights"), "cap": (CPU_LIMIT, "cap CPU use")}
-#: An instance that ends later than this after the common window did not run with the others.
+#: An instance that ends later than this after the first one did not run with the others.
 LATE_FRACTION, LATE_S = 0.1, 0.5
 #: Seconds an "output" instance may take beyond its start delay and duration before the backend kills it.
 EXIT_SLACK_S = 30.0
@@ -159,16 +161,16 @@ def _specs(ctx: RunContext, configuration: str, cpus: int, program: Program, wai
 
 
 async def _measure_output(ctx: RunContext, configuration: str, cpus: int) -> list[tuple[str, float]]:
-    """Run the probe in every instance from a common start; each reports the fraction of time it ran."""
+    """Run the probe in every instance from one start on the host's clock; each reports the fraction of time it ran."""
     fair = ctx.suite.fairshare
     worker = Worker(program=fair.probe(), image=fair.image, args=("share", f"{fair.duration_s:g}"), measure="output")
-    start_at = time.time() + fair.start_delay_s
+    start_at = await host_clock_ns(ctx.host) / 1e9 + fair.start_delay_s
     timeout = fair.start_delay_s + fair.duration_s + EXIT_SLACK_S
     specs = [replace(s, timeout_s=timeout) for s in
              _specs(ctx, configuration, cpus, worker, "exit", capture_output=True, start_at=start_at)]
     instances = await ctx.create(specs)
     try:
-        _check_together(instances, start_at + fair.duration_s, fair.duration_s)
+        _check_together(instances, fair.duration_s)
         achieved = []
         for instance in instances:
             readings = [r for r in record_run(ctx, worker, instance) if r.metric == "cpu_share"]
@@ -180,13 +182,22 @@ async def _measure_output(ctx: RunContext, configuration: str, cpus: int) -> lis
         await ctx.destroy(instances)
 
 
-def _check_together(instances: list[Instance], window_end: float, duration: float) -> None:
-    """Raise when an instance ended so late that it cannot have run alongside the others."""
-    late = [i for i in instances if (i.ready_at or 0.0) > window_end + LATE_FRACTION * duration + LATE_S]
+def _check_together(instances: list[Instance], duration: float) -> None:
+    """Raise when an instance ended so long after the first that it cannot have run alongside it.
+
+    Every probe runs for the same duration, so instances that ran together end together.
+    Their ends (``ready_at`` of a ``wait="exit"`` instance) are compared with each other
+    only: all come from one backend, so they are on one clock, whichever it is (the host's
+    for the process backend, the controller's for backends that time on the controller).
+    """
+    ends = [i.ready_at for i in instances if i.ready_at is not None]
+    if len(ends) < 2:
+        return
+    first = min(ends)
+    late = [end - first for end in ends if end - first > LATE_FRACTION * duration + LATE_S]
     if late:
-        worst = max((i.ready_at or 0.0) - window_end for i in late)
-        raise BackendError(f"{len(late)} of {len(instances)} instances ended up to {worst:.1f} s after the common "
-                           f"window: they did not run at the same time (does the backend run them all at once?)")
+        raise BackendError(f"{len(late)} of {len(instances)} instances ended up to {max(late):.1f} s after the first "
+                           f"one: they did not run at the same time (does the backend run them all at once?)")
 
 
 async def _measure_cpu_time(ctx: RunContext, configuration: str, cpus: int) -> list[tuple[str, float]]:
