@@ -64,8 +64,9 @@ class InstanceSpec:
     ``"exit"`` after the instance ran to completion (boot time = create to
     exit), ``"ready"`` once it is running.  ``capture_output`` (with
     ``wait="exit"``) returns what the instance printed on stdout in
-    ``Instance.output``; ``start_at`` (epoch seconds) holds the program back
-    until that time, so instances created by separate calls start together.
+    ``Instance.output``; ``start_at`` (epoch seconds on the host's clock) holds
+    the program back until that time, so instances created by separate calls
+    start together.
     ``ports`` are TCP ports the instance serves; a backend that can reach them
     publishes each on 127.0.0.1 only and records the host port it got in
     ``Instance.details["ports"]`` (instance port -> host port).
@@ -95,7 +96,8 @@ class Instance:
     """An instance a backend created or found.
 
     Times are epoch seconds; ``boot_s`` is measured by the backend as precisely
-    as it can (create request to ready, or to exit for ``wait="exit"``).
+    as it can (create request to ready, or to exit for ``wait="exit"``), and
+    ``ready_at`` of a ``wait="exit"`` instance is when it exited.
     """
 
     labels: Labels
