@@ -226,6 +226,8 @@ async def test_bad_specs_and_missing_images_are_refused(lab: Lab, tmp_path: Path
         await lab.backend.create(InstanceSpec(labels, program="sleeper", mem_limit_bytes=1 << 20))
     with pytest.raises(BackendError, match="neither cpu_weight nor cpu_limit"):
         await lab.backend.create(InstanceSpec(labels, program="sleeper", cpu_cap=0.5))
+    with pytest.raises(BackendError, match=r"cannot hold a unikernel's start .*start_at"):
+        await lab.backend.create(InstanceSpec(labels, program="sleeper", start_at=1e9))
     assert await lab.backend.list(labels.session) == []
 
 

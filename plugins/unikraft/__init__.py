@@ -186,6 +186,8 @@ class UnikraftBackend(Backend):
             raise BackendError("unikraft backend cannot weigh or cap CPU use: it has neither cpu_weight nor cpu_limit")
         if spec.wait not in ("ready", "exit"):
             raise BackendError(f"unikraft backend: wait must be 'ready' or 'exit', not {spec.wait!r}")
+        if spec.start_at is not None:
+            raise BackendError("unikraft backend cannot hold a unikernel's start until a given time (start_at)")
         if bool(spec.program) == bool(spec.image):
             raise BackendError("unikraft backend needs exactly one of spec.program (a test kernel) or spec.image")
         bad = [p for p in spec.ports if not 0 < p < 65536]
