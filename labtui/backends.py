@@ -129,6 +129,8 @@ class Backend(abc.ABC):
     capabilities: frozenset[str] = frozenset()
     #: How many creates a step may have in flight at once.
     max_parallel_creates: int = 8
+    #: Without the exec capability: what would give it on this host (shown when a suite needs exec).
+    exec_hint: str = ""
 
     def __init__(self, host: Host) -> None:
         self.host = host

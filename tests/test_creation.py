@@ -357,7 +357,8 @@ async def test_xen_dom0_runs_the_benchmark_in_domain0_and_domu_needs_exec(
         assert all(rs[0].instance_id == "" for rs in run.by_step("fork_us").values())
         assert sorted(run.by_step("tcreate_s")) == [1, 2] and sorted(run.by_step("create_s")) == [1, 2]
         domu = await run_session(load_suite("xen-domu"), "xen", host)
-        assert domu.status == "failed" and "backend xen cannot" in domu.message
+        assert domu.status == "failed" and "backend xen cannot: " in domu.message
+        assert "[hosts.xc.guests]" in domu.message  # what would let it
         assert domu.of(InstanceCreating) == []
         listing = dom0.tool("xl", "list")
         assert listing.returncode == 0 and listing.stdout.count("\n") == 2, listing.stdout  # header and Domain-0

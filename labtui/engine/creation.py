@@ -170,7 +170,8 @@ async def run_creation(ctx: RunContext) -> None:
     if where != "host" and EXEC not in ctx.backend.capabilities:
         raise BackendError(
             f'creation.where = "{where}" runs the benchmark inside instances, which needs a backend that can '
-            f'exec; backend {ctx.backend.name} cannot (where = "host" runs it on the host)'
+            f'exec; backend {ctx.backend.name} cannot{": " + ctx.backend.exec_hint if ctx.backend.exec_hint else ""} '
+            '(where = "host" runs it on the host)'
         )
     bench = await Benchmark.build(ctx)
     ctx.position.repetitions = suite.repetitions

@@ -69,6 +69,9 @@ class XenBackend(Backend):
         self.guests = Guests(host, login) if login is not None else None
         if self.guests is not None:
             self.capabilities = XenBackend.capabilities | {EXEC}
+        else:
+            self.exec_hint = (f"labtui runs commands in domains it logs into, which needs a [hosts.{host.name}.guests] "
+                              "table in the lab config (docs/backend-xen.md)")
 
     async def check(self) -> Availability:
         """Usable where ``xl info`` (else ``xm info``) answers."""
