@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+import types
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import duckdb
 import pytest
 
 from labtui.backends import Backend, BackendError, InstanceSpec, Labels, open_backend
+from labtui.engine.hostclock import RUNAT_NAME, host_clock_ns
 from labtui.hosts import get_host
 from labtui.hosts.ssh import SSHHost
 
@@ -27,6 +30,7 @@ from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
+from zones import runat_times  # noqa: E402
 from zones.listing import parse_zoneadm_list, rss_by_zoneid, split_fields  # noqa: E402
 from zones.names import check_name, name_problem, zone_name  # noqa: E402
 from zones.zonecfg import Fs, Net, ZoneConfig, command_file, labels_from_attrs, parse_attrs  # noqa: E402
@@ -104,6 +108,13 @@ def test_command_file_carries_the_resource_controls() -> None:
     lines = text.splitlines()
     assert lines[3:10] == ["set cpu-shares=233", "add capped-cpu", "set ncpus=0.25", "end",
                            "add capped-memory", "set physical=512m", "end"]
+
+
+def test_runat_times_come_from_its_closing_line_alone() -> None:
+    stderr = "probe: warming up\nlabtui-runat\tnot\ta\tline\nlabtui-runat\t1700000000000000001\t1700000000500000000\t0\n"
+    assert runat_times(stderr) == (1700000000000000001, 1700000000500000000)
+    assert runat_times("labtui-runat: cannot execute /x: No such file or directory\n") is None
+    assert runat_times("") is None
 
 
 def test_memory_cap_kstats_by_zone_id() -> None:
@@ -283,6 +294,78 @@ async def test_destroy_refuses_a_zone_without_our_labels(zones: Backend, seeded:
         fake.handle = fake.name
         await zones.destroy(fake)
     foreign_intact(seeded)
+
+
+def zone_commands(host: FakeHost, zone: str) -> list[str]:
+    """The command lines of the processes the simulated zone runs."""
+    found = []
+    for pid in zone_processes(host, zone):
+        try:
+            found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found
+
+
+@needs_sshd
+async def test_a_common_start_is_held_on_the_hosts_clock_and_exited_zones_are_ready_at_their_exit(
+        zones: Backend, seeded: FakeHost) -> None:
+    # the simulator runs zlogin's command as a real process here, so labtui-runat really sleeps
+    start_at = await host_clock_ns(zones.host) / 1e9 + 3.0
+    specs = [InstanceSpec(Labels("zs7", "worker", f"wo{n}"), program="hello", wait="exit", capture_output=True,
+                          start_at=start_at) for n in range(3)]
+    instances = await zones.create_many(specs)
+    returned = time.time()
+    try:
+        for instance in instances:
+            assert instance.state == "exited" and instance.exit_code == 0
+            assert instance.output == "hello from labtui\n"  # the probe's stdout alone: runat reports on stderr
+            booted = instance.created_at + instance.details["creation_s"]
+            assert booted < start_at, "the zone was booted before the common start, so the start was held"
+            # ready_at is the exit: after the held start (this host's clock is the controller's)
+            assert instance.ready_at == pytest.approx(instance.created_at + instance.boot_s, abs=1e-6)
+            assert start_at <= instance.ready_at <= returned
+            assert round(start_at * 1e9) <= instance.details["start_ns"] <= instance.details["end_ns"]
+        starts = [i.details["start_ns"] for i in instances]
+        assert (max(starts) - min(starts)) / 1e9 < 0.5  # together (generous: 2 shared cores)
+    finally:
+        await zones.destroy_many(instances)
+    assert await zones.list("zs7") == []
+
+
+@needs_sshd
+async def test_a_controller_clock_ahead_of_the_host_neither_starts_early_nor_matters(
+        zones: Backend, seeded: FakeHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the controller's view of time 5 s ahead of the host: a hold computed there would not hold at all
+    real_time = time.time
+    skewed = types.SimpleNamespace(time=lambda: real_time() + 5.0, monotonic=time.monotonic)
+    monkeypatch.setattr(sys.modules[type(zones).__module__], "time", skewed)
+    start_at = await host_clock_ns(zones.host) / 1e9 + 2.0
+    instance = await zones.create(InstanceSpec(Labels("zs8", "worker", "wo1"), program="hello", wait="exit",
+                                               start_at=start_at))
+    returned = real_time()
+    try:
+        assert returned >= start_at, "create returned before the common start: the probe started early"
+        assert instance.details["start_ns"] >= round(start_at * 1e9) and instance.exit_code == 0
+    finally:
+        await zones.destroy(instance)
+
+
+@needs_sshd
+async def test_a_detached_program_is_held_by_runat_in_the_zone(zones: Backend, seeded: FakeHost) -> None:
+    start_at = await host_clock_ns(zones.host) / 1e9 + 60.0
+    instance = await zones.create(InstanceSpec(Labels("zs9", "background", "ba1"), program="sleeper",
+                                               start_at=start_at))
+    try:
+        commands = zone_commands(seeded, instance.name)
+        held = [c for c in commands if f"/{RUNAT_NAME}-" in c.split()[0]]
+        assert held and f" {round(start_at * 1e9)} -- " in held[0] and "/sleeper-" in held[0], commands
+    finally:
+        await zones.destroy(instance)
+    assert zone_processes(seeded, instance.name) == []
+    with pytest.raises(BackendError, match="start_at needs spec.program"):
+        await zones.create(InstanceSpec(Labels("zs9", "background", "ba2"), image="labtui-imposter",
+                                        start_at=start_at))
 
 
 def labtui(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:

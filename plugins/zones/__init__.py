@@ -3,8 +3,10 @@
 A create configures the zone from a generated zonecfg command file (its lab labels in
 ``attr`` resources), installs it (or clones ``spec.image``, a template zone), boots it and,
 when the spec names a probe, runs it inside with zlogin.  The probe binary is built in the
-global zone's runtime dir and lofs-mounted read-only into the zone at the same path.  Each
-phase is timed into ``Instance.details`` (configure_s, install_s, boot_s, creation_s, run_s).
+global zone's runtime dir and lofs-mounted read-only into the zone at the same path.  A spec's
+``start_at`` (the host's clock) is held in the zone by labtui-runat, built and mounted the same
+way, which sleeps until then on the host's CLOCK_REALTIME.  Each phase is timed into
+``Instance.details`` (configure_s, install_s, boot_s, creation_s, run_s).
 A failed phase undoes the earlier ones (uninstall -F, zonecfg delete -F), so nothing is left
 half-made.  Commands are found through the host's PATH (``path`` in the lab config).
 """
@@ -33,7 +35,9 @@ from labtui.backends import (
     InstanceSpec,
     Labels,
 )
+from labtui.engine.hostclock import RUNAT_NAME, RUNAT_SOURCE
 from labtui.hosts.base import CommandResult, HostError
+from labtui.native import ProgramUnavailable, ensure_program
 from labtui.plugin_kit import HostTools, last_line
 
 from .listing import ACTIVE, ZoneEntry, parse_zoneadm_list, rss_by_zoneid
@@ -62,6 +66,7 @@ class ZonesBackend(Backend):
     def __init__(self, host: Host) -> None:
         super().__init__(host)
         self._tools = HostTools(self.name, host, command_timeout_s=COMMAND_TIMEOUT_S)
+        self._runat_path = ""
 
     async def check(self) -> Availability:
         """Usable where ``zoneadm list -p`` answers in the global zone."""
@@ -91,7 +96,9 @@ class ZonesBackend(Backend):
         name = zone_name(spec.labels)
         deadline = time.monotonic() + spec.timeout_s
         binary = await self._tools.program(spec.program) if spec.program else None
-        fss = (Fs(str(PurePosixPath(binary).parent), str(PurePosixPath(binary).parent)),) if binary else ()
+        runat = await self._runat() if spec.start_at is not None else None
+        shared = sorted({str(PurePosixPath(path).parent) for path in (binary, runat) if path})
+        fss = tuple(Fs(directory, directory) for directory in shared)
         config = ZoneConfig(
             zonepath=f"{self.zonepath_base}/{name}",
             labels=spec.labels,
@@ -121,7 +128,7 @@ class ZonesBackend(Backend):
                                 state="running", created_at=created_at, ready_at=created_at + (ready - started),
                                 boot_s=ready - started, handle=name, details=details)
             if binary:
-                await self._start_program(instance, spec, binary, deadline, started)
+                await self._start_program(instance, spec, binary, runat, deadline, started)
             return instance
         except BaseException:
             with contextlib.suppress(BackendError, HostError, asyncio.TimeoutError):
@@ -146,12 +153,27 @@ class ZonesBackend(Backend):
             with contextlib.suppress(HostError):
                 await self.host.run(["rm", "-f", remote], timeout=QUERY_TIMEOUT_S)
 
-    async def _start_program(self, instance: Instance, spec: InstanceSpec, binary: str, deadline: float,
-                             started: float) -> None:
-        """Run the probe in the zone: to its exit (wait="exit") or detached (wait="ready")."""
-        words = " ".join(shlex.quote(w) for w in (binary, *spec.args))
-        if spec.start_at is not None:
-            words = f"sleep {max(0.0, spec.start_at - time.time()):.3f}; exec {words}"
+    async def _runat(self) -> str:
+        """The path of labtui-runat in the global zone's runtime dir (built once, then cached)."""
+        if not self._runat_path:
+            try:
+                self._runat_path = await ensure_program(self.host, RUNAT_SOURCE, RUNAT_NAME)
+            except (ProgramUnavailable, HostError) as exc:
+                raise self._tools.fail(f"building {RUNAT_NAME}: {exc}") from exc
+        return self._runat_path
+
+    async def _start_program(self, instance: Instance, spec: InstanceSpec, binary: str, runat: str | None,
+                             deadline: float, started: float) -> None:
+        """Run the probe in the zone: to its exit (wait="exit") or detached (wait="ready").
+
+        With ``spec.start_at`` the probe runs under labtui-runat, which holds it until then
+        on the host's clock and reports its host-clock start and end (``details["start_ns"]``,
+        ``details["end_ns"]``) on stderr; the probe's stdout is left as it printed it.
+        """
+        argv: tuple[str, ...] = (binary, *spec.args)
+        if runat is not None and spec.start_at is not None:
+            argv = (runat, str(round(spec.start_at * 1e9)), "--", *argv)
+        words = " ".join(shlex.quote(w) for w in argv)
         if spec.wait == "ready":
             result = await self._tools.run(["zlogin", "-S", instance.name, f"({words}) </dev/null >/dev/null 2>&1 &"],
                                      deadline)
@@ -160,13 +182,22 @@ class ZonesBackend(Backend):
             return
         phase = time.monotonic()
         result = await self._tools.run(["zlogin", "-S", instance.name, words], deadline)
+        ended = time.monotonic()
         if result.returncode in (1, 127) and result.stderr.startswith(("zlogin:", "sh:")):
             raise self._tools.error(f"zlogin {instance.name} {spec.program}", result)
-        ended = time.monotonic()
+        if runat is not None:
+            times = runat_times(result.stderr)
+            complaint = next((line for line in result.stderr.splitlines() if line.startswith(f"{RUNAT_NAME}: ")), "")
+            if times is None or complaint:
+                raise self._tools.fail(f"zlogin {instance.name} {RUNAT_NAME} ... {spec.program} exited "
+                                       f"{result.returncode}: {complaint or last_line(result.stderr)}")
+            instance.details["start_ns"], instance.details["end_ns"] = times
         instance.details["run_s"] = ended - phase
         instance.details["exit_code"] = result.returncode
         instance.state, instance.exit_code = "exited", result.returncode
         instance.boot_s = ended - started
+        assert instance.created_at is not None
+        instance.ready_at = instance.created_at + instance.boot_s  # an exited instance is ready when it exited
         if spec.capture_output:
             instance.output = result.stdout
 
@@ -269,6 +300,15 @@ class ZonesBackend(Backend):
 BACKEND = ZonesBackend
 
 
+def runat_times(stderr: str) -> tuple[int, int] | None:
+    """START_NS and END_NS from labtui-runat's closing line on stderr, None when it wrote none."""
+    for line in reversed(stderr.splitlines()):
+        fields = line.split("\t")
+        if len(fields) == 4 and fields[0] == RUNAT_NAME and all(f.lstrip("-").isdigit() for f in fields[1:]):
+            return int(fields[1]), int(fields[2])
+    return None
+
+
 def _validate(spec: InstanceSpec) -> None:
     if spec.cpus:
         raise BackendError("zones backend: no pinning to CPUs (a zone gets CPUs through a pool, which labtui "
@@ -281,3 +321,5 @@ def _validate(spec: InstanceSpec) -> None:
         raise BackendError("zones backend: wait='exit' needs spec.program, the probe to run in the zone")
     if spec.capture_output and spec.wait != "exit":
         raise BackendError("zones backend: capture_output needs wait='exit'")
+    if spec.start_at is not None and not spec.program:
+        raise BackendError("zones backend: start_at needs spec.program, the probe whose start is held")
