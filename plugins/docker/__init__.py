@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self
 
 import aiodocker
 
@@ -37,7 +37,9 @@ from labtui.backends import (
     Labels,
 )
 from labtui.hosts.base import CommandResult, HostError
+from labtui.native import ensure_program
 
+from . import held
 from .containers import (
     LABEL_SESSION,
     ContainerSpec,
@@ -56,7 +58,7 @@ from .services import (
     managed_service,
     service_image,
 )
-from .staging import Stager
+from .staging import Stager, stage_path
 
 if TYPE_CHECKING:
     from labtui.hosts.base import Host
@@ -85,6 +87,9 @@ class DockerBackend(Backend):
         self.services = ServiceBuilder(host, self.engine)
         self.staging = Stager(host, self.engine)
         self._known_images: set[str] = set()
+        #: Image -> its Config from an inspect (what a held container wraps).
+        self._image_configs: dict[str, dict[str, Any]] = {}
+        self._runat_path: str | None = None
 
     async def check(self) -> Availability:
         """Usable when the engine answers on its socket; the version is the engine's."""
@@ -152,34 +157,60 @@ class DockerBackend(Backend):
 
         ``boot_s`` runs from the create request to start returning (ready) or
         to the engine reporting the exit; ``details["phases"]`` splits it into
-        create, start and run.  Image builds happen before the clock starts.
+        create, (stage,) start and run.  Image builds happen before the clock
+        starts.  With ``start_at`` the program is held by labtui-runat
+        (``held.py``) until then: run_s includes the hold, ``stage_s`` is the
+        copy of labtui-runat into the container, and for ``wait="exit"``
+        ``details`` has the host-clock ``started_ns``/``ended_ns`` it reported.
         """
+        return await self._create(spec, None)
+
+    async def _create(self, spec: InstanceSpec, gate: asyncio.Semaphore | None) -> Instance:
+        """create, holding a place under gate until the exit, or only until the start of a held program."""
         validate(spec)
         async with self.engine.client() as docker:
             image, cmd = await self._image_for(spec)
-            body = create_body(spec, image, cmd)
+            runat, entrypoint = None, None
+            if spec.start_at is not None:
+                runat = await self._runat()
+                cmd = await self._command(spec, image, cmd)
+                entrypoint = held.entrypoint(stage_path(runat), spec.start_at)
+            body = create_body(spec, image, cmd, entrypoint)
             params = {"name": name} if (name := container_name(spec.labels)) else {}
             container_id = ""
+            phases: dict[str, float] = {}
+            times = None
             try:
-                async with asyncio.timeout(spec.timeout_s):
+                async with _Slot(gate) as slot, asyncio.timeout(spec.timeout_s):
                     created_at, t0 = time.time(), time.monotonic()
                     created = await self.engine.call(f"creating a container from {image}", "POST",
                                                      "containers/create", params=params, data=body)
                     container_id = created["Id"]
                     t1 = time.monotonic()
+                    phases["create_s"] = t1 - t0
+                    if runat is not None:
+                        await self.staging.stage(container_id, [runat])
+                        staged = time.monotonic()
+                        phases["stage_s"], t1 = staged - t1, staged
                     await self.engine.call(f"starting container {container_id[:12]}", "POST",
                                            f"containers/{container_id}/start")
                     t2 = time.monotonic()
+                    phases["start_s"] = t2 - t1
+                    if runat is not None:
+                        slot.release()  # the program waits for start_at, not for the other creates
                     exit_code = None
                     if spec.wait == "exit":
                         waited = await self.engine.call(f"waiting for container {container_id[:12]}", "POST",
                                                         f"containers/{container_id}/wait")
                         exit_code = int(waited.get("StatusCode", -1))
-                    t3 = time.monotonic()
+                        phases["run_s"] = time.monotonic() - t2
                     ports = await self._ports(container_id) if spec.ports else {}
                     output = None
                     if spec.capture_output and spec.wait == "exit":
-                        output = await self._stdout(docker, container_id)
+                        output = await self._log(docker, container_id)
+                    if runat is not None and spec.wait == "exit":
+                        stderr = await self._log(docker, container_id, stderr=True)
+                        times = held.runat_times(stderr, f"container {container_id[:12]} from {image}")
             except TimeoutError:
                 await self._remove_quietly(container_id)
                 raise BackendError(
@@ -191,10 +222,13 @@ class DockerBackend(Backend):
                 raise
             if spec.wait == "exit":
                 await self._remove_quietly(container_id)
-        phases = {"create_s": t1 - t0, "start_s": t2 - t1}
-        if spec.wait == "exit":
-            phases["run_s"] = t3 - t2
-        boot_s = (t3 if spec.wait == "exit" else t2) - t0
+        boot_s = sum(phases.values())
+        details = {"container_id": container_id, "image": image, "phases": phases, "ports": ports,
+                   "exit_code": exit_code}
+        if spec.start_at is not None:
+            details["start_at_ns"] = held.at_ns(spec.start_at)
+        if times is not None:
+            details["started_ns"], details["ended_ns"] = times[0], times[1]
         return Instance(
             labels=spec.labels,
             name=name or container_id[:12],
@@ -206,34 +240,48 @@ class DockerBackend(Backend):
             boot_s=boot_s,
             exit_code=exit_code,
             handle=container_id,
-            details={"container_id": container_id, "image": image, "phases": phases, "ports": ports,
-                     "exit_code": exit_code},
+            details=details,
             output=output,
         )
 
     async def create_many(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
         """Create containers, at most max_parallel_creates in flight, over one client.
 
-        If any create fails, the others this call made are removed and the
-        first error is raised.
+        A create holds its place until its container exits (``wait="exit"``),
+        but one whose program is held until ``start_at`` gives it up once the
+        container has started, so more than max_parallel_creates held
+        containers still start together.  If any create fails, the others this
+        call made are removed and the first error is raised.
         """
         async with self.engine.client():
             for spec in specs:
                 validate(spec)
                 await self._image_for(spec)
+            if any(spec.start_at is not None for spec in specs):
+                await self._runat()
             gate = asyncio.Semaphore(self.max_parallel_creates)
-
-            async def one(spec: InstanceSpec) -> Instance:
-                async with gate:
-                    return await self.create(spec)
-
-            results = await asyncio.gather(*(one(s) for s in specs), return_exceptions=True)
+            results = await asyncio.gather(*(self._create(s, gate) for s in specs), return_exceptions=True)
             created = [r for r in results if isinstance(r, Instance)]
             errors = [r for r in results if isinstance(r, BaseException)]
             if errors:
                 await self._destroy_quietly(created)
                 raise errors[0]
             return created
+
+    async def _runat(self) -> str:
+        """labtui-runat built (static, where the host can) on the host; its path there."""
+        if self._runat_path is None:
+            self._runat_path = await ensure_program(self.host, held.RUNAT_SOURCE, held.RUNAT_NAME)
+        return self._runat_path
+
+    async def _command(self, spec: InstanceSpec, image: str, cmd: list[str] | None) -> list[str]:
+        """The whole command a container of image runs given cmd: ``/bin/<probe> ARGS`` for a probe."""
+        if probe := spec.program or managed_probe(spec.image or ""):
+            return [f"/bin/{probe}", *spec.args]
+        if image not in self._image_configs:
+            found = await self.engine.call(f"inspecting image {image}", "GET", f"images/{image}/json")
+            self._image_configs[image] = found.get("Config") or {}
+        return held.command_of(image, self._image_configs[image], cmd)
 
     async def _image_for(self, spec: InstanceSpec) -> tuple[str, list[str] | None]:
         """The image to run and the command (None: the image's own); builds labtui probe and service images."""
@@ -258,10 +306,10 @@ class DockerBackend(Backend):
             self._known_images.add(spec.image)
         return spec.image, list(spec.args) if spec.args else None
 
-    async def _stdout(self, docker: aiodocker.Docker, container_id: str) -> str:
-        """What an exited container printed on stdout (from the engine's log of it)."""
+    async def _log(self, docker: aiodocker.Docker, container_id: str, *, stderr: bool = False) -> str:
+        """What an exited container printed on stdout (or stderr), from the engine's log of it."""
         try:
-            lines = await docker.containers.container(container_id).log(stdout=True)
+            lines = await docker.containers.container(container_id).log(stdout=not stderr, stderr=stderr)
         except aiodocker.DockerError as exc:
             raise self.engine.error(f"reading the output of {container_id[:12]}", exc) from exc
         return "".join(lines)
@@ -327,6 +375,7 @@ class DockerBackend(Backend):
                                            params={"force": True})
             except (BackendError, TimeoutError):
                 pass
+            self.staging.forget(container_id)
 
     async def _destroy_quietly(self, instances: Sequence[Instance]) -> None:
         try:
@@ -427,6 +476,29 @@ class DockerBackend(Backend):
                 f"docker on host {self.host.name}: copying {', '.join(paths)} into {instance.handle[:12]} "
                 f"took over {API_TIMEOUT_S:g}s"
             ) from None
+
+
+class _Slot:
+    """A place under a create gate (None: no gate), given back once: on exit, or earlier by release()."""
+
+    def __init__(self, gate: asyncio.Semaphore | None) -> None:
+        self.gate = gate
+        self.held = False
+
+    async def __aenter__(self) -> Self:
+        if self.gate is not None:
+            await self.gate.acquire()
+            self.held = True
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Give the place back now (again: nothing)."""
+        if self.held and self.gate is not None:
+            self.held = False
+            self.gate.release()
 
 
 BACKEND = DockerBackend

@@ -49,8 +49,12 @@ def container_name(labels: Labels) -> str | None:
     return name if _NAME.fullmatch(name) and len(name) <= 128 else None
 
 
-def create_body(spec: InstanceSpec, image: str, cmd: list[str] | None) -> dict[str, Any]:
-    """The body of ``POST /containers/create`` for spec, running cmd (None: the image's own)."""
+def create_body(spec: InstanceSpec, image: str, cmd: list[str] | None,
+                entrypoint: list[str] | None = None) -> dict[str, Any]:
+    """The body of ``POST /containers/create`` for spec, running cmd (None: the image's own).
+
+    ``entrypoint`` replaces the image's (None keeps it).
+    """
     host: dict[str, Any] = {}
     if spec.cpus:
         host["CpusetCpus"] = spec.cpus
@@ -61,6 +65,8 @@ def create_body(spec: InstanceSpec, image: str, cmd: list[str] | None) -> dict[s
     if spec.cpu_cap is not None:
         host["NanoCpus"] = round(spec.cpu_cap * 1e9)
     body: dict[str, Any] = {"Image": image, "Labels": labels_of(spec.labels), "HostConfig": host}
+    if entrypoint is not None:
+        body["Entrypoint"] = entrypoint
     if cmd is not None:
         body["Cmd"] = cmd
     if isinstance(spec, ContainerSpec):
@@ -80,6 +86,8 @@ def validate(spec: InstanceSpec) -> None:
         raise BackendError("docker backend needs exactly one of spec.program (a probe) or spec.image")
     if spec.wait not in ("ready", "exit"):
         raise BackendError(f"docker backend: wait must be 'ready' or 'exit', not {spec.wait!r}")
+    if spec.start_at is not None and not spec.start_at > 0:
+        raise BackendError(f"docker backend: start_at must be epoch seconds (> 0), not {spec.start_at}")
     if spec.mem_limit_bytes is not None and spec.mem_limit_bytes < 6 * 1024 * 1024:
         raise BackendError(f"docker backend: memory limit {spec.mem_limit_bytes} is below the engine's 6 MiB minimum")
     if isinstance(spec, ContainerSpec):

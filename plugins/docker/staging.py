@@ -1,4 +1,4 @@
-"""Host programs copied into running containers, for benchmarks exec'd inside them.
+"""Host programs copied into containers: benchmarks exec'd inside, labtui-runat holding a start.
 
 A container sees only its image, never the host's runtime dir, so a program
 built there (``labtui-runat``, a probe) is fetched from the docker host to the
@@ -67,7 +67,7 @@ class Stager:
         taken = {inside: path for (cid, path), inside in self._placed.items() if cid == container_id}
         names = []
         for path in paths:
-            name = posixpath.join(STAGE_DIR, posixpath.basename(path))
+            name = stage_path(path)
             if taken.get(name, path) != path:
                 name += "-" + hashlib.sha256(path.encode()).hexdigest()[:8]
             taken[name] = path
@@ -100,6 +100,11 @@ class Stager:
                 await docker.containers.container(container_id).put_archive("/", archive)
             except aiodocker.DockerError as exc:
                 raise self.engine.error(f"copying programs into container {container_id[:12]}", exc) from exc
+
+
+def stage_path(path: str) -> str:
+    """Where a host program lands in a container it is the first of its name in: ``/labtui/bin/<basename>``."""
+    return posixpath.join(STAGE_DIR, posixpath.basename(path))
 
 
 def pack(files: dict[str, bytes]) -> bytes:
