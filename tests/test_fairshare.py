@@ -32,7 +32,8 @@ from labtui.backends import (
 )
 from labtui.engine import SessionRunner
 from labtui.engine.fairshare import _check_together, plan
-from labtui.engine.hostclock import RUNAT_NAME, host_clock_ns
+from labtui.engine.hostclock import host_clock_ns
+from labtui.runat import NAME as RUNAT_NAME
 from labtui.events import InstanceCreating, InstanceReady, SessionEnded
 from labtui.hosts import get_host
 from labtui.hosts.base import CommandResult

@@ -20,20 +20,26 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from labtui.backends import Backend, BackendError, InstanceSpec, Labels, open_backend
-from labtui.engine.hostclock import RUNAT_NAME, host_clock_ns
-from labtui.hosts import get_host
-from labtui.hosts.ssh import SSHHost
-
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
+from labtui.backends import Backend, BackendError, InstanceSpec, Labels, open_backend
+from labtui.engine.hostclock import host_clock_ns
+from labtui.hosts import get_host
+from labtui.hosts.ssh import SSHHost
+from labtui.runat import NAME as RUNAT_NAME
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
-from zones import runat_times  # noqa: E402
 from zones.listing import parse_zoneadm_list, rss_by_zoneid, split_fields  # noqa: E402
 from zones.names import check_name, name_problem, zone_name  # noqa: E402
-from zones.zonecfg import Fs, Net, ZoneConfig, command_file, labels_from_attrs, parse_attrs  # noqa: E402
+from zones.zonecfg import (  # noqa: E402
+    Fs,
+    Net,
+    ZoneConfig,
+    command_file,
+    labels_from_attrs,
+    parse_attrs,
+)
 
 ADDRESS = "127.0.0.21"
 needs_sshd = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")
@@ -108,13 +114,6 @@ def test_command_file_carries_the_resource_controls() -> None:
     lines = text.splitlines()
     assert lines[3:10] == ["set cpu-shares=233", "add capped-cpu", "set ncpus=0.25", "end",
                            "add capped-memory", "set physical=512m", "end"]
-
-
-def test_runat_times_come_from_its_closing_line_alone() -> None:
-    stderr = "probe: warming up\nlabtui-runat\tnot\ta\tline\nlabtui-runat\t1700000000000000001\t1700000000500000000\t0\n"
-    assert runat_times(stderr) == (1700000000000000001, 1700000000500000000)
-    assert runat_times("labtui-runat: cannot execute /x: No such file or directory\n") is None
-    assert runat_times("") is None
 
 
 def test_memory_cap_kstats_by_zone_id() -> None:

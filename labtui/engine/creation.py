@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from labtui.backends import EXEC, BackendError, Instance
 from labtui.engine.concurrent import record_sums
 from labtui.engine.context import RunContext
-from labtui.engine.hostclock import RUNAT_NAME, RUNAT_SOURCE, host_clock_ns
+from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.scaling import measure_memory, wait_for_quiet_host
 from labtui.events import StepEnded, StepStarted
 from labtui.hosts.base import CommandResult, HostError
@@ -50,6 +50,9 @@ from labtui.native import ensure_program, probe_source
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.probe import parse_probe_output
 from labtui.plugin_kit import last_line
+from labtui.runat import NAME as RUNAT_NAME
+from labtui.runat import build as build_runat
+from labtui.runat import closing_line, program_stderr
 
 #: The synchronized start the Xen study asked of its UDP trigger (section 4.2.1): 0.01 s.
 START_SPREAD_GOAL_MS = 10.0
@@ -97,7 +100,7 @@ class Benchmark:
         program = ctx.suite.worker.program if ctx.suite.worker else None
         assert program is not None  # the loader demands a worker with a program
         runat, probe = await asyncio.gather(
-            ensure_program(ctx.host, RUNAT_SOURCE, RUNAT_NAME),
+            build_runat(ctx.host),
             ensure_program(ctx.host, probe_source(program), program),
         )
         return cls(ctx, runat, probe)
@@ -137,9 +140,9 @@ class Benchmark:
 
     def _timed(self, result: CommandResult, where: str) -> Timed:
         """Start, end and readings of a finished run; BackendError when it failed or measured nothing."""
-        times = _runat_line(result.stderr)
+        times = closing_line(result.stderr)
         if times is None or times[2] != 0 or result.returncode != 0:
-            said = "\n".join(line for line in result.stderr.splitlines() if not line.startswith(RUNAT_NAME + "\t"))
+            said = program_stderr(result.stderr)
             detail = last_line(said or result.stdout)
             raise BackendError(f"benchmark {self.name} {where} exited {result.returncode}: {detail}")
         start_ns, end_ns, _ = times
@@ -149,18 +152,6 @@ class Benchmark:
             return Timed(start_ns, end_ns, parse_probe_output(result.stdout))
         except ParseError as exc:
             raise BackendError(f"benchmark {self.name} {where}: {exc}") from None
-
-
-def _runat_line(stderr: str) -> tuple[int, int, int] | None:
-    """START_NS, END_NS and STATUS from labtui-runat's closing line, None when it wrote none."""
-    for line in reversed(stderr.splitlines()):
-        fields = line.split("\t")
-        if len(fields) == 4 and fields[0] == RUNAT_NAME:
-            try:
-                return int(fields[1]), int(fields[2]), int(fields[3])
-            except ValueError:
-                return None
-    return None
 
 
 async def run_creation(ctx: RunContext) -> None:

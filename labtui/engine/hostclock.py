@@ -8,14 +8,10 @@ like the probes) prints the host's CLOCK_REALTIME.
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from labtui import runat
 from labtui.backends import BackendError
 from labtui.hosts.base import Host, HostError
-from labtui.native import ensure_program
 
-RUNAT_SOURCE = Path(__file__).resolve().parent / "runat.c"
-RUNAT_NAME = "labtui-runat"
 #: Seconds a clock reading may take (an SSH round trip, not a build: the build is bounded on its own).
 READ_TIMEOUT_S = 30.0
 
@@ -27,8 +23,8 @@ async def host_clock_ns(host: Host) -> int:
     when it cannot be built, run or understood.
     """
     try:
-        runat = await ensure_program(host, RUNAT_SOURCE, RUNAT_NAME)
-        result = await host.run([runat, "--now"], timeout=READ_TIMEOUT_S)
+        path = await runat.build(host)
+        result = await host.run([path, "--now"], timeout=READ_TIMEOUT_S)
         return int(result.check().stdout.strip())
     except (HostError, ValueError) as exc:
-        raise BackendError(f"reading the clock on host {host.name} with {RUNAT_NAME}: {exc}") from exc
+        raise BackendError(f"reading the clock on host {host.name} with {runat.NAME}: {exc}") from exc

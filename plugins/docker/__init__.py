@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import aiodocker
 
+from labtui import runat as runat_tool
 from labtui.backends import (
     CPU_LIMIT,
     CPU_WEIGHT,
@@ -37,7 +38,6 @@ from labtui.backends import (
     Labels,
 )
 from labtui.hosts.base import CommandResult, HostError
-from labtui.native import ensure_program
 
 from . import held
 from .containers import (
@@ -226,7 +226,7 @@ class DockerBackend(Backend):
         details = {"container_id": container_id, "image": image, "phases": phases, "ports": ports,
                    "exit_code": exit_code}
         if spec.start_at is not None:
-            details["start_at_ns"] = held.at_ns(spec.start_at)
+            details["start_at_ns"] = runat_tool.at_ns(spec.start_at)
         if times is not None:
             details["started_ns"], details["ended_ns"] = times[0], times[1]
         return Instance(
@@ -271,7 +271,7 @@ class DockerBackend(Backend):
     async def _runat(self) -> str:
         """labtui-runat built (static, where the host can) on the host; its path there."""
         if self._runat_path is None:
-            self._runat_path = await ensure_program(self.host, held.RUNAT_SOURCE, held.RUNAT_NAME)
+            self._runat_path = await runat_tool.build(self.host)
         return self._runat_path
 
     async def _command(self, spec: InstanceSpec, image: str, cmd: list[str] | None) -> list[str]:

@@ -14,23 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from labtui import runat
 from labtui.backends import BackendError
-from labtui.engine.hostclock import RUNAT_NAME, RUNAT_SOURCE
-
-__all__ = ["RUNAT_NAME", "RUNAT_SOURCE", "RunatTimes", "at_ns", "command_of", "entrypoint", "runat_times"]
-
-#: START_NS, END_NS (host CLOCK_REALTIME) and STATUS from labtui-runat's closing line.
-RunatTimes = tuple[int, int, int]
-
-
-def at_ns(start_at: float) -> int:
-    """``start_at`` (epoch seconds) as the nanoseconds labtui-runat takes."""
-    return round(start_at * 1e9)
 
 
 def entrypoint(runat_inside: str, start_at: float) -> list[str]:
     """The entrypoint that holds the command until start_at: ``RUNAT AT_NS --``."""
-    return [runat_inside, str(at_ns(start_at)), "--"]
+    return [runat_inside, str(runat.at_ns(start_at)), "--"]
 
 
 def command_of(image: str, config: dict[str, Any], cmd: list[str] | None) -> list[str]:
@@ -49,21 +39,13 @@ def command_of(image: str, config: dict[str, Any], cmd: list[str] | None) -> lis
     return command
 
 
-def runat_times(stderr: str, where: str) -> RunatTimes | None:
+def runat_times(stderr: str, where: str) -> tuple[int, int, int] | None:
     """labtui-runat's closing line from a container's stderr; None when it wrote none (it was killed).
 
     A program labtui-runat could not execute is a BackendError quoting its
     message (``where`` names the container), as the engine's own refusal to
     start a missing program would be without the hold.
     """
-    found = None
-    for line in stderr.splitlines():
-        if line.startswith(f"{RUNAT_NAME}: "):
-            raise BackendError(f"docker backend: {where}: {line.strip()}")
-        fields = line.rstrip("\n").split("\t")
-        if len(fields) == 4 and fields[0] == RUNAT_NAME:
-            try:
-                found = (int(fields[1]), int(fields[2]), int(fields[3]))
-            except ValueError:
-                continue
-    return found
+    if complaint := runat.complaint(stderr):
+        raise BackendError(f"docker backend: {where}: {complaint}")
+    return runat.closing_line(stderr)

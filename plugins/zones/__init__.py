@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from labtui import runat as runat_tool
 from labtui.backends import (
     CPU_LIMIT,
     CPU_WEIGHT,
@@ -35,9 +36,8 @@ from labtui.backends import (
     InstanceSpec,
     Labels,
 )
-from labtui.engine.hostclock import RUNAT_NAME, RUNAT_SOURCE
 from labtui.hosts.base import CommandResult, HostError
-from labtui.native import ProgramUnavailable, ensure_program
+from labtui.native import ProgramUnavailable
 from labtui.plugin_kit import HostTools, last_line
 
 from .listing import ACTIVE, ZoneEntry, parse_zoneadm_list, rss_by_zoneid
@@ -157,9 +157,9 @@ class ZonesBackend(Backend):
         """The path of labtui-runat in the global zone's runtime dir (built once, then cached)."""
         if not self._runat_path:
             try:
-                self._runat_path = await ensure_program(self.host, RUNAT_SOURCE, RUNAT_NAME)
+                self._runat_path = await runat_tool.build(self.host)
             except (ProgramUnavailable, HostError) as exc:
-                raise self._tools.fail(f"building {RUNAT_NAME}: {exc}") from exc
+                raise self._tools.fail(f"building {runat_tool.NAME}: {exc}") from exc
         return self._runat_path
 
     async def _start_program(self, instance: Instance, spec: InstanceSpec, binary: str, runat: str | None,
@@ -172,7 +172,7 @@ class ZonesBackend(Backend):
         """
         argv: tuple[str, ...] = (binary, *spec.args)
         if runat is not None and spec.start_at is not None:
-            argv = (runat, str(round(spec.start_at * 1e9)), "--", *argv)
+            argv = (runat, str(runat_tool.at_ns(spec.start_at)), "--", *argv)
         words = " ".join(shlex.quote(w) for w in argv)
         if spec.wait == "ready":
             result = await self._tools.run(["zlogin", "-S", instance.name, f"({words}) </dev/null >/dev/null 2>&1 &"],
@@ -186,12 +186,12 @@ class ZonesBackend(Backend):
         if result.returncode in (1, 127) and result.stderr.startswith(("zlogin:", "sh:")):
             raise self._tools.error(f"zlogin {instance.name} {spec.program}", result)
         if runat is not None:
-            times = runat_times(result.stderr)
-            complaint = next((line for line in result.stderr.splitlines() if line.startswith(f"{RUNAT_NAME}: ")), "")
+            times = runat_tool.closing_line(result.stderr)
+            complaint = runat_tool.complaint(result.stderr)
             if times is None or complaint:
-                raise self._tools.fail(f"zlogin {instance.name} {RUNAT_NAME} ... {spec.program} exited "
+                raise self._tools.fail(f"zlogin {instance.name} {runat_tool.NAME} ... {spec.program} exited "
                                        f"{result.returncode}: {complaint or last_line(result.stderr)}")
-            instance.details["start_ns"], instance.details["end_ns"] = times
+            instance.details["start_ns"], instance.details["end_ns"] = times[:2]
         instance.details["run_s"] = ended - phase
         instance.details["exit_code"] = result.returncode
         instance.state, instance.exit_code = "exited", result.returncode
@@ -298,15 +298,6 @@ class ZonesBackend(Backend):
             raise self._tools.error(f"zoneadm -z {name} {' '.join(args)}", result)
 
 BACKEND = ZonesBackend
-
-
-def runat_times(stderr: str) -> tuple[int, int] | None:
-    """START_NS and END_NS from labtui-runat's closing line on stderr, None when it wrote none."""
-    for line in reversed(stderr.splitlines()):
-        fields = line.split("\t")
-        if len(fields) == 4 and fields[0] == RUNAT_NAME and all(f.lstrip("-").isdigit() for f in fields[1:]):
-            return int(fields[1]), int(fields[2])
-    return None
 
 
 def _validate(spec: InstanceSpec) -> None:

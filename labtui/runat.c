@@ -12,7 +12,10 @@
  *   labtui-runat<TAB>START_NS<TAB>END_NS<TAB>STATUS
  *
  * STATUS is the program's exit code, 128 + the signal that ended it, or 127
- * when it could not be executed.  labtui-runat exits with STATUS.  Several
+ * when it could not be executed.  labtui-runat exits with STATUS.  SIGTERM,
+ * SIGINT and SIGHUP are passed on to the program; before it runs they end
+ * labtui-runat (which may be a container's PID 1, where the default action
+ * of SIGTERM would be to ignore it).  Several
  * copies given the same AT_NS (in several zones or domains sharing a clock)
  * start together: this is the synchronized start of the concurrent
  * experiments, and the START_NS they report is how together they started.
@@ -23,6 +26,7 @@
  * Exit status 2: bad usage.  Builds on Linux and illumos (POSIX.1-2008). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +40,27 @@ static long long now_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static volatile sig_atomic_t child;
+
+static void pass_on(int sig)
+{
+    if (child > 0)
+        kill((pid_t)child, sig);
+    else
+        _exit(128 + sig);
+}
+
+static void pass_signals_on(void)
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = pass_on;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGHUP, &action, NULL);
 }
 
 static int usage(void)
@@ -64,19 +89,32 @@ int main(int argc, char **argv)
     long long at_ns = strtoll(argv[1], &end, 10);
     if (errno || *end || at_ns < 0)
         return usage();
+    pass_signals_on();
     if (at_ns > 0)
         sleep_until(at_ns);
     long long start = now_ns();
+    sigset_t signals, before;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
+    sigprocmask(SIG_BLOCK, &signals, &before); /* a signal during fork waits until child is set */
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "labtui-runat: fork: %s\n", strerror(errno));
         return 127;
     }
     if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &before, NULL);
         execvp(argv[3], argv + 3);
         fprintf(stderr, "labtui-runat: cannot execute %s: %s\n", argv[3], strerror(errno));
         _exit(127);
     }
+    child = pid;
+    sigprocmask(SIG_SETMASK, &before, NULL);
     int status;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
