@@ -181,17 +181,6 @@ async def test_process_run_records_tcreate_per_step_and_r0_to_rn_on_the_host(
     print("Tcreate(n) on the process backend:", figures, "ms")
 
 
-@pytest.mark.parametrize("where", ["first", "all"])
-async def test_inside_placements_need_exec_and_fail_before_creating_anything(
-        tmp_path: Path, runtime_dir: Path, where: str) -> None:
-    suite = load_suite(write(tmp_path, SUITE), [f"creation.where={where}"])
-    run = await run_session(suite, "process", LocalHost())
-    assert run.status == "failed"
-    assert f'creation.where = "{where}" runs the benchmark inside instances' in run.message
-    assert "backend process cannot" in run.message
-    assert run.of(InstanceCreating) == []
-
-
 async def test_a_failing_benchmark_ends_the_run_naming_it(tmp_path: Path, runtime_dir: Path) -> None:
     suite = load_suite(write(tmp_path, SUITE), ['worker.args=["quadruple"]'])
     run = await run_session(suite, "process", LocalHost())

@@ -13,6 +13,12 @@ back and removed once the instance exited.  ``cpu_weight`` and ``cpu_cap``
 go to the instance's cgroup (v2 ``cpu.weight``/``cpu.max``, else the v1 cpu
 controller's ``cpu.shares``/``cpu.cfs_quota_us``); a weight alone falls back to
 nice where neither is writable, a cap fails before anything starts.
+
+``exec`` runs a command inside a running instance through ``labtui-agent exec``:
+in the instance's pid/ipc/uts namespaces (setns), its cgroups, CPU affinity,
+nice value and labels, as ``docker exec`` runs one in a container.  Instances
+share the host's mount namespace, so host paths are the same inside and the
+default ``stage`` (paths unchanged) holds.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import TYPE_CHECKING
 from labtui.backends import (
     CPU_LIMIT,
     CPU_WEIGHT,
+    EXEC,
     PINNING,
     Availability,
     Backend,
@@ -52,14 +59,15 @@ AGENT_CALLS = 8
 AGENT_SLACK_S = 30.0
 #: Most bytes of a captured stdout read back.
 OUTPUT_LIMIT = 1 << 20
-
+#: What starts the agent's closing record on the stderr of ``exec``.
+EXEC_RECORD = "\nlabtui-agent-exec\t"
 
 
 class ProcessBackend(Backend):
     """Instances are process trees started, found and ended by labtui-agent."""
 
     name = "process"
-    capabilities = frozenset({PINNING, CPU_WEIGHT, CPU_LIMIT})
+    capabilities = frozenset({PINNING, CPU_WEIGHT, CPU_LIMIT, EXEC})
     max_parallel_creates = 32
     #: Seconds between SIGTERM and SIGKILL when destroying.
     stop_grace_s = 2.0
@@ -147,6 +155,30 @@ class ProcessBackend(Backend):
         _check_handles(instances)
         calls = [self._mem([i.handle for i in chunk]) for chunk in chunks(instances, HANDLE_BATCH)]
         return [used for chunk in raise_first(await gather_limited(calls, AGENT_CALLS)) for used in chunk]
+
+    async def exec(self, instance: Instance, argv: Sequence[str], *, timeout: float = 60.0) -> CommandResult:
+        """Run argv inside a running instance; the result has its exit code, output and duration.
+
+        The timeout SIGKILLs the command and everything it started (BackendError);
+        so does its exit, for whatever it left running.
+        """
+        if not argv:
+            raise BackendError("process backend: exec needs a command")
+        _check_handles([instance])
+        where = f"process backend on host {self.host.name}: exec {argv[0]} in {instance.name}"
+        if instance.state == "exited":
+            raise BackendError(f"{where}: the instance ran to its exit; there is nothing to run in")
+        command = [await self._agent(), "exec", "--timeout", f"{timeout:g}", instance.handle, "--", *argv]
+        result = await self._run_agent(command, timeout=timeout + AGENT_SLACK_S)
+        stderr, found, record = result.stderr.rpartition(EXEC_RECORD)
+        kind, *fields = record.rstrip("\n").split("\t")
+        if found and kind == "error" and fields:
+            raise BackendError(f"{where}: {fields[0]}")
+        if found and kind == "timeout":
+            raise BackendError(f"{where}: ran over {timeout:g} s; killed with what it started")
+        if not (found and kind == "exit" and len(fields) == 2 and all(f.lstrip("-").isdigit() for f in fields)):
+            raise self._agent_error("exec", result)
+        return CommandResult(tuple(argv), int(fields[0]), result.stdout, stderr, int(fields[1]) / 1e9)
 
     async def isolation(self) -> str:
         """What spawn applies here, from the last spawn or a hello probe run once."""

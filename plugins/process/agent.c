@@ -52,7 +52,27 @@
  *       mem  PID  INSTANCE  BYTES        (Pss, else RSS, summed over the tree)
  *       gone|refused  PID  INSTANCE  [REASON]
  *
- * Exit status: 0 all done, 1 something failed or was refused, 2 bad usage.
+ *   exec [--timeout SECONDS] PID:INSTANCE -- PROGRAM [ARGS...]
+ *     Runs PROGRAM inside a running instance, as `docker exec` does: in the
+ *     namespaces spawn gave the instance (setns on /proc/PID/ns/pid, ipc,
+ *     uts), in its cgroups, with its CPU affinity, nice value and labels, in
+ *     a session of its own with stdin on /dev/null.  The process also carries
+ *     LABTUI_EXEC=TOKEN (ps does not take it for a second instance root while
+ *     the instance has processes of its own) and dies with the agent
+ *     (PR_SET_PDEATHSIG).  Its stdout and stderr are relayed to the agent's.
+ *     When it exits, or at --timeout (default 60), what is left of it (its
+ *     process group, every process carrying its token) is SIGKILLed, and one
+ *     record closes stderr, after a newline of its own so that it never
+ *     joins the program's last line:
+ *       labtui-agent-exec  exit     CODE  DURATION_NS
+ *       labtui-agent-exec  timeout  SECONDS  DURATION_NS
+ *       labtui-agent-exec  error    REASON     (gone, refused, could not start)
+ *     CODE is the exit code, or 128 + the signal that ended it; DURATION_NS
+ *     is CLOCK_MONOTONIC from just before the fork to the observed exit.
+ *     Nothing else is written: stdout is the program's alone.
+ *
+ * Exit status: 0 all done (exec: the program ran, whatever its code), 1
+ * something failed or was refused, 2 bad usage.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,6 +80,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -104,6 +125,7 @@ struct labels {
     char session[LABEL_MAX];
     char role[LABEL_MAX];
     char instance[LABEL_MAX];
+    char exec[64]; /* LABTUI_EXEC: the token of the exec that started this process, if any */
 };
 
 /* ------------------------------------------------------------------ util */
@@ -124,7 +146,7 @@ __attribute__((noreturn, format(printf, 1, 2))) static void usage_error(const ch
     va_start(ap, fmt);
     fputs("labtui-agent: ", stderr);
     vfprintf(stderr, fmt, ap);
-    fputs("\nusage: labtui-agent spawn|ps|kill|mem ... (see agent.c)\n", stderr);
+    fputs("\nusage: labtui-agent spawn|ps|kill|mem|exec ... (see agent.c)\n", stderr);
     va_end(ap);
     exit(2);
 }
@@ -266,6 +288,8 @@ static int read_labels(pid_t pid, struct labels *out)
         copy_label(p, "LABTUI_SESSION=", out->session);
         copy_label(p, "LABTUI_ROLE=", out->role);
         copy_label(p, "LABTUI_INSTANCE=", out->instance);
+        if (strncmp(p, "LABTUI_EXEC=", 12) == 0)
+            snprintf(out->exec, sizeof out->exec, "%s", p + 12);
     }
     return out->instance[0] != '\0';
 }
@@ -335,12 +359,25 @@ static const struct proc *find_proc(const struct proc_table *table, pid_t pid)
     return bsearch(&key, table->items, table->len, sizeof key, compare_pid);
 }
 
+/* Whether the instance has a process that no exec started. */
+static int has_own_process(const struct proc_table *table, const struct labels *labels)
+{
+    for (size_t i = 0; i < table->len; i++)
+        if (!table->items[i].labels.exec[0] && same_instance(&table->items[i].labels, labels))
+            return 1;
+    return 0;
+}
+
 /* An instance root is the topmost process of its instance: its parent does
- * not carry the same labels (children inherit the environment). */
+ * not carry the same labels (children inherit the environment).  An exec'd
+ * process (its parent is an agent) counts only once the instance has no
+ * process of its own left. */
 static int is_root(const struct proc_table *table, const struct proc *proc)
 {
     const struct proc *parent = find_proc(table, proc->st.ppid);
-    return !parent || !same_instance(&parent->labels, &proc->labels);
+    if (parent && same_instance(&parent->labels, &proc->labels))
+        return 0;
+    return !proc->labels.exec[0] || !has_own_process(table, &proc->labels);
 }
 
 /* Memory charged to one process: Pss when smaps_rollup is readable, else RSS. */
@@ -963,6 +1000,13 @@ struct spawn_options {
     char **program;
 };
 
+/* The namespaces spawn gives an instance, and exec joins. */
+#define INSTANCE_NAMESPACES (CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
+static const struct {
+    int flag;
+    const char *name; /* in /proc/PID/ns */
+} instance_namespaces[] = {{CLONE_NEWIPC, "ipc"}, {CLONE_NEWUTS, "uts"}, {CLONE_NEWPID, "pid"}};
+
 /* What the children tell the agent through the CLOEXEC status pipe. */
 enum { REPORT_STARTED = 1, REPORT_FAILED };
 struct report {
@@ -1009,16 +1053,22 @@ static int parse_cpus(const char *text, cpu_set_t *set)
     return CPU_COUNT(set) ? 0 : -1;
 }
 
-/* The instance itself: its own session, labels in the environment, stdio on
- * /dev/null, default signal handling, then exec.  Never returns. */
-__attribute__((noreturn)) static void run_instance(const struct spawn_options *o, const struct labels *labels,
-                                                  int status_fd)
+/* Unblock every signal and give each its default action, as a fresh program expects. */
+static void default_signals(void)
 {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     for (int sig = 1; sig < NSIG; sig++)
         signal(sig, SIG_DFL);
+}
+
+/* The instance itself: its own session, labels in the environment, stdio on
+ * /dev/null, default signal handling, then exec.  Never returns. */
+__attribute__((noreturn)) static void run_instance(const struct spawn_options *o, const struct labels *labels,
+                                                  int status_fd)
+{
+    default_signals();
     if (setsid() < 0)
         report_failure(status_fd, "setsid", errno);
     if (setenv("LABTUI_SESSION", labels->session, 1) < 0 || setenv("LABTUI_ROLE", labels->role, 1) < 0 ||
@@ -1066,7 +1116,7 @@ __attribute__((noreturn)) static void run_middle(const struct spawn_options *o, 
     if (o->pin && sched_setaffinity(0, sizeof o->cpus, &o->cpus) < 0)
         report_failure(status_fd, "sched_setaffinity", errno);
     if (o->isolate) {
-        if (unshare(CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS) == 0)
+        if (unshare(INSTANCE_NAMESPACES) == 0)
             r.namespaces = 1;
         else if (errno != EPERM && errno != EINVAL)
             report_failure(status_fd, "unshare", errno);
@@ -1335,6 +1385,302 @@ static int cmd_spawn(int argc, char **argv)
     return status;
 }
 
+/* ------------------------------------------------------------------ exec */
+
+#define EXEC_RECORD "labtui-agent-exec"
+#define RELAY_BUF 65536
+
+/* What the exec'd process takes from the instance it runs in. */
+struct exec_context {
+    struct labels labels; /* the root's, plus this exec's token */
+    cpu_set_t cpus;
+    int nice;
+    char cgroup_dir[PATH_MAX]; /* the instance's v2 or v1 pids cgroup; "" none */
+    char cpu_dir[PATH_MAX];    /* its v1 cpu cgroup; "" none */
+};
+
+/* exec's one result: the last line of stderr, after a newline of its own. */
+__attribute__((format(printf, 1, 2))) static void exec_record(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("\n" EXEC_RECORD "\t", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return; /* our reader is gone: the output has nowhere to go */
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Copy what the pipe *from holds to the descriptor to; at end of file close
+ * *from and set it to -1.  Returns whether anything was copied. */
+static int relay(int *from, int to)
+{
+    static char buf[RELAY_BUF];
+    ssize_t n;
+    while ((n = read(*from, buf, sizeof buf)) < 0 && errno == EINTR)
+        ;
+    if (n < 0 && errno == EAGAIN)
+        return 0;
+    if (n <= 0) {
+        close(*from);
+        *from = -1;
+        return 0;
+    }
+    write_all(to, buf, (size_t)n);
+    return 1;
+}
+
+/* Relay what is left in a pipe without waiting for writers that may never close it. */
+static void drain(int *from, int to)
+{
+    if (*from < 0)
+        return;
+    fcntl(*from, F_SETFL, fcntl(*from, F_GETFL) | O_NONBLOCK);
+    while (*from >= 0 && relay(from, to))
+        ;
+    if (*from >= 0)
+        close(*from);
+}
+
+/* Join the namespaces of pid that differ from ours (pid: for the children we fork). */
+static int join_namespaces(pid_t pid, char *reason, size_t size)
+{
+    for (size_t i = 0; i < sizeof instance_namespaces / sizeof instance_namespaces[0]; i++) {
+        char theirs_path[64], ours_path[64];
+        struct stat theirs, ours;
+        snprintf(theirs_path, sizeof theirs_path, "/proc/%d/ns/%s", (int)pid, instance_namespaces[i].name);
+        snprintf(ours_path, sizeof ours_path, "/proc/self/ns/%s", instance_namespaces[i].name);
+        int fd = open(theirs_path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &theirs) < 0 || stat(ours_path, &ours) < 0) {
+            snprintf(reason, size, "cannot open %s: %s", theirs_path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        int same = theirs.st_ino == ours.st_ino && theirs.st_dev == ours.st_dev;
+        int joined = same || setns(fd, instance_namespaces[i].flag) == 0;
+        int saved = errno;
+        close(fd);
+        if (!joined) {
+            snprintf(reason, size, "cannot join the %s namespace of pid %d: %s", instance_namespaces[i].name,
+                     (int)pid, strerror(saved));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Read what the exec'd process takes from the instance root t and join its
+ * namespaces; -1 with reason when that fails or the root ended meanwhile. */
+static int enter_instance(const struct target *t, const char *token, struct exec_context *c, char *reason,
+                          size_t size)
+{
+    memset(c, 0, sizeof *c);
+    c->labels = t->labels;
+    snprintf(c->labels.exec, sizeof c->labels.exec, "%s", token);
+    if (t->cgroup != CG_NONE)
+        snprintf(c->cgroup_dir, sizeof c->cgroup_dir, "%s", t->cgroup_dir);
+    cgroup_dir_for(CG_V1_CPU, &t->labels, c->cpu_dir, sizeof c->cpu_dir);
+    if (access(c->cpu_dir, F_OK) < 0)
+        c->cpu_dir[0] = '\0';
+    if (sched_getaffinity(t->pid, sizeof c->cpus, &c->cpus) < 0) {
+        snprintf(reason, size, "cannot read the CPU affinity of pid %d: %s", (int)t->pid, strerror(errno));
+        return -1;
+    }
+    errno = 0;
+    c->nice = getpriority(PRIO_PROCESS, (id_t)t->pid);
+    if (c->nice == -1 && errno) {
+        snprintf(reason, size, "cannot read the nice value of pid %d: %s", (int)t->pid, strerror(errno));
+        return -1;
+    }
+    if (join_namespaces(t->pid, reason, size) < 0)
+        return -1;
+    if (!root_running(t)) { /* what we read may belong to a newcomer with the same pid */
+        snprintf(reason, size, "instance %s is gone: pid %d exited", field(t->instance), (int)t->pid);
+        return -1;
+    }
+    return 0;
+}
+
+/* The exec'd process: the instance's cgroups, nice value, CPUs and labels,
+ * a session of its own, then exec.  Never returns. */
+__attribute__((noreturn)) static void run_exec(const struct exec_context *c, char **program, int out, int err,
+                                              int status_fd)
+{
+    default_signals();
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        report_failure(status_fd, "prctl", errno);
+    if (c->cgroup_dir[0] && join_cgroup(c->cgroup_dir) < 0)
+        report_failure(status_fd, "join cgroup", errno);
+    if (c->cpu_dir[0] && join_cgroup(c->cpu_dir) < 0)
+        report_failure(status_fd, "join cpu cgroup", errno);
+    if (getpriority(PRIO_PROCESS, 0) != c->nice && setpriority(PRIO_PROCESS, 0, c->nice) < 0)
+        report_failure(status_fd, "setpriority", errno);
+    if (sched_setaffinity(0, sizeof c->cpus, &c->cpus) < 0)
+        report_failure(status_fd, "sched_setaffinity", errno);
+    if (setsid() < 0)
+        report_failure(status_fd, "setsid", errno);
+    if (setenv("LABTUI_SESSION", c->labels.session, 1) < 0 || setenv("LABTUI_ROLE", c->labels.role, 1) < 0 ||
+        setenv("LABTUI_INSTANCE", c->labels.instance, 1) < 0 || setenv("LABTUI_EXEC", c->labels.exec, 1) < 0)
+        report_failure(status_fd, "setenv", errno);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0)
+        report_failure(status_fd, "open /dev/null", errno);
+    if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+        report_failure(status_fd, "dup2", errno);
+    execvp(program[0], program);
+    report_failure(status_fd, "exec", errno);
+}
+
+/* SIGKILL what is left of an exec: its process group (pinned by the unreaped
+ * leader) and every process carrying its token, each checked through a pidfd. */
+static void kill_exec_leftovers(pid_t leader, const char *token)
+{
+    kill(-leader, SIGKILL);
+    struct proc_table table = scan_labelled();
+    for (size_t i = 0; i < table.len; i++) {
+        pid_t pid = table.items[i].st.pid;
+        struct labels now;
+        if (strcmp(table.items[i].labels.exec, token) != 0)
+            continue;
+        int pidfd = open_pidfd(pid);
+        if (read_labels(pid, &now) == 1 && strcmp(now.exec, token) == 0)
+            signal_pidfd(pidfd, pid, SIGKILL);
+        if (pidfd >= 0)
+            close(pidfd);
+    }
+    free(table.items);
+}
+
+static int child_exited(pid_t child)
+{
+    siginfo_t info;
+    info.si_pid = 0;
+    return waitid(P_PID, (id_t)child, &info, WEXITED | WNOHANG | WNOWAIT) < 0 || info.si_pid != 0;
+}
+
+/* Relay the child's output until it exits or the deadline (CLOCK_MONOTONIC)
+ * passes; returns 1 when it timed out. */
+static int relay_until_exit(pid_t child, int *out, int *err, int64_t deadline)
+{
+    int pidfd = open_pidfd(child); /* wakes poll at the exit; without one, poll in short slices */
+    int timed_out = 0;
+    while (!child_exited(child)) {
+        int64_t left_ms = (deadline - clock_ns(CLOCK_MONOTONIC)) / 1000000;
+        if (left_ms < 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd fds[3] = {{*out, POLLIN, 0}, {*err, POLLIN, 0}, {pidfd, POLLIN, 0}};
+        int wait_ms = (int)(left_ms + 1 < INT_MAX ? left_ms + 1 : INT_MAX);
+        if (poll(fds, 3, pidfd >= 0 || wait_ms < 10 ? wait_ms : 10) < 0 && errno != EINTR)
+            break;
+        if (fds[0].revents)
+            relay(out, 1);
+        if (fds[1].revents)
+            relay(err, 2);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    return timed_out;
+}
+
+static int cmd_exec(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"timeout", required_argument, NULL, 't'},
+        {NULL, 0, NULL, 0},
+    };
+    double timeout_s = 60.0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+        if (opt != 't')
+            usage_error("exec: unknown option");
+        char *end;
+        timeout_s = strtod(optarg, &end);
+        if (end == optarg || *end || !(timeout_s > 0))
+            usage_error("exec: --timeout takes a positive number of seconds, not %s", optarg);
+    }
+    if (argc - optind < 3 || strcmp(argv[optind + 1], "--") != 0)
+        usage_error("exec needs PID:INSTANCE -- PROGRAM [ARGS...]");
+    char **program = argv + optind + 2;
+    struct target t;
+    parse_target(argv[optind], &t);
+    verify_target(&t);
+    char reason[PATH_MAX + 128], token[64];
+    struct exec_context c;
+    snprintf(token, sizeof token, "%d.%lld", (int)getpid(), (long long)clock_ns(CLOCK_MONOTONIC));
+    if (t.status == GONE)
+        snprintf(reason, sizeof reason, "instance %s is gone: pid %d no longer runs", field(t.instance), (int)t.pid);
+    else if (t.status == REFUSED)
+        snprintf(reason, sizeof reason, "%s", t.reason);
+    if (t.status != PENDING || enter_instance(&t, token, &c, reason, sizeof reason) < 0) {
+        exec_record("error\t%s", reason);
+        return 1;
+    }
+    int out[2], err[2], status[2];
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0) {
+        exec_record("error\tpipe: %s", strerror(errno));
+        return 1;
+    }
+    int64_t start = clock_ns(CLOCK_MONOTONIC);
+    pid_t child = fork();
+    if (child == 0)
+        run_exec(&c, program, out[1], err[1], status[1]);
+    int fork_errno = errno;
+    close(out[1]);
+    close(err[1]);
+    close(status[1]);
+    struct report failed = {0};
+    if (child > 0)
+        while (read(status[0], &failed, sizeof failed) < 0 && errno == EINTR)
+            ;
+    close(status[0]);
+    if (child < 0 || failed.kind == REPORT_FAILED) {
+        if (child < 0 && fork_errno == ENOMEM) /* fork into a pid namespace whose init has exited */
+            snprintf(reason, sizeof reason, "instance %s is gone: its pid namespace ended", field(t.instance));
+        else if (child < 0)
+            snprintf(reason, sizeof reason, "fork failed: %s", strerror(fork_errno));
+        else if (strcmp(failed.step, "exec") == 0)
+            snprintf(reason, sizeof reason, "cannot run %s: %s", field(program[0]), strerror(failed.err));
+        else
+            snprintf(reason, sizeof reason, "%s failed: %s", failed.step, strerror(failed.err));
+        if (child > 0)
+            waitpid(child, NULL, 0);
+        exec_record("error\t%s", reason);
+        return 1;
+    }
+    int timed_out = relay_until_exit(child, &out[0], &err[0], start + (int64_t)(timeout_s * 1e9));
+    int64_t ended = clock_ns(CLOCK_MONOTONIC);
+    if (timed_out)
+        kill(child, SIGKILL); /* still unreaped: the pid is ours */
+    kill_exec_leftovers(child, token);
+    drain(&out[0], 1);
+    drain(&err[0], 2);
+    int wstatus;
+    while (waitpid(child, &wstatus, 0) < 0 && errno == EINTR)
+        ;
+    if (timed_out) {
+        exec_record("timeout\t%g\t%lld", timeout_s, (long long)(ended - start));
+        return 1;
+    }
+    int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    exec_record("exit\t%d\t%lld", code, (long long)(ended - start));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* a record per line, even if we are killed midway */
@@ -1349,5 +1695,7 @@ int main(int argc, char **argv)
         return cmd_kill(argc - 1, argv + 1);
     if (strcmp(command, "mem") == 0)
         return cmd_mem(argc - 1, argv + 1);
+    if (strcmp(command, "exec") == 0)
+        return cmd_exec(argc - 1, argv + 1);
     usage_error("unknown subcommand %s", command);
 }
