@@ -15,7 +15,10 @@
  * when it could not be executed.  labtui-runat exits with STATUS.  SIGTERM,
  * SIGINT and SIGHUP are passed on to the program; before it runs they end
  * labtui-runat (which may be a container's PID 1, where the default action
- * of SIGTERM would be to ignore it).  Several
+ * of SIGTERM would be to ignore it).  Where it may (root, CAP_SYS_NICE),
+ * labtui-runat waits under SCHED_FIFO, so that on a busy host it runs the
+ * moment its timer fires instead of queueing behind the benchmarks that
+ * already started; the program itself runs under the normal policy.  Several
  * copies given the same AT_NS (in several zones or domains sharing a clock)
  * start together: this is the synchronized start of the concurrent
  * experiments, and the START_NS they report is how together they started.
@@ -26,6 +29,7 @@
  * Exit status 2: bad usage.  Builds on Linux and illumos (POSIX.1-2008). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +67,20 @@ static void pass_signals_on(void)
     sigaction(SIGHUP, &action, NULL);
 }
 
+/* Wait under SCHED_FIFO where allowed (best effort: unprivileged, the normal policy stays). */
+static void wake_first(void)
+{
+    struct sched_param param = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
+    sched_setscheduler(0, SCHED_FIFO, &param);
+}
+
+/* The program runs under the normal policy, whatever labtui-runat waited under. */
+static void normal_policy(void)
+{
+    struct sched_param param = {.sched_priority = 0};
+    sched_setscheduler(0, SCHED_OTHER, &param);
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: labtui-runat AT_NS -- PROGRAM [ARGS...]\n       labtui-runat --now\n");
@@ -90,8 +108,10 @@ int main(int argc, char **argv)
     if (errno || *end || at_ns < 0)
         return usage();
     pass_signals_on();
-    if (at_ns > 0)
+    if (at_ns > 0) {
+        wake_first();
         sleep_until(at_ns);
+    }
     long long start = now_ns();
     sigset_t signals, before;
     sigemptyset(&signals);
@@ -109,6 +129,7 @@ int main(int argc, char **argv)
         signal(SIGINT, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
         sigprocmask(SIG_SETMASK, &before, NULL);
+        normal_policy();
         execvp(argv[3], argv + 3);
         fprintf(stderr, "labtui-runat: cannot execute %s: %s\n", argv[3], strerror(errno));
         _exit(127);

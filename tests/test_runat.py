@@ -46,6 +46,13 @@ def test_it_holds_the_program_until_the_given_moment_and_reports_when_it_ran(bin
     assert runat.program_stderr(done.stderr) == "err"
 
 
+def test_the_program_runs_under_the_normal_policy_whatever_runat_waited_under(binary: str) -> None:
+    at = time.time_ns() + 100_000_000
+    done = subprocess.run([binary, str(at), "--", "sh", "-c", 'cut -d" " -f41 /proc/$$/stat'],
+                          capture_output=True, text=True, timeout=10)
+    assert done.returncode == 0 and done.stdout.strip() == "0"  # SCHED_OTHER
+
+
 def test_a_missing_program_is_its_complaint_and_status_127(binary: str, tmp_path: Path) -> None:
     done = subprocess.run([binary, "0", "--", str(tmp_path / "nope")], capture_output=True, text=True, timeout=10)
     assert done.returncode == 127
