@@ -173,6 +173,14 @@ class Backend(abc.ABC):
         """
         return list(paths)
 
+    async def clock_offset_ns(self, instance: Instance) -> int:
+        """How far the instance's CLOCK_REALTIME is ahead of the host's (0 where they share one clock).
+
+        Backends whose instances keep clocks of their own (virtual machines)
+        measure it, so that starts and times read inside compare with the host's.
+        """
+        return 0
+
     @abc.abstractmethod
     async def memory_bytes(self, instance: Instance) -> int | None:
         """Memory charged to one instance (None when it is gone)."""

@@ -18,7 +18,8 @@
  * of SIGTERM would be to ignore it).  Where it may (root, CAP_SYS_NICE),
  * labtui-runat waits under SCHED_FIFO, so that on a busy host it runs the
  * moment its timer fires instead of queueing behind the benchmarks that
- * already started; the program itself runs under the normal policy.  Several
+ * already started; the program runs under the policy labtui-runat was
+ * started with.  Several
  * copies given the same AT_NS (in several zones or domains sharing a clock)
  * start together: this is the synchronized start of the concurrent
  * experiments, and the START_NS they report is how together they started.
@@ -67,18 +68,25 @@ static void pass_signals_on(void)
     sigaction(SIGHUP, &action, NULL);
 }
 
-/* Wait under SCHED_FIFO where allowed (best effort: unprivileged, the normal policy stays). */
+static int saved_policy = -1; /* the policy labtui-runat was started under, while it waits under SCHED_FIFO */
+static struct sched_param saved_param;
+
+/* Wait under SCHED_FIFO where allowed (best effort: unprivileged, the policy stays as it was). */
 static void wake_first(void)
 {
+    int policy = sched_getscheduler(0);
     struct sched_param param = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
-    sched_setscheduler(0, SCHED_FIFO, &param);
+    if (policy < 0 || sched_getparam(0, &saved_param) != 0)
+        return;
+    if (sched_setscheduler(0, SCHED_FIFO, &param) == 0)
+        saved_policy = policy;
 }
 
-/* The program runs under the normal policy, whatever labtui-runat waited under. */
-static void normal_policy(void)
+/* The program runs under the policy labtui-runat was started under (an illumos zone's FSS, say). */
+static void restore_policy(void)
 {
-    struct sched_param param = {.sched_priority = 0};
-    sched_setscheduler(0, SCHED_OTHER, &param);
+    if (saved_policy >= 0)
+        sched_setscheduler(0, saved_policy, &saved_param);
 }
 
 static int usage(void)
@@ -129,7 +137,7 @@ int main(int argc, char **argv)
         signal(SIGINT, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
         sigprocmask(SIG_SETMASK, &before, NULL);
-        normal_policy();
+        restore_policy();
         execvp(argv[3], argv + 3);
         fprintf(stderr, "labtui-runat: cannot execute %s: %s\n", argv[3], strerror(errno));
         _exit(127);
@@ -143,6 +151,8 @@ int main(int argc, char **argv)
             return 127;
         }
     }
+    sigprocmask(SIG_BLOCK, &signals, NULL); /* the pid is reaped: a late signal must not reach a reused one */
+    child = -1;
     long long finish = now_ns();
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     fflush(stdout);

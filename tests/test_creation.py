@@ -16,15 +16,17 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import duckdb
 import pytest
 
-from labtui.backends import open_backend
+from labtui.backends import Instance, Labels, open_backend
+from labtui.engine.creation import Benchmark
 from labtui.engine import SessionRunner, StepGate
 from labtui.events import Event, InstanceCreating, InstanceReady, Log, Result, SessionEnded, StepEnded
 from labtui.hosts import get_host
-from labtui.hosts.base import Host
+from labtui.hosts.base import CommandResult, Host
 from labtui.hosts.local import LocalHost
 from labtui.suites import SuiteError, load_suite
 from labtui.suites.model import Suite
@@ -179,6 +181,32 @@ async def test_process_run_records_tcreate_per_step_and_r0_to_rn_on_the_host(
     assert created == ["in1", "in2", "in3"]
     figures = [round(rs[0].value * 1e3, 2) for _, rs in sorted(tcreate.items())]
     print("Tcreate(n) on the process backend:", figures, "ms")
+
+
+class OffsetBackend:
+    """Stands in for a backend whose instances keep a clock 2 us ahead of the host's."""
+
+    async def stage(self, instance: Instance, paths: list[str]) -> list[str]:
+        return [f"/inside{p}" for p in paths]
+
+    async def clock_offset_ns(self, instance: Instance) -> int:
+        return 2_000
+
+    async def exec(self, instance: Instance, argv: list[str], *, timeout: float) -> CommandResult:
+        at = int(argv[1])
+        return CommandResult(tuple(argv), 0, "", f"labtui-runat\t{at + 500}\t{at + 9_500}\t0\n", 0.0)
+
+
+async def test_an_instance_clock_offset_moves_its_start_and_its_times_onto_the_host_clock(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, SUITE), ["creation.where=all", 'worker.measure="boot"'])
+    ctx = SimpleNamespace(suite=suite, host=LocalHost(), backend=OffsetBackend())
+    bench = Benchmark(ctx, "/rt/labtui-runat", "/rt/arith")  # type: ignore[arg-type]
+    instance = Instance(Labels("s1", "instance", "in1"), "in1", "offset", "local", "running")
+    await bench.stage(instance)
+    assert bench.argv(10_000, instance)[:4] == ["/inside/rt/labtui-runat", "12000", "--", "/inside/rt/arith"]
+    assert bench.argv(0, instance)[1] == "0"  # at once is at once on any clock
+    run = await bench.in_instance(instance, 10_000)
+    assert (run.start_ns, run.end_ns) == (10_500, 19_500)  # read in the instance, reported on the host's clock
 
 
 async def test_a_failing_benchmark_ends_the_run_naming_it(tmp_path: Path, runtime_dir: Path) -> None:

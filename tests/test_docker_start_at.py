@@ -94,12 +94,13 @@ async def test_held_containers_start_together_at_start_at_past_the_create_gate(l
     last two only after the first exits; with it all four start within SPREAD_NS, none before start_at."""
     session = lab.session()
     lab.backend.max_parallel_creates = 2
+    await lab.backend.prepare(["hello"])  # a first build of the image must not eat the delay
     at = await start_at()
     specs = [InstanceSpec(Labels(session, "worker", f"w{n}"), program="hello", wait="exit", capture_output=True,
                           start_at=at) for n in range(4)]
     instances = await lab.backend.create_many(specs)
     at_ns = round(at * 1e9)
-    started = [i.details["started_ns"] for i in instances]
+    started = [i.details["start_ns"] for i in instances]
     spread_ms = (max(started) - min(started)) / 1e6
     print(f"\n4 held hello containers (gate 2): start spread {spread_ms:.3f} ms, "
           f"first start {(min(started) - at_ns) / 1e6:.3f} ms after start_at")
@@ -109,7 +110,7 @@ async def test_held_containers_start_together_at_start_at_past_the_create_gate(l
         assert instance.exit_code == 0 and instance.state == "exited"
         assert instance.output == "hello from labtui\n"  # labtui-runat's line went to stderr
         assert instance.details["start_at_ns"] == at_ns
-        assert instance.details["started_ns"] <= instance.details["ended_ns"]
+        assert instance.details["start_ns"] <= instance.details["end_ns"]
         # The controller's clock is the host's here: the exit was seen after start_at.
         assert instance.ready_at >= at
         assert set(instance.details["phases"]) == {"create_s", "stage_s", "start_s", "run_s"}
@@ -119,6 +120,7 @@ async def test_held_containers_start_together_at_start_at_past_the_create_gate(l
 
 async def test_a_held_ready_container_runs_labtui_runat_until_start_at(lab):
     session = lab.session()
+    await lab.backend.prepare(["sleeper"])
     at = await start_at()
     (instance,) = await lab.backend.create_many(
         [InstanceSpec(Labels(session, "idle", "r0"), program="sleeper", start_at=at)])
@@ -157,7 +159,7 @@ async def test_other_images_hold_their_entrypoint_and_cmd(lab, images):
     assert json.loads(entry.output)["metric"] == "int_mops"  # Entrypoint + the image's Cmd
     assert json.loads(entry_args.output)["metric"] == "double_mops"  # Entrypoint + args
     assert cmd.output == "hello from labtui\n"  # the image's Cmd alone
-    assert all(i.details["started_ns"] >= round(at * 1e9) for i in (entry, entry_args, cmd))
+    assert all(i.details["start_ns"] >= round(at * 1e9) for i in (entry, entry_args, cmd))
 
 
 async def test_an_image_without_a_command_or_a_missing_program_is_refused(lab, images):

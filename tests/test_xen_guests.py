@@ -46,6 +46,10 @@ def test_guests_table_errors_name_file_line_and_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"labtui.toml:4: host 'd0': guests: 'addresses' is required"):
         load_lab_config(config)
     config.write_text('[hosts.d0]\naddress = "127.0.0.24"\n[hosts.d0.guests]\nkernel = "/k"\naddresses = "10.0.0.0/24"\n'
+                      'bridge = "xenbr0,script=/tmp/x"\n')
+    with pytest.raises(ConfigError, match=r"labtui.toml:6: host 'd0': guests.bridge: must be a network interface name"):
+        load_lab_config(config)  # no extra vif keys smuggled in (a vif script runs as root on Domain-0)
+    config.write_text('[hosts.d0]\naddress = "127.0.0.24"\n[hosts.d0.guests]\nkernel = "/k"\naddresses = "10.0.0.0/24"\n'
                       'gateway = "10.0.0.1"\nbridge = "br1"\n')
     guests = load_lab_config(config).hosts["d0"].guests
     assert guests is not None and guests.guest_netmask == "255.255.255.0" and guests.bridge == "br1"
@@ -139,6 +143,9 @@ async def test_guests_boot_with_their_own_address_exec_and_stage(xen: Backend, d
         (staged,) = await xen.stage(second, [str(script)])
         assert staged != str(script) and staged.endswith("/bin/hello")
         assert (await xen.exec(second, [staged, "ok"])).stdout == "staged ok\n"
+        # The simulated guests share Domain-0's clock: the measured offset is about 0, and recorded.
+        offset = await xen.clock_offset_ns(first)
+        assert abs(offset) < 20_000_000 and first.details["clock_offset_ns"] == offset
         # An instance read back from xl (not the one create returned) is found by its vif address.
         (listed,) = [i for i in await xen.list("sg1") if i.handle == second.handle]
         assert (await xen.exec(listed, ["sh", "-c", 'echo "$SSH_CONNECTION"'])).stdout.split()[2] == addresses[1]

@@ -356,8 +356,12 @@ async def test_a_detached_program_is_held_by_runat_in_the_zone(zones: Backend, s
     instance = await zones.create(InstanceSpec(Labels("zs9", "background", "ba1"), program="sleeper",
                                                start_at=start_at))
     try:
-        commands = zone_commands(seeded, instance.name)
-        held = [c for c in commands if f"/{RUNAT_NAME}-" in c.split()[0]]
+        for _ in range(200):  # the detached subshell execs labtui-runat a moment after create returns
+            commands = zone_commands(seeded, instance.name)
+            held = [c for c in commands if c and f"/{RUNAT_NAME}-" in c.split()[0]]
+            if held:
+                break
+            await asyncio.sleep(0.025)
         assert held and f" {round(start_at * 1e9)} -- " in held[0] and "/sleeper-" in held[0], commands
     finally:
         await zones.destroy(instance)

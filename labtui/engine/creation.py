@@ -93,6 +93,8 @@ class Benchmark:
         self.measure = worker.measure
         #: Per instance name: labtui-runat and the probe as that instance sees them.
         self._staged: dict[str, tuple[str, str]] = {}
+        #: Per instance name: how far its clock is ahead of the host's (ns).
+        self._offsets: dict[str, int] = {}
 
     @classmethod
     async def build(cls, ctx: RunContext) -> Benchmark:
@@ -106,14 +108,19 @@ class Benchmark:
         return cls(ctx, runat, probe)
 
     def argv(self, at_ns: int = 0, instance: Instance | None = None) -> list[str]:
-        """The probe run through labtui-runat, started at at_ns (0: at once), on the host or in instance."""
-        runat, probe = self._staged[instance.name] if instance is not None else (self.runat, self.probe)
-        return [runat, str(at_ns), "--", probe, *self.args]
+        """The probe run through labtui-runat, started at at_ns on the host's clock (0: at once), on the host
+        or in instance (whose clock may be offset)."""
+        if instance is None:
+            return [self.runat, str(at_ns), "--", self.probe, *self.args]
+        runat, probe = self._staged[instance.name]
+        at = at_ns + self._offsets[instance.name] if at_ns else 0
+        return [runat, str(at), "--", probe, *self.args]
 
     async def stage(self, instance: Instance) -> None:
-        """Have the backend make labtui-runat and the probe usable inside instance."""
+        """Have the backend make labtui-runat and the probe usable inside instance, and read its clock offset."""
         try:
             runat, probe = await self.ctx.backend.stage(instance, [self.runat, self.probe])
+            self._offsets[instance.name] = await self.ctx.backend.clock_offset_ns(instance)
         except HostError as exc:
             raise BackendError(f"copying {RUNAT_NAME} and {self.name} into instance {instance.name}: {exc}") from exc
         self._staged[instance.name] = (runat, probe)
@@ -136,16 +143,16 @@ class Benchmark:
         where = f"in instance {instance.name} on host {self.ctx.host.name}"
         timeout = self.ctx.suite.operation_timeout_s + wait_s
         result = await self.ctx.backend.exec(instance, self.argv(at_ns, instance), timeout=timeout)
-        return self._timed(result, where)
+        return self._timed(result, where, self._offsets[instance.name])
 
-    def _timed(self, result: CommandResult, where: str) -> Timed:
-        """Start, end and readings of a finished run; BackendError when it failed or measured nothing."""
+    def _timed(self, result: CommandResult, where: str, offset_ns: int = 0) -> Timed:
+        """Start and end (on the host's clock) and readings of a finished run; BackendError when it failed."""
         times = closing_line(result.stderr)
         if times is None or times[2] != 0 or result.returncode != 0:
             said = program_stderr(result.stderr)
             detail = last_line(said or result.stdout)
             raise BackendError(f"benchmark {self.name} {where} exited {result.returncode}: {detail}")
-        start_ns, end_ns, _ = times
+        start_ns, end_ns = times[0] - offset_ns, times[1] - offset_ns
         if self.measure == "boot":
             return Timed(start_ns, end_ns, [Reading("boot", "boot_time", (end_ns - start_ns) / 1e9, "s", "lower")])
         try:

@@ -26,6 +26,7 @@ _KEYS = (
     "address", "port", "user", "identity", "known_hosts", "tags", "jump",
     "runtime_dir", "connect_timeout_s", "keepalive_s", "path", "persist_s", "guests",
 )
+_BRIDGE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 _GUEST_KEYS = ("kernel", "ramdisk", "addresses", "netmask", "gateway", "bridge", "port", "user", "identity",
                "known_hosts")
 
@@ -56,6 +57,7 @@ class GuestLogin:
 
     @property
     def network(self) -> ipaddress.IPv4Network:
+        """``addresses`` as a network (host bits allowed)."""
         return ipaddress.IPv4Network(self.addresses, strict=False)
 
     @property
@@ -226,6 +228,9 @@ def _guests(path: Path, text: str, name: str, table: Any) -> GuestLogin:
                 ipaddress.IPv4Address(values[key])
             except ValueError:
                 raise fail(key, f"must be an IPv4 address, not {values[key]!r}") from None
+    if "bridge" in values and not _BRIDGE.fullmatch(values["bridge"]):
+        raise fail("bridge", f"must be a network interface name (letters, digits, '.', '_', '-'; at most 15), "
+                             f"not {values['bridge']!r}")
     port = table.get("port", 22)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise fail("port", f"must be an integer 1-65535, not {port!r}")

@@ -161,7 +161,7 @@ class DockerBackend(Backend):
         starts.  With ``start_at`` the program is held by labtui-runat
         (``held.py``) until then: run_s includes the hold, ``stage_s`` is the
         copy of labtui-runat into the container, and for ``wait="exit"``
-        ``details`` has the host-clock ``started_ns``/``ended_ns`` it reported.
+        ``details`` has the host-clock ``start_ns``/``end_ns`` it reported.
         """
         return await self._create(spec, None)
 
@@ -228,7 +228,7 @@ class DockerBackend(Backend):
         if spec.start_at is not None:
             details["start_at_ns"] = runat_tool.at_ns(spec.start_at)
         if times is not None:
-            details["started_ns"], details["ended_ns"] = times[0], times[1]
+            details["start_ns"], details["end_ns"] = times[0], times[1]
         return Instance(
             labels=spec.labels,
             name=name or container_id[:12],

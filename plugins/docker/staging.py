@@ -44,6 +44,7 @@ class Stager:
         self.host = host
         self.engine = engine
         self._data: dict[str, bytes] = {}
+        self._fetching: dict[str, asyncio.Lock] = {}
         #: (container id, host path) -> the path inside the container.
         self._placed: dict[tuple[str, str], str] = {}
 
@@ -75,7 +76,12 @@ class Stager:
         return names
 
     async def _read(self, path: str, container_id: str) -> bytes:
-        """The bytes of a static program on the host; BackendError naming it otherwise."""
+        """The bytes of a static program on the host (fetched once, however many ask at once); BackendError
+        naming it otherwise."""
+        async with self._fetching.setdefault(path, asyncio.Lock()):
+            return await self._fetch(path, container_id)
+
+    async def _fetch(self, path: str, container_id: str) -> bytes:
         if path not in self._data:
             with tempfile.TemporaryDirectory(prefix="labtui-stage-") as tmp:
                 local = Path(tmp) / "program"

@@ -70,8 +70,8 @@ class XenBackend(Backend):
         if self.guests is not None:
             self.capabilities = XenBackend.capabilities | {EXEC}
         else:
-            self.exec_hint = (f"labtui runs commands in domains it logs into, which needs a [hosts.{host.name}.guests] "
-                              "table in the lab config (docs/backend-xen.md)")
+            self.exec_hint = ("labtui runs commands in domains it logs into, which needs a Domain-0 from the lab "
+                              f"config with a [hosts.{host.name}.guests] table (docs/backend-xen.md)")
 
     async def check(self) -> Availability:
         """Usable where ``xl info`` (else ``xm info``) answers."""
@@ -154,10 +154,10 @@ class XenBackend(Backend):
                 instance.state, instance.exit_code, instance.boot_s = "exited", 0, ended - started
             return instance
         except BaseException:
-            if self.guests is not None:
-                await self.guests.forget(name, address)
             with contextlib.suppress(BackendError, HostError):
                 await asyncio.shield(self._destroy_name(name))
+            if self.guests is not None:
+                await asyncio.shield(self.guests.forget(name, address))
             raise
         finally:
             with contextlib.suppress(HostError):
@@ -258,6 +258,12 @@ class XenBackend(Backend):
     async def stage(self, instance: Instance, paths: Sequence[str]) -> list[str]:
         """Copy Domain-0's files into the domain's guest; their paths there."""
         return await self._guests().stage(instance.handle, await self._address(instance), paths)
+
+    async def clock_offset_ns(self, instance: Instance) -> int:
+        """How far the guest's clock is ahead of Domain-0's (measured once per domain)."""
+        offset = await self._guests().clock_offset_ns(instance.handle, await self._address(instance))
+        instance.details["clock_offset_ns"] = offset
+        return offset
 
     def _guests(self) -> Guests:
         if self.guests is None:

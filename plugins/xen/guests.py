@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import asyncssh
 
+from labtui import runat
 from labtui.backends import BackendError
 from labtui.hosts.base import CommandResult, Host, HostError
 from labtui.hosts.config import GuestLogin, HostConfig
@@ -31,6 +32,8 @@ GUEST_IMAGE = "guest"
 POLL_S = 0.05
 #: Seconds one probe of the SSH port may take.
 PROBE_TIMEOUT_S = 2.0
+#: Clock readings (Domain-0, guest, Domain-0) taken to find a guest's clock offset; the tightest counts.
+OFFSET_READINGS = 5
 
 
 class Guests:
@@ -43,6 +46,7 @@ class Guests:
         self._claim_lock = asyncio.Lock()
         self._logins: dict[str, SSHHost] = {}
         self._staged: dict[tuple[str, str], str] = {}
+        self._offsets: dict[str, int] = {}
 
     # -- addresses -------------------------------------------------------------
 
@@ -55,8 +59,9 @@ class Guests:
                 if str(address) not in busy:
                     self._claimed.add(str(address))
                     return str(address)
+        in_use = sum(1 for a in busy if a and ipaddress.IPv4Address(a) in network)
         raise BackendError(f"xen backend on host {self.host.name}: no free guest address in "
-                           f"{self.login.addresses} ({len(busy & _strings(network))} in use)")
+                           f"{self.login.addresses} ({in_use} in use)")
 
     def release(self, address: str) -> None:
         """Give an address back to the pool (its domain is gone or was never made)."""
@@ -146,19 +151,44 @@ class Guests:
                 staged.append(known)
         return staged
 
+    async def clock_offset_ns(self, name: str, address: str) -> int:
+        """How far the guest's clock is ahead of Domain-0's, from labtui-runat --now on both (measured once).
+
+        Each guest reading is taken between two Domain-0 readings and set against
+        their midpoint; of several tries, the one with the tightest pair counts, so the
+        error is at most half that round trip.
+        """
+        if name not in self._offsets:
+            at_home = await runat.build(self.host)
+            (inside,) = await self.stage(name, address, [at_home])
+            best: tuple[int, int] | None = None
+            for _ in range(OFFSET_READINGS):
+                before = await self._now(self.host, at_home, name)
+                guest = await self._now(self.guest(name, address), inside, name)
+                after = await self._now(self.host, at_home, name)
+                if best is None or after - before < best[0]:
+                    best = (after - before, guest - (before + after) // 2)
+            assert best is not None
+            self._offsets[name] = best[1]
+        return self._offsets[name]
+
+    async def _now(self, host: Host, runat_path: str, name: str) -> int:
+        try:
+            return int((await host.run([runat_path, "--now"], timeout=PROBE_TIMEOUT_S * 5)).check().stdout)
+        except (HostError, ValueError) as exc:
+            raise BackendError(f"xen backend on host {self.host.name}: reading the clock for guest {name}: "
+                               f"{exc}") from exc
+
     async def forget(self, name: str, address: str | None) -> None:
         """Close the login into a guest that is going away and free its address."""
         login = self._logins.pop(name, None)
+        self._offsets.pop(name, None)
         self._staged = {key: value for key, value in self._staged.items() if key[0] != name}
         if address:
             self.release(address)
         if login is not None:
             with contextlib.suppress(Exception):
                 await login.close()
-
-
-def _strings(network: ipaddress.IPv4Network) -> set[str]:
-    return {str(a) for a in network}
 
 
 def guest_addresses(listing: list[dict]) -> dict[str, str]:

@@ -171,7 +171,8 @@ class ZonesBackend(Backend):
         ``details["end_ns"]``) on stderr; the probe's stdout is left as it printed it.
         """
         argv: tuple[str, ...] = (binary, *spec.args)
-        if runat is not None and spec.start_at is not None:
+        if runat is not None:
+            assert spec.start_at is not None  # runat is built only for a held start
             argv = (runat, str(runat_tool.at_ns(spec.start_at)), "--", *argv)
         words = " ".join(shlex.quote(w) for w in argv)
         if spec.wait == "ready":
