@@ -69,7 +69,10 @@ async def test_probe_prints_one_reading(lab: Lab, program: str, args: list[str],
     assert len(output.strip().splitlines()) == 1, output
     (reading,) = parse_probe_output(output)
     assert (reading.benchmark, reading.metric, reading.unit, reading.better) == expected
-    assert reading.value > 0
+    if reading.metric == "maxgap_us":
+        assert reading.value >= 0  # 0 when nothing preempted the spinner for longer than the gap threshold
+    else:
+        assert reading.value > 0
     if reading.metric == "cpu_share":
         assert reading.value <= 1.0
 
