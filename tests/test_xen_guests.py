@@ -146,8 +146,9 @@ async def test_guests_boot_with_their_own_address_exec_and_stage(xen: Backend, d
         # The simulated guests share Domain-0's clock: the measured offset is about 0, and recorded.
         offset = await xen.clock_offset_ns(first)
         assert abs(offset) < 20_000_000 and first.details["clock_offset_ns"] == offset
-        # An instance read back from xl (not the one create returned) is found by its vif address.
+        # An instance read back from xl (not the one create returned) carries its vif address.
         (listed,) = [i for i in await xen.list("sg1") if i.handle == second.handle]
+        assert listed.details["guest_address"] == addresses[1]  # what `labtui instances` shows
         assert (await xen.exec(listed, ["sh", "-c", 'echo "$SSH_CONNECTION"'])).stdout.split()[2] == addresses[1]
     finally:
         await xen.destroy_many([first, second], force=True)

@@ -232,15 +232,19 @@ class XenBackend(Backend):
             raise self._tools.error(f"{tool} destroy {name}", result)
 
     async def list(self, session: str | None = None) -> list[Instance]:
+        """labtui's domains; on a host with guests, each with its ``guest_address`` (from ``xl list -l``)."""
         found = []
+        addresses = await self._guest_addresses() if self.guests is not None and await self.tool() == "xl" else {}
         for domain in await self._domains():
             labels = labels_from_name(domain.name)
             if labels is None or (session is not None and labels.session != session):
                 continue
+            details = {"domid": domain.domid, "mem_mib": domain.mem_mib, "vcpus": domain.vcpus,
+                       "xen_state": domain.state, "cpu_time_s": domain.cpu_time_s}
+            if domain.name in addresses:
+                details["guest_address"] = addresses[domain.name]
             found.append(Instance(labels=labels, name=domain.name, backend=self.name, host=self.host.name,
-                                  state="running", handle=domain.name,
-                                  details={"domid": domain.domid, "mem_mib": domain.mem_mib, "vcpus": domain.vcpus,
-                                           "xen_state": domain.state, "cpu_time_s": domain.cpu_time_s}))
+                                  state="running", handle=domain.name, details=details))
         return found
 
     async def memory_bytes(self, instance: Instance) -> int | None:
