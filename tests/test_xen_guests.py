@@ -21,7 +21,8 @@ import pytest
 
 from labtui.backends import EXEC, Backend, BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
-from labtui.hosts.config import ConfigError, load_lab_config
+from labtui.hosts.config import ConfigError, GuestLogin, load_lab_config
+from labtui.hosts.local import LocalHost
 from labtui.hosts.ssh import SSHHost
 
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
@@ -29,7 +30,7 @@ from simulators.guest import GuestImage, make_guest_image
 from sshd_fixture import free_port, sshd_available, write_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
-from xen.guests import guest_addresses  # noqa: E402
+from xen.guests import Guests, guest_addresses  # noqa: E402
 
 ADDRESS = "127.0.0.24"
 POOL = "127.0.9.0/29"
@@ -53,6 +54,18 @@ def test_guests_table_errors_name_file_line_and_key(tmp_path: Path) -> None:
                       'gateway = "10.0.0.1"\nbridge = "br1"\n')
     guests = load_lab_config(config).hosts["d0"].guests
     assert guests is not None and guests.guest_netmask == "255.255.255.0" and guests.bridge == "br1"
+
+
+async def test_addresses_are_claimed_once_skip_the_gateway_and_come_back_when_released() -> None:
+    guests = Guests(LocalHost(), GuestLogin(kernel="/k", addresses="10.0.0.0/29", gateway="10.0.0.1"))
+    first = await guests.claim(taken=["10.0.0.2"])  # a domain holds .2
+    assert first == "10.0.0.3" and guests.kernel_args(first) == "ip=10.0.0.3::10.0.0.1:255.255.255.248::eth0:off"
+    assert [await guests.claim([]) for _ in range(3)] == ["10.0.0.2", "10.0.0.4", "10.0.0.5"]
+    assert await guests.claim([]) == "10.0.0.6"
+    with pytest.raises(BackendError, match=r"no free guest address in 10.0.0.0/29 \(all 6 in use\)"):
+        await guests.claim([])
+    guests.release("10.0.0.4")
+    assert await guests.claim([]) == "10.0.0.4"
 
 
 def test_vif_addresses_are_read_from_xl_list_long() -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -55,13 +54,14 @@ class Guests:
         async with self._claim_lock:
             busy = set(taken) | self._claimed | {self.login.gateway or ""}
             network = self.login.network
+            candidates = 0
             for address in network.hosts() if network.num_addresses > 2 else network:
+                candidates += 1
                 if str(address) not in busy:
                     self._claimed.add(str(address))
                     return str(address)
-        in_use = sum(1 for a in busy if a and ipaddress.IPv4Address(a) in network)
         raise BackendError(f"xen backend on host {self.host.name}: no free guest address in "
-                           f"{self.login.addresses} ({in_use} in use)")
+                           f"{self.login.addresses} (all {candidates} in use)")
 
     def release(self, address: str) -> None:
         """Give an address back to the pool (its domain is gone or was never made)."""
