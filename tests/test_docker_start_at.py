@@ -131,17 +131,17 @@ async def test_a_held_ready_container_runs_labtui_runat_until_start_at(lab):
         assert before[0].endswith(f" {round(at * 1e9)} -- /bin/sleeper")
         await asyncio.sleep(max(0.0, at - time.time()) + 0.5)
         after = await commands(instance.handle)
-        assert after[0] == before[0] and after[1:] == ["/bin/sleeper"]
+        assert sorted(after) == sorted([before[0], "/bin/sleeper"])  # host pids may wrap: no order
     finally:
         await lab.backend.destroy(instance, force=True)
 
 
 async def commands(container_id: str) -> list[str]:
-    """The command lines of a container's processes, as the engine's top lists them (oldest first)."""
+    """The command lines of a container's processes, as the engine's top lists them."""
     async with aiodocker.Docker(url=f"unix://{SOCKET}") as docker:
         top = await docker._query_json(f"containers/{container_id}/top", params={"ps_args": "-o pid,args"})
     column = top["Titles"].index("COMMAND")
-    return [row[column] for row in sorted(top["Processes"], key=lambda row: int(row[0]))]
+    return [row[column] for row in top["Processes"]]
 
 
 async def test_other_images_hold_their_entrypoint_and_cmd(lab, images):
