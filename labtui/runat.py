@@ -9,6 +9,7 @@ cannot hold a start themselves wrap an instance's command in it.
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 from labtui.hosts.base import Host
@@ -17,10 +18,16 @@ from labtui.native import ensure_program
 SOURCE = Path(__file__).resolve().parent / "runat.c"
 NAME = "labtui-runat"
 
+#: Per host, per runtime dir: where labtui-runat was found or built, so later calls cost no round trip.
+_built: weakref.WeakKeyDictionary[Host, dict[str, str]] = weakref.WeakKeyDictionary()
+
 
 async def build(host: Host) -> str:
-    """labtui-runat's path on host, built there on first use (cached by content hash)."""
-    return await ensure_program(host, SOURCE, NAME)
+    """labtui-runat's path on host, built there on first use (cached by content hash), then remembered."""
+    known = _built.setdefault(host, {})
+    if host.runtime_dir not in known:
+        known[host.runtime_dir] = await ensure_program(host, SOURCE, NAME)
+    return known[host.runtime_dir]
 
 
 def at_ns(start_at: float) -> int:

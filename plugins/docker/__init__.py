@@ -89,7 +89,6 @@ class DockerBackend(Backend):
         self._known_images: set[str] = set()
         #: Image -> its Config from an inspect (what a held container wraps).
         self._image_configs: dict[str, dict[str, Any]] = {}
-        self._runat_path: str | None = None
 
     async def check(self) -> Availability:
         """Usable when the engine answers on its socket; the version is the engine's."""
@@ -172,7 +171,7 @@ class DockerBackend(Backend):
             image, cmd = await self._image_for(spec)
             runat, entrypoint = None, None
             if spec.start_at is not None:
-                runat = await self._runat()
+                runat = await runat_tool.build(self.host)
                 cmd = await self._command(spec, image, cmd)
                 entrypoint = held.entrypoint(stage_path(runat), spec.start_at)
             body = create_body(spec, image, cmd, entrypoint)
@@ -258,7 +257,7 @@ class DockerBackend(Backend):
                 validate(spec)
                 await self._image_for(spec)
             if any(spec.start_at is not None for spec in specs):
-                await self._runat()
+                await runat_tool.build(self.host)
             gate = asyncio.Semaphore(self.max_parallel_creates)
             results = await asyncio.gather(*(self._create(s, gate) for s in specs), return_exceptions=True)
             created = [r for r in results if isinstance(r, Instance)]
@@ -267,12 +266,6 @@ class DockerBackend(Backend):
                 await self._destroy_quietly(created)
                 raise errors[0]
             return created
-
-    async def _runat(self) -> str:
-        """labtui-runat built (static, where the host can) on the host; its path there."""
-        if self._runat_path is None:
-            self._runat_path = await runat_tool.build(self.host)
-        return self._runat_path
 
     async def _command(self, spec: InstanceSpec, image: str, cmd: list[str] | None) -> list[str]:
         """The whole command a container of image runs given cmd: ``/bin/<probe> ARGS`` for a probe."""

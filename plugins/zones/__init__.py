@@ -66,7 +66,6 @@ class ZonesBackend(Backend):
     def __init__(self, host: Host) -> None:
         super().__init__(host)
         self._tools = HostTools(self.name, host, command_timeout_s=COMMAND_TIMEOUT_S)
-        self._runat_path = ""
 
     async def check(self) -> Availability:
         """Usable where ``zoneadm list -p`` answers in the global zone."""
@@ -154,13 +153,11 @@ class ZonesBackend(Backend):
                 await self.host.run(["rm", "-f", remote], timeout=QUERY_TIMEOUT_S)
 
     async def _runat(self) -> str:
-        """The path of labtui-runat in the global zone's runtime dir (built once, then cached)."""
-        if not self._runat_path:
-            try:
-                self._runat_path = await runat_tool.build(self.host)
-            except (ProgramUnavailable, HostError) as exc:
-                raise self._tools.fail(f"building {runat_tool.NAME}: {exc}") from exc
-        return self._runat_path
+        """The path of labtui-runat in the global zone's runtime dir."""
+        try:
+            return await runat_tool.build(self.host)
+        except (ProgramUnavailable, HostError) as exc:
+            raise self._tools.fail(f"building {runat_tool.NAME}: {exc}") from exc
 
     async def _start_program(self, instance: Instance, spec: InstanceSpec, binary: str, runat: str | None,
                              deadline: float, started: float) -> None:
