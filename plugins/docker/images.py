@@ -119,20 +119,24 @@ class ImageBuilder:
         await post_build(self.engine, probe_image(default), context, digest)
 
     async def _fetch_static(self, probe: str, into: Path) -> bytes:
-        """Compile probe on the host, copy it here, and refuse a dynamically linked binary."""
+        """Compile probe on the host and copy it here (static only)."""
         remote = await ensure_program(self.host, probe_source(probe), probe)
-        local = into / probe
-        try:
-            await self.host.get_file(remote, str(local))
-        except HostError as exc:
-            raise BackendError(f"docker on host {self.host.name}: copying {remote}: {exc}") from exc
-        data = local.read_bytes()
-        if not is_static_elf(data):
-            raise ProgramUnavailable(
-                f"{remote} on host {self.host.name} is not a static binary, so it cannot run in a FROM scratch "
-                "image: install the static C library there (libc6-dev on Debian)"
-            )
-        return data
+        return await fetch_static(self.host, remote, into / probe)
+
+
+async def fetch_static(host: Host, remote: str, local: Path) -> bytes:
+    """The bytes of a program on host, copied to local; ProgramUnavailable when it is not a static binary."""
+    try:
+        await host.get_file(remote, str(local))
+    except HostError as exc:
+        raise BackendError(f"docker on host {host.name}: copying {remote}: {exc}") from exc
+    data = local.read_bytes()
+    if not is_static_elf(data):
+        raise ProgramUnavailable(
+            f"{remote} is not a static binary (on host {host.name}), so it cannot run in a FROM scratch image "
+            "(no dynamic loader, no C library): install the static C library there (libc6-dev on Debian)"
+        )
+    return data
 
 
 async def post_build(engine: Engine, name: str, context: bytes, digest: str) -> None:

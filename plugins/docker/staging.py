@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 import aiodocker
 
 from labtui.backends import BackendError
-from labtui.hosts.base import HostError
+from labtui.native import ProgramUnavailable
 
 from .engine import Engine
-from .images import is_static_elf
+from .images import fetch_static
 
 if TYPE_CHECKING:
     from labtui.hosts.base import Host
@@ -84,19 +84,10 @@ class Stager:
     async def _fetch(self, path: str, container_id: str) -> bytes:
         if path not in self._data:
             with tempfile.TemporaryDirectory(prefix="labtui-stage-") as tmp:
-                local = Path(tmp) / "program"
                 try:
-                    await self.host.get_file(path, str(local))
-                except HostError as exc:
-                    raise BackendError(f"docker on host {self.host.name}: copying {path} from the host: {exc}") from exc
-                data = local.read_bytes()
-            if not is_static_elf(data):
-                raise BackendError(
-                    f"docker on host {self.host.name}: {path} is not a static binary, so it cannot run in container "
-                    f"{container_id[:12]} (labtui's images are FROM scratch: no dynamic loader, no C library); "
-                    "labtui builds its programs static where the host has the static C library (libc6-dev on Debian)"
-                )
-            self._data[path] = data
+                    self._data[path] = await fetch_static(self.host, path, Path(tmp) / "program")
+                except ProgramUnavailable as exc:
+                    raise BackendError(f"docker: cannot stage into container {container_id[:12]}: {exc}") from exc
         return self._data[path]
 
     async def _put(self, container_id: str, archive: bytes) -> None:
