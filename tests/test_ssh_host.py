@@ -219,14 +219,15 @@ async def test_sftp_round_trip(lab: Lab) -> None:
         await host.get_file(str(lab.tmp / "nope"), str(lab.tmp / "nope2"))
 
 
+async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A unix-socket server's handler that answers one line with it, prefixed ``echo:``."""
+    writer.write(b"echo:" + await reader.readline())
+    await writer.drain()
+    writer.close()
+
+
 async def test_unix_socket_is_forwarded(lab: Lab) -> None:
     remote_socket = str(lab.tmp / "echo.sock")
-
-    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"echo:" + await reader.readline())
-        await writer.drain()
-        writer.close()
-
     server = await asyncio.start_unix_server(echo, remote_socket)
     try:
         local = await lab.host().unix_socket_path(remote_socket)
@@ -241,12 +242,6 @@ async def test_unix_socket_is_forwarded(lab: Lab) -> None:
 
 async def test_a_lost_forward_is_replaced_under_a_new_name(lab: Lab) -> None:
     remote_socket = str(lab.tmp / "echo2.sock")
-
-    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"echo:" + await reader.readline())
-        await writer.drain()
-        writer.close()
-
     server = await asyncio.start_unix_server(echo, remote_socket)
     host = lab.host()
     try:
