@@ -93,11 +93,14 @@ def test_kill_9_mid_run_keeps_completed_steps_and_cleanup_ends_orphans(tmp_path,
     con = duckdb.connect(str(db), read_only=True)  # the file still opens
     completed = con.execute("select count(*) from steps where ok").fetchone()[0]
     results = con.execute("select count(*) from results").fetchone()[0]
+    (sid,) = con.execute("select session_id from sessions").fetchone()
     con.close()
     assert completed >= 2 and results >= completed
-    out = labtui("cleanup", "--orphans", "--db", str(db), env=env, check=True)
+    assert _instances_by_session(env).get(sid, 0) >= 50  # this run's own orphans
+    # only this run's session: a machine-wide --orphans would end other tests' instances running in parallel
+    out = labtui("cleanup", "--session", sid, "--db", str(db), env=env, check=True)
     assert "destroyed" in out.stdout
-    assert _new_instances(env, before) == 0
+    assert _instances_by_session(env).get(sid, 0) == 0
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("select status from sessions").fetchone()[0] == "crashed"
     con.close()
