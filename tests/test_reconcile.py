@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -287,3 +288,58 @@ def _wait(probe: Callable[[], object], proc: subprocess.Popen, what: str, timeou
             return found
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+# --- the running-lock outranks the store: reconcile() itself, no backend or CLI ---------------------------------
+
+def listed(sid: str, iid: str) -> Instance:
+    return Instance(Labels(sid, "background", iid), f"labtui-{sid}-{iid}", "process", "local", "running")
+
+
+@pytest.mark.parametrize("pid_alive", [True, False], ids=["pid-alive", "pid-gone"])
+@pytest.mark.parametrize("lock_held", [True, False], ids=["lock-held", "lock-free"])
+def test_reconcile_judges_a_session_only_when_its_lock_is_free(tmp_path, monkeypatch, pid_alive, lock_held):
+    """A session whose running-lock some process holds is never judged, even when the store says it is over.
+
+    Only a dead controller pid with a free lock makes the session's rows and
+    instances findings: a live pid keeps the store calling it running, a held
+    lock keeps liveness calling it running.
+    """
+    monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
+    from labtui.reconcile import read_store, reconcile
+
+    db = tmp_path / "lock.duckdb"
+    sid = f"lock-{secrets.token_hex(4)}"
+    record_events(db, [started(sid, os.getpid() if pid_alive else dead_pid()),
+                       creating(sid, "c"), creating(sid, "r"), ready(sid, "r")])
+    view = read_store(db)
+    assert view.ended(sid) is (not pid_alive)  # the store alone: over exactly when its controller is gone
+    listings = {"process": [listed(sid, "c"), listed(sid, "u")]}  # "r" is gone, "u" was never recorded
+    if lock_held:
+        with session_lock(sid):
+            result = reconcile(view, listings, "local")
+    else:
+        result = reconcile(view, listings, "local")
+    found = {(f.kind, f.instance_id) for f in result.findings}
+    if lock_held or pid_alive:
+        assert found == set() and result.checked == 0 and result.to_close() == []
+    else:
+        assert found == {("create-unfinished", "c"), ("vanished", "r"), ("unrecorded", "u")}
+        assert result.checked == 2
+
+
+def test_reconcile_leaves_an_ended_session_alone_while_its_lock_is_held(tmp_path, monkeypatch):
+    """The store says 'ended' (its SessionEnded is written before the run lets go of its lock): not judged yet."""
+    monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
+    from labtui.reconcile import read_store, reconcile
+
+    db = tmp_path / "ended.duckdb"
+    sid = f"ended-{secrets.token_hex(4)}"
+    record_events(db, [started(sid, os.getpid()), creating(sid, "c"), SessionEnded(sid, "completed")])
+    view = read_store(db)
+    assert view.ended(sid)
+    listings = {"process": [listed(sid, "u")]}
+    with session_lock(sid):
+        assert reconcile(view, listings, "local").findings == []
+    assert {(f.kind, f.instance_id) for f in reconcile(view, listings, "local").findings} == {
+        ("create-unfinished", "c"), ("unrecorded", "u")}
