@@ -1,15 +1,24 @@
 """Statistics computed from raw samples; nothing is stored only as an aggregate.
 
+Each figure is defined once, here; the live panes, the CLI tables, reports and
+`labtui compare` call these definitions.
+
 Slowdown follows formula 5.1 of the Docker/Unikraft study in both directions:
 for a metric where higher is better, slowdown = (1 - x / x0) * 100; where lower
 is better, slowdown = (x / x0 - 1) * 100, x0 being the baseline (first step or
 the worker alone).
 
-Two sessions are compared with Welch's t-test (unequal variances, the
-Welch-Satterthwaite degrees of freedom).  Student's t distribution, for that
-test and for every summary's 95% confidence interval, is computed here, without
-scipy, from the regularized incomplete beta function (a continued fraction
-evaluated with the modified Lentz method).
+Aggregates across instances that ran at once (`aggregate_readings`): a rate
+(higher is better: ops/s, MB/s, a CPU share) sums, S_n = sum of R_i, as the
+Zones study and UnixBench's multi-copy score add theirs.  A time (lower is
+better, in s, ms, us or ns) is never summed: n instances that each take t_i to
+do one unit of work complete sum(1 / t_i) units per second together, the
+aggregate throughput of the VServer/Xen paper's Figure 7.  Anything else
+(bytes, latency percentiles, gaps) is kept per instance only.
+
+Student's t distribution, Welch's test and the intervals come from
+scipy.stats; where samples are few or skewed the interval of a difference is
+also bootstrapped (scipy.stats.bootstrap, BCa).
 """
 
 from __future__ import annotations
@@ -17,8 +26,10 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+# --- summaries ---------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +46,7 @@ def summarize(values: Sequence[float]) -> Summary:
     """Mean, std, median, 95% CI half-width and CV of raw values.
 
     The CI half-width is t * std / sqrt(n), t being Student's 0.975 quantile with n - 1
-    degrees of freedom (the two-sided 95% point), exact for every n.
+    degrees of freedom (scipy.stats.t), exact for every n.
     """
     if not values:
         raise ValueError("cannot summarize no values")
@@ -64,69 +75,43 @@ def slowdown_pct(value: float, baseline: float, better: str) -> float:
     raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
 
 
-_TINY = 1e-300
-_EPS = 1e-15
-_MAX_TERMS = 100_000
+def normalized(values: Sequence[float]) -> list[float]:
+    """Values divided by the first one (the studies' 'normalized to first run')."""
+    if not values or values[0] == 0:
+        raise ValueError("normalization needs a non-zero first value")
+    return [v / values[0] for v in values]
 
 
-def betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1."""
-    if not (a > 0 and b > 0):
-        raise ValueError(f"betainc needs a > 0 and b > 0, got a={a!r}, b={b!r}")
-    if not 0.0 <= x <= 1.0:
-        raise ValueError(f"betainc needs 0 <= x <= 1, got x={x!r}")
-    return _betainc(a, b, x, 1.0 - x)
+# --- Student's t (scipy.stats.t) ----------------------------------------------
 
 
-def _betainc(a: float, b: float, x: float, y: float) -> float:
-    """I_x(a, b) with y = 1 - x given separately, so that x near 1 keeps its precision."""
-    if x <= 0.0:
-        return 0.0
-    if y <= 0.0:
-        return 1.0
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _beta_fraction(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, y) / b
+def _t():
+    from scipy import stats  # imported on first use: `labtui --help` need not load scipy
+
+    return stats.t
 
 
-def _beta_fraction(a: float, b: float, x: float) -> float:
-    """The continued fraction of I_x(a, b) (Numerical Recipes betacf), by the modified Lentz method."""
-    c = 1.0
-    d = 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > _TINY else _TINY)
-    h = d
-    for m in range(1, _MAX_TERMS + 1):
-        m2 = 2 * m
-        for numerator in (
-            m * (b - m) * x / ((a - 1.0 + m2) * (a + m2)),
-            -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2)),
-        ):
-            d = 1.0 + numerator * d
-            d = 1.0 / (d if abs(d) > _TINY else _TINY)
-            c = 1.0 + numerator / c
-            c = c if abs(c) > _TINY else _TINY
-            h *= d * c
-        if abs(d * c - 1.0) < _EPS:
-            return h
-    raise ArithmeticError(f"incomplete beta fraction did not converge for a={a}, b={b}, x={x}")
+def _check_df(df: float) -> None:
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be positive, got {df!r}")
 
 
 def t_sf(t: float, df: float) -> float:
     """P(T > t) for Student's t with df > 0 degrees of freedom (df may be fractional or inf)."""
-    if not df > 0:
-        raise ValueError(f"degrees of freedom must be positive, got {df!r}")
+    _check_df(df)
     if math.isnan(t):
         return float("nan")
     if math.isinf(df):
         return 0.5 * math.erfc(t / math.sqrt(2.0))
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t), t * t / (df + t * t)) if math.isfinite(t) else 0.0
-    return tail if t >= 0 else 1.0 - tail
+    return float(_t().sf(t, df))
 
 
 def t_cdf(t: float, df: float) -> float:
     """P(T <= t) for Student's t with df degrees of freedom."""
-    return 1.0 - t_sf(t, df) if t >= 0 else t_sf(-t, df)
+    _check_df(df)
+    if math.isinf(df):
+        return 0.5 * math.erfc(-t / math.sqrt(2.0))
+    return float(_t().cdf(t, df))
 
 
 def t_two_sided_p(t: float, df: float) -> float:
@@ -136,51 +121,37 @@ def t_two_sided_p(t: float, df: float) -> float:
 
 def t_pdf(t: float, df: float) -> float:
     """The density of Student's t with df degrees of freedom."""
+    _check_df(df)
     if math.isinf(df):
         return math.exp(-0.5 * t * t) / math.sqrt(2.0 * math.pi)
-    log_norm = math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi)
-    return math.exp(log_norm - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+    return float(_t().pdf(t, df))
 
 
 def t_quantile(p: float, df: float) -> float:
-    """The t with P(T <= t) = p, for 0 < p < 1: Newton steps on the upper tail, kept inside a bisection bracket."""
+    """The t with P(T <= t) = p, for 0 < p < 1."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"t_quantile needs 0 < p < 1, got {p!r}")
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    q = 1.0 - p
-    if q == 0.5:
-        return 0.0
-    lo, hi, t = 0.0, math.inf, 1.0
-    for _ in range(200):
-        excess = t_sf(t, df) - q  # the tail falls as t grows
-        if excess == 0:
-            return t
-        if excess > 0:
-            lo = t
-        else:
-            hi = t
-        density = t_pdf(t, df)
-        step = excess / density if density > 0 else math.inf
-        nxt = t + step
-        if not lo < nxt < hi:
-            nxt = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * max(t, lo)
-        if abs(nxt - t) <= 4 * _EPS * nxt:
-            return nxt
-        t = nxt
-    raise ArithmeticError(f"t_quantile did not converge for p={p}, df={df}")
+    _check_df(df)
+    if math.isinf(df):
+        from scipy.stats import norm
+
+        return float(norm.ppf(p))
+    return float(_t().ppf(p, df))
+
+
+# --- Welch's test, and intervals of a difference --------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Welch:
-    """Welch's two-sample t-test of mean(b) - mean(a) (unequal variances)."""
+    """Welch's two-sample t-test of mean(b) - mean(a) (unequal variances), from scipy.stats.ttest_ind."""
 
     diff: float  # mean(b) - mean(a)
     se: float  # standard error of diff
     t: float
     df: float  # Welch-Satterthwaite degrees of freedom
     p: float  # two-sided
-    ci_low: float  # confidence interval of diff
+    ci_low: float  # confidence interval of diff (Student's t with df)
     ci_high: float
 
 
@@ -200,25 +171,112 @@ def welch(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> Welch:
     """
     if len(a) < 2 or len(b) < 2:
         raise ValueError(f"Welch's test needs at least 2 values on each side, got {len(a)} and {len(b)}")
-    return _welch(summarize(a), summarize(b), level)
-
-
-def _welch(sa: Summary, sb: Summary, level: float) -> Welch:
-    var_a, var_b = sa.std**2, sb.std**2
+    sa, sb = summarize(a), summarize(b)
     diff = sb.mean - sa.mean
-    se = math.sqrt(var_a / sa.n + var_b / sb.n)
-    df = welch_df(var_a, sa.n, var_b, sb.n)
+    se = math.sqrt(sa.std**2 / sa.n + sb.std**2 / sb.n)
+    df = welch_df(sa.std**2, sa.n, sb.std**2, sb.n)
     if se == 0:
         t = 0.0 if diff == 0 else math.copysign(math.inf, diff)
         return Welch(diff, 0.0, t, df, 1.0 if diff == 0 else 0.0, diff, diff)
-    t = diff / se
-    half = t_quantile(0.5 + level / 2.0, df) * se
-    return Welch(diff, se, t, df, t_two_sided_p(t, df), diff - half, diff + half)
+    from scipy import stats
+
+    result = stats.ttest_ind(list(b), list(a), equal_var=False)
+    ci = result.confidence_interval(confidence_level=level)
+    return Welch(diff, se, float(result.statistic), float(result.df), float(result.pvalue), float(ci.low), float(ci.high))
+
+
+#: Fewer samples than this on a side are "few": the t interval's normality cannot be judged.
+FEW = 10
+#: Below this many samples on a side, a bootstrap has too few distinct resamples to mean anything.
+BOOTSTRAP_MIN = 5
+#: |adjusted Fisher-Pearson skewness| from which a sample counts as skewed.
+SKEWED = 1.0
+BOOTSTRAP_RESAMPLES = 9999
+
+
+def skewness(values: Sequence[float]) -> float:
+    """The adjusted Fisher-Pearson sample skewness G1 (nan below 3 values or without spread)."""
+    if len(values) < 3 or max(values) == min(values):
+        return float("nan")
+    from scipy import stats
+
+    return float(stats.skew(list(values), bias=False))
+
+
+def few_or_skewed(values: Sequence[float]) -> bool:
+    """Whether a t interval of the mean is not to be taken on trust: fewer than FEW values, or |G1| >= SKEWED."""
+    g1 = skewness(values)
+    return len(values) < FEW or (g1 == g1 and abs(g1) >= SKEWED)
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    low: float
+    high: float
+    method: str  # "t" (Student's / Welch's t) or "bootstrap" (BCa, scipy.stats.bootstrap)
+    level: float = 0.95
+
+    def contains(self, x: float) -> bool:
+        return self.low <= x <= self.high
+
+
+def bootstrap_diff_ci(a: Sequence[float], b: Sequence[float], level: float = 0.95, seed: int = 0) -> Interval | None:
+    """The BCa bootstrap interval of mean(b) - mean(a) (scipy.stats.bootstrap, two independent samples).
+
+    None when a side has fewer than BOOTSTRAP_MIN values or the bootstrap is degenerate
+    (no spread anywhere).  The seed is fixed, so the same samples give the same interval.
+    """
+    if min(len(a), len(b)) < BOOTSTRAP_MIN or (max(a) == min(a) and max(b) == min(b)):
+        return None
+    import numpy as np
+    from scipy import stats
+
+    def diff(x, y, axis=-1):
+        return np.mean(y, axis=axis) - np.mean(x, axis=axis)
+
+    try:
+        res = stats.bootstrap((np.asarray(a, float), np.asarray(b, float)), diff, vectorized=True,
+                              confidence_level=level, n_resamples=BOOTSTRAP_RESAMPLES, method="BCa",
+                              rng=np.random.default_rng(seed))
+    except ValueError:
+        return None
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    return Interval(low, high, "bootstrap", level)
+
+
+def bootstrap_mean_ci(values: Sequence[float], level: float = 0.95, seed: int = 0) -> Interval | None:
+    """The BCa bootstrap interval of the mean of one sample; None as for bootstrap_diff_ci."""
+    if len(values) < BOOTSTRAP_MIN or max(values) == min(values):
+        return None
+    import numpy as np
+    from scipy import stats
+
+    try:
+        res = stats.bootstrap((np.asarray(values, float),), np.mean, vectorized=True, confidence_level=level,
+                              n_resamples=BOOTSTRAP_RESAMPLES, method="BCa", rng=np.random.default_rng(seed))
+    except ValueError:
+        return None
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return Interval(low, high, "bootstrap", level) if math.isfinite(low) and math.isfinite(high) else None
+
+
+def mean_ci(values: Sequence[float], level: float = 0.95) -> Interval | None:
+    """The interval of a mean to print: a bootstrap one where the values are few or skewed (and
+    enough for a bootstrap), else Student's t; None for fewer than 2 values."""
+    if len(values) < 2:
+        return None
+    if few_or_skewed(values) and (boot := bootstrap_mean_ci(values, level)) is not None:
+        return boot
+    s = summarize(values)
+    half = t_quantile(0.5 + level / 2.0, s.n - 1) * s.std / math.sqrt(s.n)
+    return Interval(s.mean - half, s.mean + half, "t", level)
 
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """Session B's raw values of one metric against session A's."""
+    """Session B's samples of one metric against session A's."""
 
     a: Summary
     b: Summary
@@ -227,14 +285,28 @@ class Comparison:
     slowdown_pct: float  # slowdown_pct(mean B, mean A, better): positive means B is worse
     diff: float  # mean B - mean A
     welch: Welch | None  # None unless both sides have at least 2 values
-    significant: bool | None  # p < alpha; None without a test
+    significant: bool | None  # Welch's p < alpha; None without a test
+    ci: Interval | None = None  # the interval of B - A to print: bootstrap where few or skewed, else Welch's t
+    bootstrap: Interval | None = None  # the bootstrap interval, whenever one was computed
 
 
 def compare_samples(a: Sequence[float], b: Sequence[float], better: str, alpha: float = 0.05) -> Comparison:
-    """Ratio, change, slowdown and (with >= 2 values each) Welch's test of B against A."""
+    """Ratio, change, slowdown and (with >= 2 values each) Welch's test of B against A.
+
+    The samples must be independent: one value per repetition (or per session), never the
+    instances of one step.  The interval of B - A is Welch's t interval, or the BCa bootstrap
+    interval where a side is few (< FEW) or skewed and a bootstrap is possible (>= BOOTSTRAP_MIN each).
+    """
     sa, sb = summarize(a), summarize(b)
     ratio = sb.mean / sa.mean if sa.mean else float("nan")
-    test = _welch(sa, sb, 1.0 - alpha) if sa.n >= 2 and sb.n >= 2 else None
+    test = welch(a, b, 1.0 - alpha) if sa.n >= 2 and sb.n >= 2 else None
+    boot = None
+    ci = None
+    if test is not None:
+        ci = Interval(test.ci_low, test.ci_high, "t", 1.0 - alpha)
+        if few_or_skewed(a) or few_or_skewed(b):
+            boot = bootstrap_diff_ci(a, b, 1.0 - alpha)
+            ci = boot or ci
     return Comparison(
         a=sa,
         b=sb,
@@ -244,16 +316,82 @@ def compare_samples(a: Sequence[float], b: Sequence[float], better: str, alpha: 
         diff=sb.mean - sa.mean,
         welch=test,
         significant=None if test is None else test.p < alpha,
+        ci=ci,
+        bootstrap=boot,
     )
 
 
-def normalized(values: Sequence[float]) -> list[float]:
-    """Values divided by the first one (the studies' 'normalized to first run')."""
-    if not values or values[0] == 0:
-        raise ValueError("normalization needs a non-zero first value")
-    return [v / values[0] for v in values]
+# --- aggregates across instances that ran at once --------------------------------
+
+#: Seconds per unit of the time units readings use.
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
+#: Parts of a metric's name that make a time a statistic of waiting (a latency, a gap, a lag),
+#: not the time one unit of work takes: 1 / t of it is no throughput.
+_NOT_WORK = ("latency", "gap", "jitter", "spread", "stdev")  # anywhere in a word of the name
+_NOT_WORK_WORDS = ("lag", "std", "max", "min", "p50", "p90", "p95", "p99", "p999")  # whole words
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """What n instances did together, for one metric they each reported."""
+
+    metric: str  # the aggregate's metric name
+    value: float
+    unit: str
+    better: str
+    how: str  # "sum" (a rate, summed) or "rate_sum" (a time, as the throughput sum(1/t) it implies)
 
 
 def aggregate(values: Sequence[float]) -> float:
-    """The aggregate S_n = sum of R_i over concurrently measured instances."""
+    """The aggregate S_n = sum of R_i of a rate over concurrently measured instances.
+
+    Only for rates (higher is better); a time is aggregated by `rate_sum`, see `aggregate_metric`.
+    """
     return float(sum(values))
+
+
+def rate_sum(times: Sequence[float], unit: str) -> float:
+    """The throughput, per second, of instances that each took times[i] (in unit) per unit of work: sum(1 / t)."""
+    scale = TIME_UNITS[unit]
+    if any(not t > 0 for t in times):
+        return float("nan")
+    return float(sum(1.0 / (t * scale) for t in times))
+
+
+def is_work_time(metric: str, unit: str, better: str) -> bool:
+    """A lower-is-better time of one unit of work (fork_us, inserts_5000_s, boot_time), whose inverse is a rate."""
+    if better != "lower" or unit not in TIME_UNITS:
+        return False
+    words = metric.lower().replace("-", "_").split("_")
+    return not any(w in _NOT_WORK_WORDS or any(part in w for part in _NOT_WORK) for w in words)
+
+
+def aggregate_metric(metric: str, unit: str, better: str, values: Sequence[float]) -> Aggregate | None:
+    """The one aggregate of a metric over instances that ran at once, or None when it has none.
+
+    - higher is better (a rate or a share): ``<metric>_sum`` = sum of R_i, same unit;
+    - a time of one unit of work (lower is better, a time unit): ``<metric>_rate_sum`` =
+      sum of 1/t_i per second (unit ``1/s``, higher is better): units of work done per
+      second by all instances together, never the sum of the times;
+    - anything else lower-is-better (bytes, latencies, gaps): None, the values stay per instance.
+    """
+    if not values:
+        return None
+    if better == "higher":
+        return Aggregate(f"{metric}_sum", aggregate(values), unit, "higher", "sum")
+    if is_work_time(metric, unit, better):
+        return Aggregate(f"{metric}_rate_sum", rate_sum(values, unit), "1/s", "higher", "rate_sum")
+    return None
+
+
+def aggregate_readings(readings: Iterable) -> list[tuple[str, Aggregate]]:
+    """(benchmark, aggregate) for every metric that readings (with benchmark, metric, value, unit,
+    better) of instances that ran at once report, in the order the metrics first appear."""
+    values: dict[tuple[str, str, str, str], list[float]] = {}
+    for r in readings:
+        values.setdefault((r.benchmark, r.metric, r.unit, r.better), []).append(r.value)
+    out = []
+    for (benchmark, metric, unit, better), found in values.items():
+        if (agg := aggregate_metric(metric, unit, better, found)) is not None:
+            out.append((benchmark, agg))
+    return out
