@@ -6,13 +6,14 @@ performance-at-scale figure of the VServer/Xen paper.  For each count n in
 ``concurrent.instances`` (a step, ``background`` = n) the n workers are
 created with a common start time ``concurrent.start_delay_s`` ahead, so they
 all begin together however long creating them takes; each worker's readings
-are recorded (R_i, with its instance id) and, per metric, the aggregate
-S_n = sum of R_i as ``<metric>_sum``.
+are recorded (R_i, with its instance id) and, per metric, the aggregate of
+``labtui.stats.aggregate_metric``: a rate (higher is better) as S_n = sum of
+R_i, ``<metric>_sum``; a time of one unit of work as the throughput it implies,
+sum of 1/t_i per second, ``<metric>_rate_sum`` (unit ``1/s``, higher is
+better), never a sum of times; other metrics (bytes, latencies) per instance only.
 """
 
 from __future__ import annotations
-
-from collections import defaultdict
 
 from labtui.engine.context import RunContext
 from labtui.engine.hostclock import host_clock_ns
@@ -20,7 +21,7 @@ from labtui.engine.measure import record_run
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.events import StepEnded, StepStarted
 from labtui.parsers import Reading
-from labtui.stats import aggregate
+from labtui.stats import aggregate_readings
 
 
 async def run_concurrent(ctx: RunContext) -> None:
@@ -57,16 +58,18 @@ async def _run_count(ctx: RunContext, step: int, count: int) -> None:
                     readings += record_run(ctx, worker, instance)
             finally:
                 await ctx.destroy(instances)
-            record_sums(ctx, readings)
+            record_aggregates(ctx, readings)
         ok = True
     finally:
         ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, count, ok=ok))
 
 
-def record_sums(ctx: RunContext, readings: list[Reading]) -> None:
-    """Record S_n = sum of R_i for every metric the workers of one round reported."""
-    values: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
-    for r in readings:
-        values[(r.benchmark, r.metric, r.unit, r.better)].append(r.value)
-    for (benchmark, metric, unit, better), found in values.items():
-        ctx.result(benchmark, f"{metric}_sum", aggregate(found), unit, better)  # type: ignore[arg-type]
+def record_aggregates(ctx: RunContext, readings: list[Reading]) -> None:
+    """Record the aggregate of every metric the workers of one round reported, as
+    labtui.stats.aggregate_metric defines it (rates sum; a time as sum of 1/t; never a sum of times)."""
+    for benchmark, agg in aggregate_readings(readings):
+        ctx.result(benchmark, agg.metric, agg.value, agg.unit, agg.better)  # type: ignore[arg-type]
+
+
+#: The name the creation kind (where = "all") imports.
+record_sums = record_aggregates
