@@ -21,7 +21,12 @@
  *     the batch.  --wait exit takes a single instance and reaps it.
  *     WALL_NS is CLOCK_REALTIME just before the fork; BOOT_NS is CLOCK_MONOTONIC
  *     from just before the fork to the exec (ready) or to the observed exit.
- *     ISOLATION is e.g. "pidns+ipcns+utsns,cgroup-v1-pids", or "none".
+ *     ISOLATION is e.g. "pidns+ipcns+utsns,cgroup-v2", or "none".  The
+ *     cgroup is the v2 one where the host mounts v2 (at CGROUP_V2_ROOT, or
+ *     beside v1 controllers at CGROUP_V2_HYBRID_ROOT), and the instance is
+ *     created in it (clone3 CLONE_INTO_CGROUP), so BOOT_NS carries no RCU
+ *     grace period of a cgroup move; else the v1 pids controller's, joined
+ *     by writing cgroup.procs (see fork_into_cgroup).
  *     --stdout sends the instance's stdout to FILE (created 0600, truncated)
  *     instead of /dev/null; it takes a single --instance.  --start-at makes
  *     the instance wait until CLOCK_REALTIME reaches WALL_NS before exec, so
@@ -101,6 +106,10 @@
 /* Where the cgroup hierarchies live; overridable at build time for testing. */
 #ifndef CGROUP_V2_ROOT
 #define CGROUP_V2_ROOT "/sys/fs/cgroup"
+#endif
+/* Where a hybrid host (v1 controllers, plus a v2 hierarchy without them) mounts v2. */
+#ifndef CGROUP_V2_HYBRID_ROOT
+#define CGROUP_V2_HYBRID_ROOT CGROUP_V2_ROOT "/unified"
 #endif
 #ifndef CGROUP_V1_PIDS_ROOT
 #define CGROUP_V1_PIDS_ROOT "/sys/fs/cgroup/pids"
@@ -398,9 +407,27 @@ static long long process_memory(pid_t pid)
 
 /* ------------------------------------------------------------- cgroups */
 
+/* The v2 (unified) hierarchy: CGROUP_V2_ROOT on a v2 host, CGROUP_V2_HYBRID_ROOT on a
+ * hybrid one; NULL when the host mounts none. */
+static const char *v2_root(void)
+{
+    static const char *root;
+    static int looked;
+    if (!looked) {
+        looked = 1;
+        if (access(CGROUP_V2_ROOT "/cgroup.controllers", F_OK) == 0)
+            root = CGROUP_V2_ROOT;
+        else if (access(CGROUP_V2_HYBRID_ROOT "/cgroup.controllers", F_OK) == 0)
+            root = CGROUP_V2_HYBRID_ROOT;
+    }
+    return root;
+}
+
 static const char *cgroup_root(enum cgroup_kind kind)
 {
-    return kind == CG_V2 ? CGROUP_V2_ROOT : kind == CG_V1_CPU ? CGROUP_V1_CPU_ROOT : CGROUP_V1_PIDS_ROOT;
+    if (kind == CG_V2)
+        return v2_root() ? v2_root() : CGROUP_V2_ROOT;
+    return kind == CG_V1_CPU ? CGROUP_V1_CPU_ROOT : CGROUP_V1_PIDS_ROOT;
 }
 
 static const char *cgroup_label(enum cgroup_kind kind)
@@ -408,12 +435,17 @@ static const char *cgroup_label(enum cgroup_kind kind)
     return kind == CG_V2 ? "cgroup-v2" : "cgroup-v1-pids";
 }
 
-/* The hierarchy spawn uses: the unified (v2) one when the host runs it,
- * else the v1 pids controller; CG_NONE when neither is writable. */
+/* The hierarchy spawn uses: the unified (v2) one when the host mounts it,
+ * alone or beside v1 controllers (hybrid), else the v1 pids controller;
+ * CG_NONE when neither is writable.  v2 comes first even on a hybrid host
+ * because only there can a process be created inside its cgroup
+ * (clone3 CLONE_INTO_CGROUP): moving one in afterwards waits for an RCU
+ * grace period (see spawn_into_cgroup). */
 static enum cgroup_kind choose_cgroup(void)
 {
-    if (access(CGROUP_V2_ROOT "/cgroup.controllers", F_OK) == 0 &&
-        make_dir(CGROUP_V2_ROOT "/" CGROUP_SUBTREE) == 0)
+    char subtree[PATH_MAX];
+    snprintf(subtree, sizeof subtree, "%s/" CGROUP_SUBTREE, cgroup_root(CG_V2));
+    if (v2_root() && make_dir(subtree) == 0)
         return CG_V2;
     if (access(CGROUP_V1_PIDS_ROOT "/cgroup.procs", F_OK) == 0 &&
         make_dir(CGROUP_V1_PIDS_ROOT "/" CGROUP_SUBTREE) == 0)
@@ -452,7 +484,7 @@ static enum cgroup_kind find_cgroup(pid_t pid, char *dir, size_t size)
     if (read_file(path, buf, sizeof buf) < 0)
         return CG_NONE;
     static const char ours[] = "/" CGROUP_SUBTREE "/";
-    int unified = access(CGROUP_V2_ROOT "/cgroup.controllers", F_OK) == 0;
+    int unified = v2_root() != NULL;
     for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
         char *controllers = strchr(line, ':');
         char *cgpath = controllers ? strchr(controllers + 1, ':') : NULL;
@@ -517,6 +549,51 @@ static int join_cgroup(const char *dir)
         return -1;
     snprintf(self, sizeof self, "%d", (int)getpid());
     return write_file(path, self);
+}
+
+/* The fields of clone3's struct clone_args up to cgroup (CLONE_ARGS_SIZE_VER2),
+ * spelt out so that the agent builds against headers older than Linux 5.7. */
+struct clone3_args {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size,
+        cgroup;
+};
+#ifndef SYS_clone3
+#define SYS_clone3 435 /* the same number on every architecture */
+#endif
+#define CLONE_INTO_CGROUP_FLAG 0x200000000ULL
+
+/* Fork a child that starts life in the v2 cgroup whose directory dir_fd is
+ * open on (clone3 with CLONE_INTO_CGROUP, Linux 5.7).  Returns as fork()
+ * does; -1 when that cannot be done here, and the caller forks and joins.
+ *
+ * Why: moving a process into a cgroup (writing cgroup.procs) takes the
+ * cgroup_threadgroup_rwsem for writing, whose rcu_sync_enter waits for a
+ * whole RCU grace period unless another move ended less than a grace period
+ * ago.  With HZ=250 that is 5-20 ms, or nearly nothing right after any other
+ * cgroup move on the host (a batch of background instances, a container
+ * start): a boot time of either ~1 ms or 8-25 ms.  Created inside its cgroup,
+ * the process takes that rwsem only for reading, as every fork does.
+ *
+ * The child runs on a copy of our stack, as after fork, but glibc's record of
+ * its thread id still holds ours: it must not use pthread functions, raise()
+ * or abort() (the middle process does not; the fork() it makes resets the
+ * record for the instance). */
+static pid_t fork_into_cgroup(int dir_fd)
+{
+    static int unsupported;
+    if (dir_fd < 0 || unsupported)
+        return -1;
+    struct clone3_args args;
+    memset(&args, 0, sizeof args);
+    args.flags = CLONE_INTO_CGROUP_FLAG;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = (uint64_t)dir_fd;
+    long pid = syscall(SYS_clone3, &args, sizeof args);
+    /* ENOSYS: no clone3 (or a seccomp filter refusing it); E2BIG, EINVAL: a
+     * kernel before 5.7, without the cgroup field or the flag. */
+    if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL || errno == EPERM))
+        unsupported = 1;
+    return (pid_t)pid;
 }
 
 /* Remove an ended instance's cgroup, SIGKILLing anything still in it
@@ -584,13 +661,13 @@ static int has_word(const char *list, const char *word)
  * (a weight alone) nice; CPU_MISSING when a cap cannot be applied. */
 static enum cpu_control choose_cpu_control(int weight, double cap, enum cgroup_kind cgroup)
 {
-    char controllers[256];
+    char controllers[256], available[PATH_MAX], enable[PATH_MAX];
     if (!weight && cap <= 0)
         return CPU_NONE;
-    if (cgroup == CG_V2 &&
-        read_file(CGROUP_V2_ROOT "/" CGROUP_SUBTREE "/cgroup.controllers", controllers, sizeof controllers) >= 0 &&
-        has_word(controllers, "cpu") &&
-        write_file(CGROUP_V2_ROOT "/" CGROUP_SUBTREE "/cgroup.subtree_control", "+cpu") == 0)
+    snprintf(available, sizeof available, "%s/" CGROUP_SUBTREE "/cgroup.controllers", cgroup_root(CG_V2));
+    snprintf(enable, sizeof enable, "%s/" CGROUP_SUBTREE "/cgroup.subtree_control", cgroup_root(CG_V2));
+    if (cgroup == CG_V2 && read_file(available, controllers, sizeof controllers) >= 0 &&
+        has_word(controllers, "cpu") && write_file(enable, "+cpu") == 0)
         return CPU_V2;
     if (access(CGROUP_V1_CPU_ROOT "/cpu.shares", F_OK) == 0 && make_dir(CGROUP_V1_CPU_ROOT "/" CGROUP_SUBTREE) == 0)
         return CPU_V1;
@@ -1099,15 +1176,15 @@ __attribute__((noreturn)) static void run_instance(const struct spawn_options *o
     report_failure(status_fd, "exec", errno);
 }
 
-/* The middle process: joins the cgroup, pins, creates the namespaces, forks
- * the instance (PID 1 of the new pid namespace) and exits, so the instance is
- * reparented away from the agent.  Never returns. */
+/* The middle process: joins the cgroup (unless it was created in it), pins,
+ * creates the namespaces, forks the instance (PID 1 of the new pid namespace)
+ * and exits, so the instance is reparented away from the agent.  Never returns. */
 __attribute__((noreturn)) static void run_middle(const struct spawn_options *o, const struct labels *labels,
-                                                enum cgroup_kind cgroup, const char *cgroup_dir,
+                                                enum cgroup_kind cgroup, const char *cgroup_dir, int in_cgroup,
                                                 const char *cpu_dir, int status_fd)
 {
     struct report r = {.kind = REPORT_STARTED, .cgroup = CG_NONE};
-    if (cgroup != CG_NONE && join_cgroup(cgroup_dir) == 0)
+    if (cgroup != CG_NONE && (in_cgroup || join_cgroup(cgroup_dir) == 0))
         r.cgroup = cgroup;
     if (*cpu_dir && join_cgroup(cpu_dir) < 0)
         report_failure(status_fd, "join cpu cgroup", errno);
@@ -1220,12 +1297,18 @@ static int spawn_one(const struct spawn_options *o, const char *id, enum cgroup_
         printf("error\t%s\tpipe: %s\n", field(id), strerror(errno));
         return -1;
     }
+    int cgroup_fd = cgroup == CG_V2 ? open(cgroup_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     int64_t wall = clock_ns(CLOCK_REALTIME), start = clock_ns(CLOCK_MONOTONIC);
-    pid_t middle = fork();
+    pid_t middle = fork_into_cgroup(cgroup_fd);
+    int in_cgroup = middle >= 0;
+    if (middle < 0)
+        middle = fork();
     if (middle == 0) {
         close(fds[0]);
-        run_middle(o, &labels, cgroup, cgroup_dir, cpu_dir, fds[1]);
+        run_middle(o, &labels, cgroup, cgroup_dir, in_cgroup, cpu_dir, fds[1]);
     }
+    if (cgroup_fd >= 0)
+        close(cgroup_fd);
     close(fds[1]);
     struct report started = {0}, failed = {0};
     if (middle > 0)
