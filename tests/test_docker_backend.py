@@ -1,7 +1,9 @@
 """The docker backend against a real Docker engine on this machine.
 
-Every test needs dockerd answering on /var/run/docker.sock (CI starts it); the
-module is skipped, with the reason, only when that socket does not exist.
+The tests that need dockerd answering on /var/run/docker.sock (CI starts it) are
+skipped, with the reason, only when that socket does not exist; which containers
+the backend's listing keeps is also checked against canned engine answers, so
+that part never skips.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from tests.backend_lab import Lab, open_lab
 
 SOCKET = "/var/run/docker.sock"
 
-pytestmark = pytest.mark.skipif(
+#: The tests that talk to a real engine; the listing's label filter is also checked without one (CannedEngine).
+needs_engine = pytest.mark.skipif(
     not Path(SOCKET).is_socket(), reason=f"no Docker engine socket at {SOCKET}: start dockerd to run these tests"
 )
 
@@ -50,6 +53,7 @@ async def inspect(handle: str) -> dict:
 # -- availability and images -------------------------------------------------
 
 
+@needs_engine
 async def test_check_reports_the_engine_version(lab):
     found = await lab.backend.check()
     assert found.usable, found.reason
@@ -63,6 +67,7 @@ async def test_check_without_a_socket_says_why(runtime_dir, tmp_path):
     assert "no docker socket" in found.reason and "absent.sock" in found.reason
 
 
+@needs_engine
 async def test_probe_image_is_built_from_scratch_with_static_binaries(lab):
     from labtui._plugins.docker.images import is_static_elf
 
@@ -82,6 +87,7 @@ async def test_probe_image_is_built_from_scratch_with_static_binaries(lab):
 # -- create, list, memory, destroy -------------------------------------------
 
 
+@needs_engine
 async def test_hello_boot_is_create_to_exit_with_phases(lab):
     session = lab.session()
     instance = await lab.backend.create(InstanceSpec(Labels(session, "worker", "h1"), program="hello", wait="exit"))
@@ -93,6 +99,7 @@ async def test_hello_boot_is_create_to_exit_with_phases(lab):
     assert await lab.backend.list(session) == []  # the exited container was removed
 
 
+@needs_engine
 async def test_image_spec_runs_the_named_image_with_args(lab):
     session = lab.session()
     spec = InstanceSpec(Labels(session, "worker", "e1"), image="labtui/hello", args=("ignored",), wait="exit")
@@ -100,6 +107,7 @@ async def test_image_spec_runs_the_named_image_with_args(lab):
     assert instance.exit_code == 0 and instance.details["image"] == "labtui/hello"
 
 
+@needs_engine
 async def test_ten_sleepers_are_listed_by_session_measured_and_destroyed(lab):
     session, other = lab.session(), lab.session()
     created = await lab.sleepers(session, 10)
@@ -123,6 +131,7 @@ async def test_ten_sleepers_are_listed_by_session_measured_and_destroyed(lab):
     assert [i.handle for i in await lab.backend.list(other)] == [stranger.handle]
 
 
+@needs_engine
 async def test_destroy_refuses_a_container_without_the_instance_labels(lab):
     session = lab.session()
     (real,) = await lab.sleepers(session, 1)
@@ -132,6 +141,7 @@ async def test_destroy_refuses_a_container_without_the_instance_labels(lab):
     assert [i.handle for i in await lab.backend.list(session)] == [real.handle]
 
 
+@needs_engine
 async def test_exec_runs_a_probe_inside(lab):
     (sleeper,) = await lab.sleepers(lab.session(), 1)
     result = await lab.backend.exec(sleeper, ["/bin/hello"])
@@ -140,6 +150,7 @@ async def test_exec_runs_a_probe_inside(lab):
     assert missing.returncode == 126 and "no such file" in missing.stdout  # the runtime's own error
 
 
+@needs_engine
 async def test_pinning_limits_tmpfs_and_ports_reach_the_kernel(lab):
     ContainerSpec = container_spec()
     session = lab.session()
@@ -176,6 +187,7 @@ def cgroup_value(pid: int, controller: str, v1_file: str, v2_file: str) -> str:
 # -- bad input and failures --------------------------------------------------
 
 
+@needs_engine
 async def test_a_missing_image_is_a_clear_error(lab):
     session = lab.session()
     spec = InstanceSpec(Labels(session, "worker", "m1"), image=f"labtui-test-absent/{secrets.token_hex(4)}:none")
@@ -184,6 +196,7 @@ async def test_a_missing_image_is_a_clear_error(lab):
     assert await lab.backend.list(session) == []
 
 
+@needs_engine
 async def test_a_failed_start_leaves_nothing_behind(lab):
     session = lab.session()
     spec = InstanceSpec(Labels(session, "idle", "bad"), program="sleeper", cpus="4095")  # no such CPU
@@ -192,6 +205,7 @@ async def test_a_failed_start_leaves_nothing_behind(lab):
     assert await lab.backend.list(session) == []
 
 
+@needs_engine
 async def test_a_failed_create_in_a_batch_removes_the_others(lab):
     session = lab.session()
     specs = [InstanceSpec(Labels(session, "idle", f"ok{i}"), program="sleeper") for i in range(3)]
@@ -230,15 +244,92 @@ async def stranger(lab) -> AsyncIterator[str]:
             await container.delete(force=True)
 
 
+@needs_engine
 async def test_cleanup_all_spares_an_unlabelled_container(lab, stranger, env, tmp_path):
+    """What --all would end never includes a container without lab labels (a dry run: other tests' containers live)."""
     session = lab.session()
-    await lab.sleepers(session, 2)
-    out = labtui("cleanup", "--all", "--backend", "docker", "--db", str(tmp_path / "c.duckdb"), env=env)
+    created = await lab.sleepers(session, 2)
+    db = str(tmp_path / "c.duckdb")
+    dry = labtui("cleanup", "--all", "--dry-run", "--backend", "docker", "--db", db, env=env)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert all(i.name in dry.stdout for i in created), dry.stdout
+    assert stranger[:12] not in dry.stdout and "stranger-" not in dry.stdout
+    assert stranger not in {i.handle for i in await lab.backend.list()}
+    out = labtui("cleanup", "--session", session, "--backend", "docker", "--db", db, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert await lab.backend.list(session) == []
     assert (await inspect(stranger))["State"]["Running"]
 
 
+@needs_engine
+async def test_a_container_with_only_some_lab_labels_is_not_listed(lab):
+    """The engine finds it by its labtui.session label; the listing still leaves it out (no role, no instance)."""
+    session = lab.session()
+    await lab.backend.images.ensure_cached("sleeper")
+    async with aiodocker.Docker(url=f"unix://{SOCKET}") as docker:
+        partial = await docker.containers.create(
+            {"Image": "labtui/sleeper", "Labels": {"labtui.session": session}}, name=f"partial-{session}")
+        try:
+            (real,) = await lab.sleepers(session, 1)
+            assert [i.handle for i in await lab.backend.list(session)] == [real.handle]
+            assert partial.id not in {i.handle for i in await lab.backend.list()}
+        finally:
+            await partial.delete(force=True)
+
+
+# -- the listing's label filter, against canned engine answers (no daemon needed) -------------------------
+
+
+class CannedEngine:
+    """Answers every call with the same containers, as an engine that ignored the filter would; records each query."""
+
+    def __init__(self, entries: list[dict]) -> None:
+        self.entries = entries
+        self.queries: list[tuple[str, str, dict]] = []
+
+    async def call(self, what: str, method: str, path: str, **kwargs) -> list[dict]:
+        self.queries.append((method, path, kwargs.get("params")))
+        return self.entries
+
+
+def listed_entry(cid: str, labels: dict[str, str] | None, name: str | None = None) -> dict:
+    entry = {"Id": cid * 16, "Labels": labels, "State": "running", "Created": 1700000000,
+             "Image": "labtui/sleeper", "Status": "Up 1 second"}
+    if name:
+        entry["Names"] = [f"/{name}"]
+    return entry
+
+
+def lab_labelled(session: str, instance: str) -> dict[str, str]:
+    return {"labtui.session": session, "labtui.role": "idle", "labtui.instance": instance, "other": "x"}
+
+
+async def test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_labelled_containers():
+    backend = open_backend("docker", LocalHost())
+    canned = CannedEngine([
+        listed_entry("a", lab_labelled("sa", "s0"), name="labtui-sa-s0"),
+        listed_entry("b", lab_labelled("sb", "s0")),                               # another session, no name
+        listed_entry("c", {"labtui.session": "sa"}),                                # only some lab labels
+        listed_entry("d", {"labtui.session": "sa", "labtui.role": "idle"}),
+        listed_entry("e", {"purpose": "stranger"}),                                 # no lab labels
+        listed_entry("f", None),                                                    # no labels at all
+    ])
+    backend.engine = canned
+
+    found = await backend.list("sa")
+    assert canned.queries == [("GET", "containers/json", {"all": True, "filters": {"label": ["labtui.session=sa"]}})]
+    assert [(i.labels, i.name, i.handle) for i in found] == [(Labels("sa", "idle", "s0"), "labtui-sa-s0", "a" * 16)]
+    (one,) = found
+    assert (one.backend, one.host, one.state, one.created_at) == ("docker", "local", "running", 1700000000.0)
+    assert one.details == {"container_id": "a" * 16, "image": "labtui/sleeper", "status": "Up 1 second"}
+
+    everything = await backend.list()
+    assert canned.queries[-1] == ("GET", "containers/json", {"all": True, "filters": {"label": ["labtui.session"]}})
+    assert [(i.labels, i.name) for i in everything] == [(Labels("sa", "idle", "s0"), "labtui-sa-s0"),
+                                                        (Labels("sb", "idle", "s0"), "b" * 12)]
+
+
+@needs_engine
 async def test_small_docker_boot_scaling_run_records_results(lab, env, tmp_path):
     db = tmp_path / "run.duckdb"
     out = labtui(
@@ -260,6 +351,7 @@ async def test_small_docker_boot_scaling_run_records_results(lab, env, tmp_path)
     assert await lab.backend.list(session) == []  # torn down
 
 
+@needs_engine
 def test_a_suite_naming_a_missing_image_fails_before_any_instance_starts(env, tmp_path):
     suite = tmp_path / "missing.toml"
     suite.write_text(
