@@ -6,6 +6,7 @@ import asyncio
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from labtui.backends import BackendUnavailable, list_backends, open_backend
 from labtui.commands.common import host_from
@@ -15,7 +16,7 @@ from labtui.suites import list_suites
 def cmd_suites(args) -> int:
     table = Table("name", "kind", "reproduces", "description", title="built-in suites", title_justify="left")
     for info in list_suites():
-        table.add_row(info.name, info.kind, info.reproduces, info.description)
+        table.add_row(*(Text(str(v)) for v in (info.name, info.kind, info.reproduces, info.description)))
     Console().print(table)
     return 0
 
@@ -23,9 +24,11 @@ def cmd_suites(args) -> int:
 def cmd_backends(args) -> int:
     host = host_from(args.host)
     rows = asyncio.run(_check_all(host))
-    table = Table("backend", "usable here", "version", "why / why not", "source", title=f"backends on {host.name}", title_justify="left")
+    table = Table("backend", "usable here", "version", "why / why not", "source",
+                  title=Text(f"backends on {host.name}"), title_justify="left")
     for name, usable, version, reason, source in rows:
-        table.add_row(name, "[green]yes[/]" if usable else "[red]no[/]", version, reason, source)
+        table.add_row(Text(name), Text("yes", "green") if usable else Text("no", "red"),
+                      Text(version or ""), Text(reason or ""), Text(str(source)))
     Console().print(table)
     return 0
 

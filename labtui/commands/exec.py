@@ -11,8 +11,8 @@ import asyncio
 import sys
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from labtui.commands.common import UsageError
 from labtui.hosts.config import ConfigError, load_lab_config
@@ -59,12 +59,12 @@ def _print_summary(outcomes: list[Outcome]) -> None:
     table = Table("host", "status", "duration", title="exec summary", title_justify="left")
     for o in outcomes:
         if o.result is not None:
-            status = "[green]exit 0[/]" if o.ok else f"[red]exit {o.result.returncode}[/]"
+            status = Text("exit 0", "green") if o.ok else Text(f"exit {o.result.returncode}", "red")
         elif o.timed_out:
-            status = f"[red]timed out[/] {escape(o.error)}"
+            status = Text.assemble(("timed out", "red"), " ", str(o.error))
         else:
-            status = f"[red]error[/] {escape(o.error)}"
-        table.add_row(o.host, status, f"{o.duration_s:.2f} s")
+            status = Text.assemble(("error", "red"), " ", str(o.error))
+        table.add_row(Text(o.host), status, f"{o.duration_s:.2f} s")
     failed = sum(not o.ok for o in outcomes)
     Console(width=max(Console().width, 120)).print(table)
     print(f"{len(outcomes) - failed} of {len(outcomes)} hosts ok" + (f", {failed} failed" if failed else ""))

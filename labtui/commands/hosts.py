@@ -7,8 +7,8 @@ import sys
 from dataclasses import dataclass, field
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from labtui.backends import BackendUnavailable, list_backends, open_backend
 from labtui.commands.common import UsageError
@@ -38,11 +38,12 @@ def cmd_hosts(args) -> int:
     if args.hosts_command == "disconnect":
         return _disconnect(lab)
     table = Table("host", "address", "user", "tags", "jump", "known_hosts",
-                  title=f"hosts in {lab.path or 'no lab config (only local)'}", title_justify="left")
+                  title=Text(f"hosts in {lab.path or 'no lab config (only local)'}"), title_justify="left")
     if "local" in names:
         table.add_row("local", "this machine", "", "", "", "")
     for h in (lab.hosts[n] for n in names if n != "local"):
-        table.add_row(h.name, f"{h.address}:{h.port}", h.user or "", ", ".join(h.tags), h.jump or "", h.known_hosts)
+        cells = (h.name, f"{h.address}:{h.port}", h.user or "", ", ".join(h.tags), h.jump or "", h.known_hosts)
+        table.add_row(*(Text(str(c)) for c in cells))
     Console().print(table)
     return 0
 
@@ -65,10 +66,10 @@ def _check(names: list[str]) -> int:
                   title="host check", title_justify="left")
     for r in reports:
         table.add_row(
-            r.name,
-            "[green]yes[/]" if r.reachable else f"[red]no[/] {escape(r.error)}",
-            r.os, str(r.cores or ""), _gib(r.mem_bytes) if r.mem_bytes else "",
-            ", ".join(r.usable), escape("; ".join(r.unusable)),
+            Text(r.name),
+            Text("yes", "green") if r.reachable else Text.assemble(("no", "red"), " ", str(r.error)),
+            Text(r.os), str(r.cores or ""), _gib(r.mem_bytes) if r.mem_bytes else "",
+            Text(", ".join(r.usable)), Text("; ".join(r.unusable)),
         )
     Console(width=max(Console().width, 160)).print(table)
     return 0 if all(r.reachable for r in reports) else 1

@@ -8,6 +8,7 @@ import time
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from labtui.backends import Backend, Instance
 from labtui.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
@@ -22,10 +23,10 @@ def cmd_instances(args) -> int:
         print(json.dumps([_as_record(backend, i) for backend, i in found], indent=1))
         return 0
     table = Table("name", "backend", "host", "role", "session", "state", "age", "handle",
-                  title=f"labtui instances on {host.name}", title_justify="left")
+                  title=Text(f"labtui instances on {host.name}"), title_justify="left")
     for backend, instance in found:
-        table.add_row(instance.name, backend, instance.host, instance.labels.role, instance.labels.session,
-                      instance.state, _age(instance), instance.handle)
+        table.add_row(*_plain(instance.name, backend, instance.host, instance.labels.role, instance.labels.session,
+                              instance.state, _age(instance), instance.handle))
     Console().print(table)
     Console(stderr=True).print(f"{len(found)} instance(s)")
     return 0
@@ -42,9 +43,10 @@ def cmd_cleanup(args) -> int:
         raise UsageError(str(exc)) from None
     if report is None:
         return 0
-    console.print(f"destroyed {report.destroyed}, failed {report.failed}, store rows closed {report.closed}")
+    console.print(f"destroyed {report.destroyed}, failed {report.failed}, store rows closed {report.closed}",
+                  markup=False)
     for message in report.errors:
-        console.print(f"[red]{message}[/]", highlight=False)
+        console.print(Text(str(message), "red"), highlight=False)
     return 0 if report.failed == 0 else 1
 
 
@@ -58,7 +60,7 @@ async def _plan_and_clean(args, backends: list[Backend], console: Console) -> Cl
     _print_plan(console, plan)
     _print_reconciliation(console, plan, dry_run=args.dry_run)
     if args.dry_run:
-        console.print("dry run: nothing destroyed, the store unchanged")
+        console.print("dry run: nothing destroyed, the store unchanged", markup=False)
         return None
     if not plan.targets and not plan.reconciliation.to_close():
         console.print("nothing to clean up")
@@ -70,10 +72,10 @@ def _print_plan(console: Console, plan: CleanupPlan) -> None:
     table = Table("name", "backend", "role", "session", "state", "why", title="to destroy", title_justify="left")
     for target in plan.targets:
         i = target.instance
-        table.add_row(i.name, target.backend.name, i.labels.role, i.labels.session, i.state, target.reason)
+        table.add_row(*_plain(i.name, target.backend.name, i.labels.role, i.labels.session, i.state, target.reason))
     console.print(table)
     for note in plan.notes:
-        console.print(f"[yellow]{note}[/]", highlight=False)
+        console.print(Text(str(note), "yellow"), highlight=False)
 
 
 def _print_reconciliation(console: Console, plan: CleanupPlan, *, dry_run: bool) -> None:
@@ -81,7 +83,8 @@ def _print_reconciliation(console: Console, plan: CleanupPlan, *, dry_run: bool)
     result = plan.reconciliation
     targets = {(t.backend.name, t.instance.labels.session, t.instance.labels.instance) for t in plan.targets}
     if not result.findings:
-        console.print(f"reconcile: the store and the backends agree ({result.checked} open instance row(s) checked)")
+        console.print(f"reconcile: the store and the backends agree ({result.checked} open instance row(s) checked)",
+                      markup=False)
         return
     table = Table("finding", "session", "instance", "backend", "detail", "action",
                   title="reconcile: store against backends", title_justify="left")
@@ -92,13 +95,13 @@ def _print_reconciliation(console: Console, plan: CleanupPlan, *, dry_run: bool)
             action = "would destroy" if dry_run else "destroy"
         else:
             action = "left alone"
-        table.add_row(f.kind, f.session_id, f.instance_id, f.backend, f.detail, action)
+        table.add_row(*_plain(f.kind, f.session_id, f.instance_id, f.backend, f.detail, action))
     console.print(table)
     counts: dict[str, int] = {}
     for f in result.findings:
         counts[f.kind] = counts.get(f.kind, 0) + 1
     summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
-    console.print(f"reconcile: {summary} ({result.checked} open instance row(s) checked)", highlight=False)
+    console.print(f"reconcile: {summary} ({result.checked} open instance row(s) checked)", highlight=False, markup=False)
 
 
 async def _list_all(backends: list[Backend], session: str | None) -> list[tuple[str, Instance]]:
@@ -106,10 +109,15 @@ async def _list_all(backends: list[Backend], session: str | None) -> list[tuple[
     found: list[tuple[str, Instance]] = []
     for backend, result in zip(backends, results):
         if isinstance(result, BaseException):
-            Console(stderr=True).print(f"[yellow]{backend.name}: {result}[/]", highlight=False)
+            Console(stderr=True).print(Text(f"{backend.name}: {result}", "yellow"), highlight=False)
             continue
         found.extend((backend.name, i) for i in result)
     return found
+
+
+def _plain(*values: object) -> list[Text]:
+    """Table cells as plain text: names, states and messages are data, never rich markup."""
+    return [Text("" if v is None else str(v)) for v in values]
 
 
 def _as_record(backend: str, instance: Instance) -> dict:

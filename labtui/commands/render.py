@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from labtui.commands.render_fairshare import render_fairshare
 from labtui.store import StoreError, slowdown_frame
@@ -21,7 +22,7 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
             return
         frame = slowdown_frame(db, session_id)
     except StoreError as exc:
-        console.print(f"[red]cannot read results:[/] {exc}")
+        console.print(Text.assemble(("cannot read results:", "red"), " ", str(exc)))
         return
     if frame.is_empty():
         console.print("no results recorded")
@@ -32,13 +33,13 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         shown = _evenly_spaced(rows.height, MAX_SUMMARY_ROWS)
         unit = rows["unit"][0]
         better = rows["better"][0]
-        table = Table(title=f"{benchmark}: {metric} ({unit}, {better} is better)", title_justify="left")
+        table = Table(title=Text(f"{benchmark}: {metric} ({unit}, {better} is better)"), title_justify="left")
         for col in (("placement",) if placed else ()) + ("background", "mean", "std", "n", "normalized", "slowdown %"):
             table.add_column(col, justify="left" if col == "placement" else "right")
         for i in shown:
             r = rows.row(i, named=True)
             table.add_row(
-                *((r["placement"] or "",) if placed else ()),
+                *((Text(r["placement"] or ""),) if placed else ()),
                 str(r["background"]),
                 _num(r["mean"], unit),
                 _num(r["std"], unit),
@@ -51,7 +52,7 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
             console.print(
                 f"showing {len(shown)} of {rows.height} background counts; all of them: "
                 f"labtui sql \"select * from slowdown where session_id = '{session_id}' and metric = '{metric}'\"",
-                highlight=False,
+                highlight=False, markup=False,
             )
 
 

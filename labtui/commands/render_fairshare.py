@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from labtui.store import fetch_frame
 
@@ -32,7 +33,7 @@ def render_fairshare(console: Console, db: Path, session_id: str) -> bool:
     per_instance = per_instance.with_columns(
         of_all=pl.col("achieved_share") / pl.col("achieved_share").sum().over(["step", "repetition"]))
     where = f"CPUs {fair['cpus']}" if fair.get("cpus") else "all CPUs"
-    table = Table(title=f"fairshare: share of {where} achieved against requested", title_justify="left")
+    table = Table(title=Text(f"fairshare: share of {where} achieved against requested"), title_justify="left")
     for col in ("configuration", "instances", "requested", "achieved", "min - max", "achieved / requested",
                 "of all received", "n"):
         table.add_column(col, justify="left" if col in ("configuration", "instances") else "right")
@@ -41,7 +42,7 @@ def render_fairshare(console: Console, db: Path, session_id: str) -> bool:
         count = group.group_by("repetition").len()["len"].max()
         who = "reserved" if role == "reserved" else ("each" if step == 0 else "each other")
         table.add_row(
-            names[step] if step < len(names) else str(step),
+            Text(str(names[step]) if step < len(names) else str(step)),
             f"{who} ({count})" if who != "reserved" else who,
             _pct(requested),
             _pct(achieved.mean()),
@@ -53,7 +54,7 @@ def render_fairshare(console: Console, db: Path, session_id: str) -> bool:
     console.print(table)
     sums = rows.filter(pl.col("metric") == "achieved_share_sum").group_by("step").agg(pl.col("value").mean()).sort("step")
     together = ", ".join(f"{names[s] if s < len(names) else s} {_pct(v)}" for s, v in sums.iter_rows())
-    console.print(f"all instances together received: {together} of the set", highlight=False)
+    console.print(f"all instances together received: {together} of the set", highlight=False, markup=False)
     return True
 
 

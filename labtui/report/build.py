@@ -9,22 +9,28 @@ from labtui.report.data import SessionData, distinct_labels, load_session
 from labtui.report.extra import creation_charts, share_charts
 from labtui.report.isolation import isolation_charts
 from labtui.report.page import render_page
-from labtui.report.plotting import Chart
+from labtui.report.plotting import PLAIN_TEXT, Chart
 from labtui.report.scaling import metric_charts, resource_charts
 
 FORMATS = ("html", "png", "svg")
 
 
 def charts_for(sessions: list[SessionData]) -> list[Chart]:
-    """Every figure the sessions' data supports, metric figures first."""
+    """Every figure the sessions' data supports, metric figures first.
+
+    Every text is plain (no mathtext): names and values come from the store.
+    """
+    from matplotlib import rc_context
+
     sessions = distinct_labels(sessions)
-    return [
-        *metric_charts(sessions),
-        *resource_charts(sessions),
-        *isolation_charts(sessions),
-        *creation_charts(sessions),
-        *share_charts(sessions),
-    ]
+    with rc_context(PLAIN_TEXT):
+        return [
+            *metric_charts(sessions),
+            *resource_charts(sessions),
+            *isolation_charts(sessions),
+            *creation_charts(sessions),
+            *share_charts(sessions),
+        ]
 
 
 def write_report(

@@ -9,6 +9,8 @@ from typing import Any
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+#: Names and values are data: '$...$' in a metric name is not mathtext (figures are built under this).
+PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
 #: One colour per session in overlays; the first is used alone.
 SESSION_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 
@@ -24,7 +26,7 @@ class Chart:
     def render(self, fmt: str) -> bytes:
         """The figure encoded as PNG or SVG."""
         buf = io.BytesIO()
-        with rc_context({"svg.fonttype": "none"}):  # SVG text stays text: searchable, smaller
+        with rc_context({"svg.fonttype": "none", **PLAIN_TEXT}):  # SVG text stays text: searchable, smaller
             self.figure.savefig(buf, format=fmt, dpi=110, bbox_inches="tight", metadata=_metadata(fmt))
         return buf.getvalue()
 

@@ -7,6 +7,8 @@ import math
 import time
 from collections.abc import Sequence
 
+from rich.text import Text
+
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
@@ -77,6 +79,16 @@ def cell(value: object) -> str:
     if isinstance(value, dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return str(value)
+
+
+def plain_cell(value: object) -> Text:
+    """Any SQL value as a grid cell of plain text: a DataTable reads a str cell as rich markup."""
+    return Text(cell(value))
+
+
+def plain(text: object) -> Text:
+    """A name, path or message as plain text for a rich or Textual renderable (never markup)."""
+    return Text("" if text is None else str(text))
 
 
 def sparkline(values: Sequence[float | None], width: int, lo: float = 0.0, hi: float = 1.0) -> str:

@@ -34,7 +34,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self._title, id="confirm-title")
+            yield Label(self._title, id="confirm-title", markup=False)
             with VerticalScroll():
                 yield Static("\n".join(self._lines), id="confirm-list", markup=False)
             with Horizontal():
@@ -76,7 +76,7 @@ class QuitScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Session {self._session_id} is running. Quit and do what with its instances?",
-                        id="quit-title")
+                        id="quit-title", markup=False)
             with VerticalScroll():
                 listed = self._live or ["(no live instances right now)"]
                 yield Static("\n".join([f"{len(self._live)} live instance(s):", *listed]), id="quit-list", markup=False)

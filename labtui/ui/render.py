@@ -63,15 +63,16 @@ def counts_table(model: RunModel) -> Table:
     table = Table("backend", "state", "role", "n", box=None, pad_edge=False, title="instances", title_justify="left")
     counts = model.counts()
     for (backend, state, role), n in sorted(counts.items()):
-        table.add_row(backend, state, role, str(n))
+        table.add_row(Text(str(backend)), Text(str(state)), Text(str(role)), str(n))
     table.add_row("", "", "total", str(sum(counts.values())), style="bold")
     return table
 
 
-def slowdown_cells(row: tuple) -> tuple[str, ...]:
-    """One slowdown row (see series.slowdown_rows) as table cells."""
+def slowdown_cells(row: tuple) -> tuple[Text, ...]:
+    """One slowdown row (see series.slowdown_rows) as table cells: plain Text, since a DataTable reads str as markup."""
     metric, background, unit, mean, std, n, norm, slow = row
-    return (metric, str(background), measure(mean, unit), measure(std, unit), str(n), number(norm), signed_pct(slow))
+    cells = (metric, str(background), measure(mean, unit), measure(std, unit), str(n), number(norm), signed_pct(slow))
+    return tuple(Text(str(c)) for c in cells)
 
 
 def log_line(event: Event) -> Text | None:
