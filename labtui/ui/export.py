@@ -7,12 +7,16 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-def result_frame(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> pl.DataFrame:
-    """A frame from a result's column names and rows (duplicate names get a suffix)."""
+
+def unique_names(columns: Sequence[str]) -> list[str]:
+    """Column names with duplicates suffixed: a, a_2, a_3."""
     names: list[str] = []
     for name in columns:
         unique, i = name, 1
@@ -20,7 +24,17 @@ def result_frame(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> pl
             i += 1
             unique = f"{name}_{i}"
         names.append(unique)
-    return pl.DataFrame([list(r) for r in rows], schema=names, orient="row", infer_schema_length=None)
+    return names
+
+
+def result_frame(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> pl.DataFrame:
+    """A frame from a result's column names and rows (duplicate names get a suffix)."""
+    return pl.DataFrame([list(r) for r in rows], schema=unique_names(columns), orient="row", infer_schema_length=None)
+
+
+def export_arrow(table: pa.Table, path: Path) -> Path:
+    """Write an Arrow result (the SQL grid's) to path as Parquet or CSV; duplicate names get a suffix."""
+    return export(pl.from_arrow(table.rename_columns(unique_names(table.column_names))), path)
 
 
 def export(frame: pl.DataFrame, path: Path) -> Path:

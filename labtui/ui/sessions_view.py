@@ -1,4 +1,4 @@
-"""The Sessions+SQL view: past sessions, replay of one, and a read-only SQL editor.
+"""The Sessions+SQL view: past sessions, replay of one, and a read-only SQL editor (labtui.ui.sql_view).
 
 Everything here reads the store through labtui.store's read-only API, in
 thread workers so the UI never waits on DuckDB.  While this console runs a
@@ -7,7 +7,6 @@ session its writer holds the file, so reads are refused until the run ends.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import polars as pl
@@ -15,22 +14,15 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Input, Static, TextArea, Tree
+from textual.widgets import DataTable, Input
 
-from labtui.store import QueryResult, list_sessions, run_sql, slowdown_frame
-from labtui.ui.export import export, open_in_desktop, result_frame
-from labtui.ui.format import cell, count_rows
-from labtui.ui.history import History
+from labtui.store import list_sessions, slowdown_frame
+from labtui.ui.export import open_in_desktop
+from labtui.ui.format import cell
 from labtui.ui.panes import SlowdownPanel
 from labtui.ui.replay import replay_availability
+from labtui.ui.sql_view import BUSY, SqlPane
 from labtui.ui.tablesync import sync_rows
-
-ROW_CAP = 500
-SCHEMA_SQL = (
-    "select table_name, column_name, data_type from information_schema.columns "
-    "where table_schema = 'main' order by table_name, ordinal_position"
-)
-BUSY = "a run in this console is writing the store (DuckDB allows one writer); reads resume when it ends"
 
 
 class SessionsView(Horizontal):
@@ -40,30 +32,17 @@ class SessionsView(Horizontal):
     SessionsView #sess-left { width: 45%; }
     SessionsView #sessions { height: 1fr; border: round $primary; }
     SessionsView #replay { height: 2fr; }
-    SessionsView #editor-row { height: 10; }
-    SessionsView #sql { width: 1fr; }
-    SessionsView #schema { width: 32; border: round $secondary; }
-    SessionsView #sql-status { height: 1; padding: 0 1; }
-    SessionsView #sql-status.error { color: $error; text-style: bold; }
-    SessionsView #result { height: 1fr; border: round $secondary; }
     SessionsView .hidden-input { display: none; }
     SessionsView .hidden-input.shown { display: block; }
     """
     BINDINGS = [
         Binding("r", "refresh", "refresh"),
-        Binding("ctrl+r", "run_sql", "run SQL", priority=True),
-        Binding("ctrl+enter", "run_sql", "run SQL", show=False, priority=True),
-        Binding("ctrl+up", "history(-1)", "older query", show=False, priority=True),
-        Binding("ctrl+down", "history(1)", "newer query", show=False, priority=True),
-        Binding("e", "export", "export"),
         Binding("o", "report", "open report"),
     ]
 
     def __init__(self, db_path: Path, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.db_path = db_path
-        self.history = History()
-        self.result: QueryResult | None = None
         self.sessions = pl.DataFrame()
         self.filter_text = ""
 
@@ -72,31 +51,21 @@ class SessionsView(Horizontal):
             yield Input(placeholder="filter sessions", id="sess-filter", classes="hidden-input")
             yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
             yield SlowdownPanel(id="replay")
-        with Vertical(id="sess-right"):
-            with Horizontal(id="editor-row"):
-                yield TextArea.code_editor("select * from sessions order by 1 desc", id="sql")
-                yield Tree("store", id="schema")
-            yield Static("ctrl+r runs the query (read-only)", id="sql-status")
-            yield Input(placeholder="export to: path ending in .csv or .parquet, then Enter", id="export-path",
-                        classes="hidden-input")
-            yield DataTable(id="result", zebra_stripes=True)
+        yield SqlPane(self.db_path, id="sess-right")
+
+    @property
+    def sql(self) -> SqlPane:
+        return self.query_one(SqlPane)
 
     def on_mount(self) -> None:
-        editor = self.query_one("#sql", TextArea)
-        if "sql" in editor.available_languages:
-            editor.language = "sql"
         self.query_one("#sessions").border_title = "sessions (enter opens)"
-        self.query_one("#schema").border_title = "schema"
-        self.query_one("#result").border_title = "result"
         self.action_refresh()
 
     def busy(self) -> bool:
         return bool(getattr(self.app, "run_active", False))
 
     def status(self, message: str, error: bool = False) -> None:
-        box = self.query_one("#sql-status", Static)
-        box.set_class(error, "error")
-        box.update(message)
+        self.sql.status(message, error)
 
     # --- sessions and schema ------------------------------------------------------------
 
@@ -108,18 +77,18 @@ class SessionsView(Horizontal):
             self.status(f"no store yet at {self.db_path}: run a session first")
             return
         self._load_sessions()
+        self.sql.action_refresh()
 
     @work(thread=True, exclusive=True, group="sessions", exit_on_error=False)
     def _load_sessions(self) -> None:
         try:
             frame = list_sessions(self.db_path)
-            schema = run_sql(self.db_path, SCHEMA_SQL, limit=10_000)
         except Exception as exc:  # any store failure is shown, never raised into the UI
             self.app.call_from_thread(self.status, f"cannot read the store: {exc}", True)
             return
-        self.app.call_from_thread(self._show_sessions, frame, schema)
+        self.app.call_from_thread(self._show_sessions, frame)
 
-    def _show_sessions(self, frame: pl.DataFrame, schema: QueryResult) -> None:
+    def _show_sessions(self, frame: pl.DataFrame) -> None:
         self.sessions = frame
         self.status(f"{frame.height} session(s) · ctrl+r runs the query (read-only)")
         table = self.query_one("#sessions", DataTable)
@@ -128,14 +97,6 @@ class SessionsView(Horizontal):
             for name in frame.columns:
                 table.add_column(name, key=name)
         self.render_sessions()
-        tree = self.query_one("#schema", Tree)
-        tree.clear()
-        tree.root.expand()
-        nodes: dict[str, object] = {}
-        for table_name, column, dtype in schema.rows:
-            if table_name not in nodes:
-                nodes[table_name] = tree.root.add(table_name, data=table_name)
-            nodes[table_name].add_leaf(f"{column}  [dim]{dtype}[/]", data=column)  # type: ignore[attr-defined]
 
     def render_sessions(self) -> None:
         if self.sessions.is_empty() or "session_id" not in self.sessions.columns:
@@ -149,11 +110,6 @@ class SessionsView(Horizontal):
                     rows[str(row["session_id"])] = cells
         with self.app.batch_update():
             sync_rows(self.query_one("#sessions", DataTable), rows)
-
-    @on(Tree.NodeSelected, "#schema")
-    def _insert_name(self, event: Tree.NodeSelected) -> None:
-        if event.node.data:
-            self.query_one("#sql", TextArea).insert(str(event.node.data))
 
     # --- replay -------------------------------------------------------------------------
 
@@ -212,72 +168,6 @@ class SessionsView(Horizontal):
         opened = open_in_desktop(page)
         self.app.call_from_thread(self.status, f"report: {page.resolve()}" + (" (opened)" if opened else ""))
 
-    # --- SQL ------------------------------------------------------------------------------
-
-    def action_run_sql(self) -> None:
-        """Run the editor's SQL read-only in a thread; show at most 500 rows."""
-        sql = self.query_one("#sql", TextArea).text.strip()
-        if not sql:
-            self.status("nothing to run", error=True)
-            return
-        if self.busy():
-            self.status(BUSY, error=True)
-            return
-        self.history.add(sql)
-        self.status("running...")
-        self._query(sql)
-
-    @work(thread=True, exclusive=True, group="sql", exit_on_error=False)
-    def _query(self, sql: str) -> None:
-        started = time.perf_counter()
-        try:
-            result = run_sql(self.db_path, sql, limit=ROW_CAP)
-        except Exception as exc:  # StoreError for refused writes; shown, never raised
-            self.app.call_from_thread(self.status, f"error: {exc}", True)
-            return
-        self.app.call_from_thread(self._show_result, result, time.perf_counter() - started)
-
-    def _show_result(self, result: QueryResult, seconds: float) -> None:
-        self.result = result
-        table = self.query_one("#result", DataTable)
-        with self.app.batch_update():
-            table.clear(columns=True)
-            for name in result.columns:
-                table.add_column(name)
-            table.add_rows([tuple(cell(v) for v in row) for row in result.rows])
-        self.status(f"{count_rows(len(result.rows), result.truncated)} · {seconds * 1000:.0f} ms")
-
-    def action_history(self, step: int) -> None:
-        query = self.history.older() if step < 0 else self.history.newer()
-        if query is not None:
-            self.query_one("#sql", TextArea).text = query
-
-    # --- export -----------------------------------------------------------------------------
-
-    def action_export(self) -> None:
-        if self.result is None:
-            self.status("run a query first, then export its result", error=True)
-            return
-        box = self.query_one("#export-path", Input)
-        box.add_class("shown")
-        box.focus()
-
-    @on(Input.Submitted, "#export-path")
-    def _export_to(self, event: Input.Submitted) -> None:
-        if self.result is not None and event.value.strip():
-            self._export(self.result, Path(event.value.strip()))
-        event.input.remove_class("shown")
-        self.query_one("#result", DataTable).focus()
-
-    @work(thread=True, group="export", exit_on_error=False)
-    def _export(self, result: QueryResult, path: Path) -> None:
-        try:
-            written = export(result_frame(result.columns, result.rows), path)
-        except Exception as exc:  # a bad path or an unconvertible column
-            self.app.call_from_thread(self.status, f"export failed: {exc}", True)
-            return
-        self.app.call_from_thread(self.status, f"exported {len(result.rows)} row(s) to {written}")
-
     # --- filter and back ---------------------------------------------------------------------
 
     def action_filter(self) -> None:
@@ -296,12 +186,12 @@ class SessionsView(Horizontal):
 
     def close_filter(self) -> bool:
         """Close an open filter or export box, or leave the editor; True when something closed."""
-        for box in self.query(".hidden-input.shown").results(Input):
-            if box.id == "export-path" or not box.value:
+        if self.sql.close():
+            return True
+        box = self.query_one("#sess-filter", Input)
+        if box.has_class("shown"):
+            if not box.value:
                 box.remove_class("shown")
             self.query_one("#sessions", DataTable).focus()
-            return True
-        if self.query_one("#sql", TextArea).has_focus:
-            self.query_one("#result", DataTable).focus()
             return True
         return False

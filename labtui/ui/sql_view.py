@@ -1,0 +1,292 @@
+"""The SQL pane of the Sessions+SQL view: a read-only editor, the schema browser and an Arrow-backed result grid.
+
+Queries run read-only in a thread worker and come back as one Arrow table of at
+most `row_cap` rows (DuckDB reads one row more to know whether there were
+more).  The grid is textual-fastdatatable's DataTable over that table: it
+renders only the rows on screen, so 100,000 rows paint as fast as 100.  The
+row cap comes from `LabApp(sql_row_cap=...)` or `$LABTUI_SQL_ROWS` (default
+100,000), and the grid's bottom border states it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, Static, TextArea, Tree
+
+from labtui.ui.history import History
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: Rows a query shows at most unless $LABTUI_SQL_ROWS or LabApp(sql_row_cap=...) says otherwise.
+DEFAULT_ROW_CAP = 100_000
+ROW_CAP_ENV = "LABTUI_SQL_ROWS"
+SCHEMA_SQL = (
+    "select table_name, column_name, data_type from information_schema.columns "
+    "where table_schema = 'main' order by table_name, ordinal_position"
+)
+BUSY = "a run in this console is writing the store (DuckDB allows one writer); reads resume when it ends"
+
+
+def row_cap_from_env(default: int = DEFAULT_ROW_CAP) -> int:
+    """$LABTUI_SQL_ROWS as a positive integer, else default (a bad value is ignored)."""
+    try:
+        value = int(os.environ.get(ROW_CAP_ENV, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def count_line(shown: int, truncated: bool) -> str:
+    """'1 row', '12,345 rows', or '100,000 of more than 100,000 rows' when capped."""
+    if truncated:
+        return f"{shown:,} of more than {shown:,} rows"
+    return "1 row" if shown == 1 else f"{shown:,} rows"
+
+
+def cap_line(shown: int, truncated: bool, cap: int) -> str:
+    """The grid's footer: the count and the row cap, and how to change it."""
+    return f"{count_line(shown, truncated)} · row cap {cap:,} (${ROW_CAP_ENV})"
+
+
+def query_arrow(db: Path, sql: str, cap: int) -> tuple[pa.Table, bool]:
+    """One read-only statement (labtui.store's guard) as an Arrow table of at most cap rows; True when cut."""
+    import pyarrow as pa
+
+    from labtui.store import StoreError
+    from labtui.store.reader import _read_statement, connect_readonly
+
+    import duckdb
+
+    con = connect_readonly(db)
+    try:
+        query = _read_statement(con, sql)
+        reader = con.sql(query).to_arrow_reader(64 * 1024)
+        try:
+            schema, batches, rows = reader.schema, [], 0
+            for batch in reader:
+                batches.append(batch)
+                rows += batch.num_rows
+                if rows > cap:
+                    break
+        finally:
+            reader.close()
+    except duckdb.Error as exc:
+        raise StoreError(str(exc)) from exc
+    finally:
+        con.close()
+    table = pa.Table.from_batches(batches, schema=schema)
+    return displayable(table.slice(0, cap)), rows > cap
+
+
+def displayable(table: pa.Table) -> pa.Table:
+    """Columns the grid cannot draw (DuckDB INTERVAL) as durations; a month is 30 days, as labtui.store."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_interval(field.type):
+            values = [None if v is None else timedelta(days=v.months * 30 + v.days, microseconds=v.nanoseconds // 1000)
+                      for v in table.column(i).to_pylist()]
+            table = table.set_column(i, field.name, pa.array(values, type=pa.duration("us")))
+    return table
+
+
+class SqlPane(Vertical):
+    """Editor and schema on top, the status line, then the result grid with its row cap in the border."""
+
+    DEFAULT_CSS = """
+    SqlPane #editor-row { height: 10; }
+    SqlPane #sql { width: 1fr; }
+    SqlPane #schema { width: 32; border: round $secondary; }
+    SqlPane #sql-status { height: 1; padding: 0 1; }
+    SqlPane #sql-status.error { color: $error; text-style: bold; }
+    SqlPane #result { height: 1fr; max-height: 100%; border: round $secondary; }
+    SqlPane #result:focus { border: round $accent; }
+    SqlPane #export-path { display: none; }
+    SqlPane #export-path.shown { display: block; }
+    """
+    BINDINGS = [
+        Binding("ctrl+r", "run_sql", "run SQL", priority=True),
+        Binding("ctrl+enter", "run_sql", "run SQL", show=False, priority=True),
+        Binding("ctrl+up", "history(-1)", "older query", show=False),
+        Binding("ctrl+down", "history(1)", "newer query", show=False),
+        Binding("e", "export", "export"),
+        Binding("r", "refresh", "refresh schema"),
+    ]
+
+    def __init__(self, db_path: Path, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.db_path = db_path
+        self.history = History()
+        #: The last result shown (an Arrow table) and whether the cap cut it.
+        self.result: pa.Table | None = None
+        self.truncated = False
+
+    @property
+    def row_cap(self) -> int:
+        cap = getattr(self.app, "sql_row_cap", None)
+        return cap if isinstance(cap, int) and cap > 0 else row_cap_from_env()
+
+    def compose(self) -> ComposeResult:
+        from textual_fastdatatable import DataTable
+
+        with Horizontal(id="editor-row"):
+            yield TextArea.code_editor("select * from sessions order by 1 desc", id="sql")
+            yield Tree("store", id="schema")
+        yield Static("ctrl+r runs the query (read-only)", id="sql-status")
+        yield Input(placeholder="export to: path ending in .csv or .parquet, then Enter", id="export-path",
+                    classes="hidden-input")
+        yield DataTable(id="result", zebra_stripes=True, null_rep="∅", render_markup=False)
+
+    def on_mount(self) -> None:
+        editor = self.query_one("#sql", TextArea)
+        if "sql" in editor.available_languages:
+            editor.language = "sql"
+        self.query_one("#schema").border_title = "schema"
+        result = self.query_one("#result")
+        result.border_title = "result"
+        result.border_subtitle = f"row cap {self.row_cap:,} (${ROW_CAP_ENV})"  # the schema loads with the sessions
+
+    def busy(self) -> bool:
+        return bool(getattr(self.app, "run_active", False))
+
+    def status(self, message: str, error: bool = False) -> None:
+        box = self.query_one("#sql-status", Static)
+        box.set_class(error, "error")
+        box.update(message)
+
+    def focus_editor(self) -> None:
+        self.query_one("#sql", TextArea).focus()
+
+    # --- schema -------------------------------------------------------------------------------
+
+    def action_refresh(self) -> None:
+        if self.busy() or not self.db_path.exists():
+            return
+        self._load_schema()
+
+    @work(thread=True, exclusive=True, group="schema", exit_on_error=False)
+    def _load_schema(self) -> None:
+        from labtui.store import run_sql
+
+        try:
+            schema = run_sql(self.db_path, SCHEMA_SQL, limit=10_000)
+        except Exception as exc:  # shown, never raised into the UI
+            self.app.call_from_thread(self.status, f"cannot read the schema: {exc}", True)
+            return
+        self.app.call_from_thread(self._show_schema, schema.rows)
+
+    def _show_schema(self, rows: list[tuple[Any, ...]]) -> None:
+        tree = self.query_one("#schema", Tree)
+        tree.clear()
+        tree.root.expand()
+        nodes: dict[str, Any] = {}
+        for table_name, column, dtype in rows:
+            if table_name not in nodes:
+                nodes[table_name] = tree.root.add(table_name, data=table_name)
+            nodes[table_name].add_leaf(f"{column}  [dim]{dtype}[/]", data=column)
+
+    @on(Tree.NodeSelected, "#schema")
+    def _insert_name(self, event: Tree.NodeSelected) -> None:
+        if event.node.data:
+            self.query_one("#sql", TextArea).insert(str(event.node.data))
+
+    # --- running ------------------------------------------------------------------------------
+
+    def action_run_sql(self) -> None:
+        """Run the editor's SQL read-only in a thread; show at most row_cap rows."""
+        sql = self.query_one("#sql", TextArea).text.strip()
+        if not sql:
+            self.status("nothing to run", error=True)
+            return
+        if self.busy():
+            self.status(BUSY, error=True)
+            return
+        self.history.add(sql)
+        self.status("running...")
+        self._query(sql, self.row_cap)
+
+    @work(thread=True, exclusive=True, group="sql", exit_on_error=False)
+    def _query(self, sql: str, cap: int) -> None:
+        started = time.perf_counter()
+        try:
+            table, truncated = query_arrow(self.db_path, sql, cap)
+        except Exception as exc:  # StoreError for refused writes; shown, never raised
+            self.app.call_from_thread(self.status, f"error: {exc}", True)
+            return
+        self.app.call_from_thread(self.show_result, table, truncated, cap, time.perf_counter() - started)
+
+    async def show_result(self, table: pa.Table, truncated: bool, cap: int, seconds: float | None = None) -> None:
+        """Put an Arrow table in the grid: a new grid widget over it (it reads only the rows on screen)."""
+        from textual_fastdatatable import ArrowBackend, DataTable
+
+        self.result, self.truncated = table, truncated
+        old = self.query_one("#result")
+        had_focus = old.has_focus
+        grid = DataTable(backend=ArrowBackend(table), id="result", zebra_stripes=True, null_rep="∅",
+                         render_markup=False)
+        grid.border_title = "result"
+        grid.border_subtitle = cap_line(table.num_rows, truncated, cap)
+        with self.app.batch_update():
+            await old.remove()
+            await self.mount(grid)
+        if had_focus:
+            grid.focus()
+        timing = f" · {seconds * 1000:.0f} ms" if seconds is not None else ""
+        self.status(f"{count_line(table.num_rows, truncated)}{timing}")
+
+    def action_history(self, step: int) -> None:
+        query = self.history.older() if step < 0 else self.history.newer()
+        if query is not None:
+            self.query_one("#sql", TextArea).text = query
+
+    # --- export -------------------------------------------------------------------------------
+
+    def action_export(self) -> None:
+        if self.result is None:
+            self.status("run a query first, then export its result", error=True)
+            return
+        box = self.query_one("#export-path", Input)
+        box.add_class("shown")
+        box.focus()
+
+    @on(Input.Submitted, "#export-path")
+    def _export_to(self, event: Input.Submitted) -> None:
+        if self.result is not None and event.value.strip():
+            self._export(self.result, Path(event.value.strip()))
+        event.input.remove_class("shown")
+        self.query_one("#result").focus()
+
+    @work(thread=True, group="export", exit_on_error=False)
+    def _export(self, table: pa.Table, path: Path) -> None:
+        from labtui.ui.export import export_arrow
+
+        try:
+            written = export_arrow(table, path)
+        except Exception as exc:  # a bad path or an unconvertible column
+            self.app.call_from_thread(self.status, f"export failed: {exc}", True)
+            return
+        self.app.call_from_thread(self.status, f"exported {table.num_rows:,} row(s) to {written}")
+
+    # --- back ---------------------------------------------------------------------------------
+
+    def close(self) -> bool:
+        """Close the export box or leave the editor (to the grid); True when something happened."""
+        box = self.query_one("#export-path", Input)
+        if box.has_class("shown"):
+            box.remove_class("shown")
+            self.query_one("#result").focus()
+            return True
+        if self.query_one("#sql", TextArea).has_focus:
+            self.query_one("#result").focus()
+            return True
+        return False
