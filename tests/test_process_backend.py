@@ -145,9 +145,16 @@ async def test_destroy_refuses_another_instances_pid(lab: Lab) -> None:
 
 
 async def test_destroying_twice_is_harmless(lab: Lab) -> None:
-    (sleeper,) = await lab.sleepers(lab.session(), 1)
+    session = lab.session()
+    sleeper, neighbour = await lab.sleepers(session, 2)
     await lab.backend.destroy(sleeper)
-    await lab.backend.destroy(sleeper)
+    assert [i.labels.instance for i in await lab.backend.list(session)] == [neighbour.labels.instance]
+    await lab.backend.destroy(sleeper)  # gone already: no error ...
+    await lab.backend.destroy(sleeper, force=True)
+    # ... and nothing else ended: the neighbour still runs and is still listed
+    assert [i.labels.instance for i in await lab.backend.list(session)] == [neighbour.labels.instance]
+    assert await lab.backend.memory_bytes(neighbour) is not None
+    assert await lab.backend.memory_bytes(sleeper) is None
 
 
 async def test_memory_of_a_sleeper_is_small(lab: Lab) -> None:

@@ -353,9 +353,15 @@ def test_run_with_a_profile_on_the_process_backend(tmp_path: Path) -> None:
     recorded = json.loads(config)
     # the profile's repetitions, the --set's args over the profile's
     assert (recorded["profile"], recorded["repetitions"], recorded["worker"]["args"]) == ("quick", 2, ["fork", "0.2"])
-    values = [v for (v,) in con.execute("select value from results where metric = 'fork_us'").fetchall()]
+    forks = con.execute("select repetition, value, unit, better from results where metric = 'fork_us' "
+                        "order by repetition").fetchall()
+    rates = dict(con.execute("select repetition, value from results where metric = 'fork_us_rate_sum'").fetchall())
     con.close()
-    assert len(values) == 2 and all(0 < v < 100000 for v in values)
+    # one fork time per repetition of the profile, in microseconds, lower is better ...
+    assert [(rep, unit, better) for rep, _, unit, better in forks] == [(1, "us", "lower"), (2, "us", "lower")]
+    # ... parsed from the probe's output: a time, and the one instance's rate is its inverse
+    for rep, value, _, _ in forks:
+        assert value > 0 and rates[rep] == pytest.approx(1e6 / value, rel=1e-6)
 
 
 def test_run_with_an_unknown_profile_is_exit_2(tmp_path: Path) -> None:
