@@ -251,9 +251,8 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
             app.query_one("#sql", TextArea).text = "select count(*) from results"
             app.query_one("#sql", TextArea).focus()
             await pilot.press("ctrl+r")
-            result = app.query_one("#result", DataTable)
-            await wait_for(pilot, lambda: result.row_count == 1, 15, "the count")
-            assert result.get_row_at(0) == ["3"]
+            await wait_for(pilot, lambda: app.query_one("#result").row_count == 1, 15, "the count")
+            assert app.query_one("#result").get_row_at(0) == [3]
         finally:
             await destroy_session(session)
 
@@ -373,7 +372,7 @@ async def test_sessions_view_replays_queries_caps_refuses_writes_and_exports(lab
     from labtui.ui.panes import SlowdownPanel
 
     session = make_store(lab)
-    app = LabApp(lab)
+    app = LabApp(lab, sql_row_cap=500)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3")
         sessions = app.query_one("#sessions", DataTable)
@@ -387,7 +386,6 @@ async def test_sessions_view_replays_queries_caps_refuses_writes_and_exports(lab
 
         editor = app.query_one("#sql", TextArea)
         status = app.query_one("#sql-status")
-        result = app.query_one("#result", DataTable)
 
         async def run(sql: str) -> None:
             editor.text = sql
@@ -398,12 +396,14 @@ async def test_sessions_view_replays_queries_caps_refuses_writes_and_exports(lab
 
         await run("select * from results")
         assert "500 of more than 500 rows" in str(status.content)
-        assert result.row_count == 500
+        assert app.query_one("#result").row_count == 500
+        assert "500 of more than 500 rows · row cap 500" in app.query_one("#result").border_subtitle
         await run("delete from results")
         assert status.has_class("error") and "error" in str(status.content)
         await run("select count(*) as n from results")
         assert not status.has_class("error") and "1 row" in str(status.content)
-        assert result.get_row_at(0) == ["600"]
+        result = app.query_one("#result")
+        assert result.get_row_at(0) == [600]
 
         history = json.loads((tmp_path / "state" / "history.json").read_text())
         assert history[-1] == "select count(*) as n from results" and "delete from results" in history
@@ -458,13 +458,13 @@ async def test_help_palette_and_tabs(lab: Path) -> None:
     from textual.widgets import TabbedContent
 
     from labtui.ui.app import LabApp
-    from labtui.ui.modals import HelpScreen
+    from labtui.ui.help import HelpScreen
 
     app = LabApp(lab)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        assert "ctrl+r" in str(app.screen.query_one("#help-text").content)
+        assert "run the SQL in the editor" in str(app.screen.query_one("#help-text").content)
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("ctrl+p")
@@ -501,3 +501,106 @@ async def test_sessions_view_opens_the_report_of_the_session_under_the_cursor(la
     page = tmp_path / "reports" / session / "report.html"
     assert str(page) in str(status.content).replace("\n", "")
     assert session in page.read_text()
+
+
+# --- keys and focus, the SQL grid ------------------------------------------------------------------
+
+
+async def test_typed_keys_stay_in_the_sql_editor_and_it_is_one_key_away(lab: Path) -> None:
+    from textual.widgets import Input, TabbedContent, TextArea
+
+    from labtui.ui.app import LabApp
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        tabs = app.query_one(TabbedContent)
+        assert tabs.active == "tab-run"
+        await pilot.press("4")  # one key from the Run view to the editor
+        editor = app.query_one("#sql", TextArea)
+        assert tabs.active == "tab-sessions" and app.focused is editor
+        editor.text = ""
+        await pilot.press("1", "2", "3", "4", "q", "question_mark", "slash", "r", "e", "o")
+        assert editor.text == "1234q?/reo"
+        assert tabs.active == "tab-sessions" and app.focused is editor and app.is_running
+        assert app.screen is app.screen_stack[0]  # no help, no quit question
+        await pilot.press("escape")  # leaves the editor; the keys act again
+        assert app.focused is not editor
+        await pilot.press("1")
+        assert tabs.active == "tab-run"
+
+        await pilot.press("2", "slash")  # an input: typed digits filter, they do not switch views
+        box = app.query_one("#inst-filter", Input)
+        assert app.focused is box
+        await pilot.press("1", "3", "q")
+        assert box.value == "13q" and tabs.active == "tab-instances" and app.is_running
+
+
+async def test_help_lists_each_view_s_keys_and_q_quits_from_every_view(lab: Path) -> None:
+    from textual.widgets import TabbedContent
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.help import HelpScreen
+
+    for key, tab in (("1", "tab-run"), ("2", "tab-instances"), ("3", "tab-sessions"), ("4", "tab-sessions")):
+        app = LabApp(lab, idle_sampling=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press(key)
+            assert app.query_one(TabbedContent).active == tab
+            if key == "4":
+                await pilot.press("escape")  # from the editor to the result grid: q quits from there
+            else:
+                await pilot.press("question_mark")
+                assert isinstance(app.screen, HelpScreen)
+                text = str(app.screen.query_one("#help-text").content)
+                first_view = text.split("[b]")[2]  # after "Everywhere", the current view comes first
+                title = {"tab-run": "Run", "tab-instances": "Instances", "tab-sessions": "Sessions+SQL"}[tab]
+                assert first_view.startswith(title + "[/b]") and "(this view)" in first_view
+                for needle in ("start a run", "select / unselect", "run the SQL", "export the current result",
+                               "the SQL editor", "filter the current list"):
+                    assert needle in text
+                await pilot.press("escape")
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running, 5, f"q to quit from {tab}")
+
+
+async def test_sql_grid_shows_100000_rows_with_the_cap_stated(lab: Path) -> None:
+    from textual.widgets import TextArea
+
+    from labtui.ui.app import LabApp
+
+    make_store(lab, results=10)
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        editor = app.query_one("#sql", TextArea)
+        status = app.query_one("#sql-status")
+        editor.text = "select i, i * 2 as twice, 'row ' || i as label from range(150000) t(i)"
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: "rows" in str(status.content), 30, "the result")
+        grid = app.query_one("#result")
+        assert grid.row_count == 100_000
+        assert "100,000 of more than 100,000 rows" in str(status.content)
+        assert grid.border_subtitle.startswith("100,000 of more than 100,000 rows · row cap 100,000")
+        assert grid.get_row_at(99_999) == [99_999, 199_998, "row 99999"]
+        grid.focus()
+        await pilot.press("ctrl+end")  # the last row is reachable
+        assert grid.cursor_row == 99_999
+
+        editor.text = "select i from range(100000) t(i)"  # exactly the cap: not cut
+        editor.focus()
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: "100,000 rows ·" in str(status.content), 30, "the second result")
+        assert app.query_one("#result").row_count == 100_000
+        assert app.query_one("#result").border_subtitle.startswith("100,000 rows · row cap 100,000")
+
+
+def test_sql_row_cap_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from labtui.ui.sql_view import DEFAULT_ROW_CAP, cap_line, row_cap_from_env
+
+    monkeypatch.setenv("LABTUI_SQL_ROWS", "2500")
+    assert row_cap_from_env() == 2500
+    for bad in ("0", "-3", "many"):
+        monkeypatch.setenv("LABTUI_SQL_ROWS", bad)
+        assert row_cap_from_env() == DEFAULT_ROW_CAP
+    assert cap_line(2500, True, 2500) == "2,500 of more than 2,500 rows · row cap 2,500 ($LABTUI_SQL_ROWS)"
+    assert cap_line(1, False, 2500).startswith("1 row · ")

@@ -1,24 +1,48 @@
-"""LabApp: the console `labtui` opens with no arguments (Run, Instances, Sessions+SQL)."""
+"""LabApp: the console `labtui` opens with no arguments (Run, Instances, Sessions+SQL).
+
+The first frame is the shell alone (header, tabs, footer), drawn from Textual and
+this module, which imports nothing heavy.  The views (and with them DuckDB,
+polars, pyarrow, the engine and the backends) are imported in a thread worker
+after that frame and mounted into their tabs one by one, the Run view first;
+their data loads in their own workers after that.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from contextlib import suppress
+import asyncio
+import importlib
+import sys
+from collections.abc import AsyncGenerator, Iterable
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
+from textual.widget import Widget
+from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from labtui.paths import default_db_path
-from labtui.ui.instances_view import InstancesView
-from labtui.ui.modals import HelpScreen, QuitScreen
-from labtui.ui.run_view import RunView
-from labtui.ui.sessions_view import SessionsView
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
+    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.run_view import RunView
+    from labtui.ui.sessions_view import SessionsView
 
 TABS = {"tab-run": "Run", "tab-instances": "Instances", "tab-sessions": "Sessions+SQL"}
+#: Each tab's view: (module, class, id, the widget that takes the focus when the tab is shown).
+VIEWS = {
+    "tab-run": ("labtui.ui.run_view", "RunView", "run-view", "#live DataTable"),
+    "tab-instances": ("labtui.ui.instances_view", "InstancesView", "instances-view", "#inst-table"),
+    "tab-sessions": ("labtui.ui.sessions_view", "SessionsView", "sessions-view", "#sessions"),
+}
+#: Actions bound to printable keys: they never act while an input or the SQL editor has the focus.
+TYPED_ACTIONS = frozenset({"show_tab", "sql", "help", "filter", "request_quit"})
 
 
 class LabApp(App[int]):
@@ -27,12 +51,14 @@ class LabApp(App[int]):
     TITLE = "labtui"
     CSS = """
     TabPane { padding: 0; }
+    TabPane > .loading { padding: 1 2; color: $text-muted; }
     """
     BINDINGS = [
         Binding("q", "request_quit", "quit"),
-        Binding("ctrl+q", "request_quit", "quit", show=False, priority=True),
+        Binding("ctrl+q", "quit", "quit", show=False, priority=True),
         Binding("question_mark", "help", "help"),
         Binding("slash", "filter", "filter"),
+        Binding("4", "sql", "SQL"),
         Binding("escape", "back", "back", show=False),
         Binding("1", "show_tab('tab-run')", "run", show=False),
         Binding("2", "show_tab('tab-instances')", "instances", show=False),
@@ -40,83 +66,203 @@ class LabApp(App[int]):
     ]
 
     def __init__(self, db_path: Path | None = None, backend: str = "process", host: str = "local", *,
-                 idle_sampling: bool = True) -> None:
+                 idle_sampling: bool = True, sql_row_cap: int | None = None) -> None:
         super().__init__()
         self.db_path = Path(db_path) if db_path else default_db_path()
         self.backend_name, self.host_name = backend, host
         self.idle_sampling = idle_sampling
+        #: Rows the SQL grid shows at most (None: $LABTUI_SQL_ROWS, else labtui.ui.sql_view.DEFAULT_ROW_CAP).
+        self.sql_row_cap = sql_row_cap
         self.sub_title = str(self.db_path)
+        #: Set once every view is mounted (LabApp.run_test waits for it).
+        self.views_loaded = asyncio.Event()
+        self.view_classes: dict[str, type[Widget]] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(initial="tab-run"):
-            with TabPane(TABS["tab-run"], id="tab-run"):
-                yield RunView(self.db_path, self.backend_name, self.host_name, idle_sampling=self.idle_sampling,
-                              id="run-view")
-            with TabPane(TABS["tab-instances"], id="tab-instances"):
-                yield InstancesView(self.db_path, self.host_name, id="instances-view")
-            with TabPane(TABS["tab-sessions"], id="tab-sessions"):
-                yield SessionsView(self.db_path, id="sessions-view")
+            for tab, title in TABS.items():
+                with TabPane(title, id=tab):
+                    yield Static(f"loading the {title} view...", classes="loading")
         yield Footer()
 
+    # --- loading the views after the first frame ----------------------------------------------
+
     def on_mount(self) -> None:
-        self.query_one("#live DataTable", DataTable).focus()
+        self.call_after_refresh(self._load_views)
+
+    def _load_views(self) -> None:
+        self.run_worker(self._import_views, thread=True, group="views", name="views")
+
+    def _import_views(self) -> None:
+        """In a thread: import each view's module (the heavy imports), then mount it on the UI thread."""
+        try:
+            for tab, (module, name, _, _) in VIEWS.items():
+                cls = getattr(importlib.import_module(module), name)
+                self.call_from_thread(self._mount_view, tab, cls)
+        finally:
+            with suppress(RuntimeError):  # the app may be gone already
+                self.call_from_thread(self.views_loaded.set)
+
+    async def _mount_view(self, tab: str, cls: type[Widget]) -> None:
+        _, _, view_id, _ = VIEWS[tab]
+        pane = self.query_one(f"#{tab}", TabPane)
+        if tab == "tab-run":
+            view = cls(self.db_path, self.backend_name, self.host_name, idle_sampling=self.idle_sampling, id=view_id)
+        elif tab == "tab-instances":
+            view = cls(self.db_path, self.host_name, id=view_id)
+        else:
+            view = cls(self.db_path, id=view_id)
+        self.view_classes[tab] = cls
+        with self.batch_update():
+            await pane.query(".loading").remove()
+            await pane.mount(view)
+        active = self.query_one(TabbedContent).active
+        if tab == active and not self._typing():
+            self.focus_view(tab)
+        if tab == "tab-instances" and active == tab:
+            view.action_refresh()  # type: ignore[attr-defined]
+
+    @asynccontextmanager
+    async def run_test(self, *args: Any, **kwargs: Any) -> AsyncGenerator[Pilot, None]:
+        """Textual's run_test, handing over the pilot once every view is mounted."""
+        async with super().run_test(*args, **kwargs) as pilot:
+            with suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.views_loaded.wait(), 120)
+            await pilot.pause()
+            yield pilot
 
     # --- views ------------------------------------------------------------------------
 
+    def view(self, tab: str) -> Widget | None:
+        """The view of a tab, None while it is still loading."""
+        try:
+            return self.query_one(f"#{VIEWS[tab][2]}")
+        except NoMatches:
+            return None
+
     @property
     def run_view(self) -> RunView:
-        return self.query_one(RunView)
+        return self.query_one("#run-view")  # type: ignore[return-value]
 
     @property
     def run_active(self) -> bool:
-        return self.run_view.active
+        view = self.view("tab-run")
+        return bool(view is not None and view.active)  # type: ignore[attr-defined]
 
-    def current_view(self) -> RunView | InstancesView | SessionsView:
-        tab = self.query_one(TabbedContent).active
-        return {"tab-run": self.run_view, "tab-instances": self.query_one(InstancesView),
-                "tab-sessions": self.query_one(SessionsView)}[tab]
+    def current_tab(self) -> str:
+        return self.query_one(TabbedContent).active
+
+    def current_view(self) -> RunView | InstancesView | SessionsView | None:
+        return self.view(self.current_tab())  # type: ignore[return-value]
+
+    def focus_view(self, tab: str) -> None:
+        """Give the focus to the view's main widget (its keys then show in the footer)."""
+        view = self.view(tab)
+        if view is None:
+            return
+        try:
+            view.query_one(VIEWS[tab][3]).focus()
+        except NoMatches:
+            for widget in view.query("*"):
+                if widget.focusable:
+                    widget.focus()
+                    break
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
-        focus = {"tab-run": "#live DataTable", "tab-instances": "#inst-table", "tab-sessions": "#sessions"}[tab]
-        self.query_one(focus).focus()
+        self.focus_view(tab)
+
+    def action_sql(self) -> None:
+        """The SQL editor, from anywhere (one key: 4)."""
+        self.query_one(TabbedContent).active = "tab-sessions"
+        view = self.view("tab-sessions")
+        if view is None:
+            self.notify("the Sessions+SQL view is still loading")
+            return
+        view.sql.focus_editor()  # type: ignore[attr-defined]
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id == "tab-run":
-            self.call_after_refresh(self.run_view.redraw)  # it skips redraws while hidden
-        if event.pane.id == "tab-instances" and not self.query_one(InstancesView).found:
-            self.query_one(InstancesView).action_refresh()
+        tab = event.pane.id or ""
+        view = self.view(tab)
+        if view is None:
+            return
+        if tab == "tab-run":
+            self.call_after_refresh(view.redraw)  # type: ignore[attr-defined]  # it skips redraws while hidden
+        if tab == "tab-instances" and not view.found:  # type: ignore[attr-defined]
+            view.action_refresh()  # type: ignore[attr-defined]
+        focused = self.focused
+        if focused is None or view not in focused.ancestors_with_self:
+            self.call_after_refresh(self._focus_if_outside, tab)
 
-    def on_run_view_finished(self, event: RunView.Finished) -> None:
+    def _focus_if_outside(self, tab: str) -> None:
+        view, focused = self.view(tab), self.focused
+        if view is not None and (focused is None or view not in focused.ancestors_with_self):
+            self.focus_view(tab)
+
+    def on_run_view_finished(self, event: Any) -> None:
         self.notify(f"session {event.session_id} {event.status}",
                     severity="information" if event.status == "completed" else "warning")
-        self.query_one(SessionsView).action_refresh()
+        view = self.view("tab-sessions")
+        if view is not None:
+            view.action_refresh()  # type: ignore[attr-defined]
+
+    # --- keys: typed characters go to inputs ------------------------------------------------------
+
+    def _typing(self) -> bool:
+        """True when the focus is in a text input or an editable text area."""
+        focused = self.focused
+        if isinstance(focused, Input):
+            return True
+        text_area = sys.modules.get("textual.widgets._text_area")  # not imported before the first frame
+        return text_area is not None and isinstance(focused, text_area.TextArea) and not focused.read_only
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Global letter and digit keys do nothing while the user types (the footer dims them)."""
+        if action in TYPED_ACTIONS and self._typing():
+            return False
+        return True
 
     # --- global actions -----------------------------------------------------------------
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        from labtui.ui.help import HelpScreen
+
+        self.push_screen(HelpScreen(self.help_sections(), current=TABS[self.current_tab()]))
+
+    def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """Every key: the app's, then each loaded view's, from their bindings."""
+        from labtui.ui.help import sections
+
+        return sections(self, {TABS[tab]: cls for tab, cls in self.view_classes.items()})
 
     def action_filter(self) -> None:
         view = self.current_view()
-        if isinstance(view, RunView):
+        if view is None or not hasattr(view, "action_filter"):
             self.notify("the Run view has nothing to filter; try Instances (2) or Sessions (3)")
         else:
             view.action_filter()
 
     def action_back(self) -> None:
-        view = self.current_view()
-        if not isinstance(view, RunView) and view.close_filter():
+        tab, view = self.current_tab(), self.current_view()
+        if view is not None and hasattr(view, "close_filter") and view.close_filter():
             return
-        if isinstance(view, RunView):
-            self.query_one("#live DataTable", DataTable).focus()
+        self.focus_view(tab)
+
+    async def action_quit(self) -> None:
+        """ctrl+q and the palette's Quit: the same question as q during a run."""
+        self.action_request_quit()
 
     def action_request_quit(self) -> None:
         """Quit; while a run is active, ask whether to tear its instances down or leave them running."""
-        runner = self.run_view.runner
+        view = self.view("tab-run")
+        runner = getattr(view, "runner", None)
         if runner is None:
             self.exit(0)
+            return
+        from labtui.ui.modals import QuitScreen
+
+        if isinstance(self.screen, QuitScreen):
             return
 
         def answered(answer: str | None) -> None:
@@ -139,23 +285,33 @@ class LabApp(App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every console action in the command palette (ctrl+p)."""
         yield from super().get_system_commands(screen)
-        run, inst, sess = self.run_view, self.query_one(InstancesView), self.query_one(SessionsView)
-        commands = [
-            ("Run: start a run (suite, backend, host, overrides, stepping)", "s in the Run view", run.action_start),
-            ("Run: next step", "n", run.action_next_step),
-            ("Run: auto stepping", "a", run.action_auto),
-            ("Run: pause (manual stepping)", "p", run.action_pause),
-            ("Run: abort and tear down", "x (asks first)", run.action_abort),
-            ("Instances: refresh", "r in the Instances view", inst.action_refresh),
-            ("Instances: destroy selected", "d (asks first)", inst.action_destroy),
-            ("Instances: clean up the session's stuck and orphaned instances", "c (asks first)", inst.action_cleanup),
-            ("Sessions: refresh sessions and schema", "r in the Sessions view", sess.action_refresh),
-            ("SQL: run the query", "ctrl+r / ctrl+enter", sess.action_run_sql),
-            ("SQL: export the result", "e", sess.action_export),
-            ("Help: every key", "?", self.action_help),
-        ]
         for tab, title in TABS.items():
             yield SystemCommand(f"Go to {title}", f"view {title}", lambda t=tab: self.action_show_tab(t))
+        yield SystemCommand("SQL: go to the editor", "4", self.action_sql)
+        run, inst, sess = self.view("tab-run"), self.view("tab-instances"), self.view("tab-sessions")
+        commands: list[tuple[str, str, Any]] = []
+        if run is not None:
+            commands += [
+                ("Run: start a run (suite, backend, host, overrides, stepping)", "s in the Run view", run.action_start),
+                ("Run: next step", "n", run.action_next_step),
+                ("Run: auto stepping", "a", run.action_auto),
+                ("Run: pause (manual stepping)", "p", run.action_pause),
+                ("Run: abort and tear down", "x (asks first)", run.action_abort),
+            ]
+        if inst is not None:
+            commands += [
+                ("Instances: refresh", "r in the Instances view", inst.action_refresh),
+                ("Instances: destroy selected", "d (asks first)", inst.action_destroy),
+                ("Instances: clean up the session's stuck and orphaned instances", "c (asks first)",
+                 inst.action_cleanup),
+            ]
+        if sess is not None:
+            commands += [
+                ("Sessions: refresh sessions and schema", "r in the Sessions view", sess.action_refresh),
+                ("SQL: run the query", "ctrl+r / ctrl+enter", sess.sql.action_run_sql),
+                ("SQL: export the result", "e", sess.sql.action_export),
+            ]
+        commands.append(("Help: every key", "?", self.action_help))
         for title, help_text, callback in commands:
             yield SystemCommand(title, help_text, callback)
 

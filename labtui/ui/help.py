@@ -1,0 +1,131 @@
+"""`?`: every key of the console, read from the bindings of the app and of each mounted view.
+
+The lists are built from the widgets' BINDINGS, so a key added to a view shows
+here without editing a text; LONGER gives some actions a fuller description
+than the footer's one word, and NOTES adds keys that are not bindings (enter on
+a list, typing in the editor).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.widget import Widget
+
+#: Fuller descriptions by action name (the footer shows the binding's short one).
+LONGER = {
+    "request_quit": "quit; during a run asks: t tear down, l leave instances running, esc stay",
+    "quit": "quit from anywhere, even while typing (asks during a run, as q)",
+    "help": "this help",
+    "filter": "filter the current list (Instances, Sessions)",
+    "sql": "the SQL editor (Sessions+SQL view), from any view",
+    "back": "back: close a filter or export box, leave the SQL editor",
+    "start": "start a run: suite, backend, host, steps, per step, repetitions, stepping",
+    "next_step": "next step (manual stepping)",
+    "auto": "auto: let the remaining steps run on",
+    "pause": "pause: manual stepping after the current step",
+    "abort": "abort (asks first): stop at the next gate and tear down",
+    "next_metric": "next metric in the chart",
+    "toggle_select": "select / unselect the row under the cursor",
+    "destroy": "destroy the selected instances (or the one under the cursor), after confirming",
+    "cleanup": "clean up every stuck or orphaned instance of the session under the cursor, after confirming",
+    "report": "write and open the HTML report of the session under the cursor",
+    "run_sql": "run the SQL in the editor (read-only)",
+    "export": "export the current result to a .csv or .parquet path",
+    "history": "older / newer query from the history (in the editor)",
+}
+#: Keys that are not bindings, per view title.
+NOTES = {
+    "Everywhere": [("1 2 3", "Run, Instances, Sessions+SQL views"), ("^p", "command palette: every action"),
+                   ("tab", "next pane; in an input or the editor, letters and digits type")],
+    "Sessions+SQL": [("enter", "open the session under the cursor / insert a schema name into the editor")],
+}
+HIDDEN = {"show_tab"}  # 1 2 3 are listed once in NOTES
+
+
+def _bindings(widget_classes: list[type]) -> list[tuple[str, Binding]]:
+    seen: set[tuple[str, str]] = set()
+    found: list[tuple[str, Binding]] = []
+    for cls in widget_classes:
+        for binding in getattr(cls, "BINDINGS", []):
+            if not isinstance(binding, Binding):
+                continue
+            action = binding.action.split("(")[0]
+            if action in HIDDEN or (action, binding.key) in seen:
+                continue
+            seen.add((action, binding.key))
+            found.append((action, binding))
+    return found
+
+
+def _rows(app: App, widget_classes: list[type]) -> list[tuple[str, str]]:
+    by_action: dict[str, tuple[list[str], str]] = {}
+    for action, binding in _bindings(widget_classes):
+        keys, text = by_action.setdefault(action, ([], LONGER.get(action, binding.description or action)))
+        for key in binding.key.split(","):
+            shown = app.get_key_display(Binding(key.strip(), binding.action))
+            if shown not in keys:
+                keys.append(shown)
+    return [(" ".join(keys), text) for keys, text in by_action.values()]
+
+
+def _own_classes(view: Widget) -> list[type]:
+    """The view's class and the classes of labtui widgets inside it (panes with their own keys)."""
+    classes: list[type] = [type(view)]
+    for widget in view.query("*"):
+        cls = type(widget)
+        if cls.__module__.startswith("labtui.") and cls not in classes:
+            classes.append(cls)
+    return classes
+
+
+def sections(app: App, views: dict[str, type]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(title, [(keys, what they do)]) for the app and each view (mounted views include their panes)."""
+    result = [("Everywhere", NOTES["Everywhere"] + _rows(app, [type(app)]))]
+    for title, cls in views.items():
+        mounted = [w for w in app.query("*") if type(w) is cls]
+        classes = _own_classes(mounted[0]) if mounted else [cls]
+        rows = _rows(app, classes) + NOTES.get(title, [])
+        result.append((title, rows))
+    return result
+
+
+def render(sections_: list[tuple[str, list[tuple[str, str]]]], current: str = "") -> str:
+    """Console markup: the current view's keys first, then the others."""
+    ordered = sorted(sections_, key=lambda s: (s[0] != "Everywhere", s[0] != current))
+    lines: list[str] = []
+    for title, rows in ordered:
+        mark = "  [i](this view)[/i]" if title == current else ""
+        lines.append(f"[b]{escape(title)}[/b]{mark}")
+        width = max((len(k) for k, _ in rows), default=0)
+        lines += [f"  {escape(keys).ljust(width)}  {escape(text)}" for keys, text in rows]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key of every view, the current view's first."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 100; max-width: 95%; height: auto; max-height: 90%;
+        border: thick $primary; background: $surface; padding: 1 2; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
+
+    def __init__(self, sections_: list[tuple[str, list[tuple[str, str]]]], current: str = "") -> None:
+        super().__init__()
+        self.text = render(sections_, current)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self.text, id="help-text")
