@@ -42,6 +42,7 @@ from labtui.store import (
     session_ids,
     slowdown_frame,
 )
+from labtui.store import schema as schema_module
 from labtui.store import writer as writer_module
 
 T0 = 1_700_000_000.0
@@ -269,7 +270,7 @@ def _kill(proc: subprocess.Popen[str]) -> None:
     proc.stdout.close()
 
 
-def test_reader_reports_store_in_use(tmp_path: Path) -> None:
+def test_open_writer_does_not_lock_readers_out(tmp_path: Path) -> None:
     db = tmp_path / "lab.duckdb"
     record_events(db, full_session())
     holder = _spawn(f"""
@@ -280,7 +281,23 @@ def test_reader_reports_store_in_use(tmp_path: Path) -> None:
         time.sleep(60)
     """)
     try:
-        with pytest.raises(StoreError, match=f"{db} is in use by a running labtui session"):
+        assert session_ids(db) == ["s1"]  # the writer holds the file only while it flushes
+    finally:
+        _kill(holder)
+
+
+def test_reader_reports_a_store_held_by_another_program(tmp_path: Path, monkeypatch) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, full_session())
+    monkeypatch.setattr(schema_module, "READ_WAIT_S", 0.3)
+    holder = _spawn(f"""
+        import time, duckdb
+        con = duckdb.connect({str(db)!r})
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    try:
+        with pytest.raises(StoreError, match=rf"{db} is in use by .*PID {holder.pid}.*not released for 0.3 s"):
             connect_readonly(db)
     finally:
         _kill(holder)

@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from labtui.store.schema import StoreError, check_version, connect
+from labtui.store.schema import StoreError, check_file, check_store, connect
 
 _READ_CONFIG = {"enable_external_access": False, "lock_configuration": True}
 _ALLOWED = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
@@ -40,13 +40,22 @@ class QueryResult:
 
 
 def connect_readonly(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
-    """Open the store read-only; StoreError if it is missing or locked by a writer."""
+    """Open the store read-only; StoreError if it is missing, not a labtui store, or busy too long.
+
+    A writer holds the file only while it flushes, so a busy file is retried
+    for up to READ_WAIT_S seconds.  Close the connection soon: while it is
+    open, writers wait.
+    """
     path = Path(path).expanduser()
     if not path.is_file():
         raise StoreError(f"no labtui store at {path}")
+    check_file(path)
     con = connect(path, read_only=True, config=_READ_CONFIG)
     try:
-        check_version(con, path)
+        check_store(con, path, allow_empty=False)
+    except duckdb.Error as exc:
+        con.close()
+        raise StoreError(f"cannot read store {path}: {exc}") from exc
     except BaseException:
         con.close()
         raise

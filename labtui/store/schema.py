@@ -7,6 +7,8 @@ written by a newer labtui is refused rather than guessed at.
 
 from __future__ import annotations
 
+import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -149,23 +151,94 @@ GROUP BY session_id, repetition, step, background, benchmark, metric, unit, bett
 _META_DDL = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
 
 
-def connect(
-    path: Path, *, read_only: bool, config: dict[str, Any] | None = None
-) -> duckdb.DuckDBPyConnection:
-    """Open `path` with DuckDB; StoreError when another connection holds its lock."""
+#: How long a reader waits for a writer's flush to let go of the file (seconds).
+READ_WAIT_S = 10.0
+#: How long a writer waits for other writers' flushes and readers (seconds).
+WRITE_WAIT_S = 60.0
+#: Longest pause between two attempts to open a busy store (seconds).
+_MAX_BACKOFF_S = 0.05
+#: Never fetch extensions from the network (DuckDB would, to open a SQLite file).
+_BASE_CONFIG = {"autoinstall_known_extensions": False}
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
+
+
+class StoreBusy(StoreError):
+    """Another process (or a connection with other settings) held the store for the whole wait."""
+
+
+def check_file(path: Path) -> None:
+    """StoreError unless `path` starts like a DuckDB database file (read without DuckDB)."""
     try:
-        return duckdb.connect(str(path), read_only=read_only, config=config or {})
+        with open(path, "rb") as file:
+            head = file.read(16)
+    except IsADirectoryError:
+        raise StoreError(f"store {path} is a directory, not a DuckDB file") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read store {path}: {exc.strerror or exc}") from None
+    if head[8:12] == _DUCKDB_MAGIC:
+        return
+    if not head:
+        what = "an empty file (0 bytes)"
+    elif head.startswith(_SQLITE_MAGIC):
+        what = "a SQLite database"
+    else:
+        what = "not a DuckDB database (unknown file header)"
+    raise StoreError(f"store {path} is {what}, not a labtui store; labtui will not touch it")
+
+
+def _open_once(path: Path, read_only: bool, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    """One attempt; StoreBusy when another holder has the file, StoreError when it cannot be read."""
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config={**_BASE_CONFIG, **config})
     except duckdb.IOException as exc:
-        if "lock" not in str(exc).lower():
-            raise StoreError(f"cannot open store {path}: {exc}") from exc
-        raise StoreError(
-            f"store {path} is in use by a running labtui session (another process holds its lock)"
-        ) from exc
+        text = str(exc)
+        if "lock" in text.lower():
+            holder = text.split("Conflicting lock is held in ", 1)[-1].split(")", 1)[0] + ")"
+            if "Conflicting lock" not in text:
+                holder = "another process"
+            raise StoreBusy(f"store {path} is in use by {holder}") from exc
+        raise StoreError(f"cannot open store {path}: {_first_line(text)}") from exc
     except duckdb.ConnectionException as exc:
-        raise StoreError(
-            f"store {path} is in use by a running labtui session in this process "
-            f"(it is already open with other settings): {exc}"
+        raise StoreBusy(
+            f"store {path} is open in this process with other settings ({_first_line(str(exc))})"
         ) from exc
+    except duckdb.Error as exc:
+        raise StoreError(
+            f"cannot open store {path}: it is damaged or not a DuckDB database ({_first_line(str(exc))})"
+        ) from exc
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def connect(
+    path: Path, *, read_only: bool, config: dict[str, Any] | None = None, wait: float | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """Open `path` with DuckDB, retrying with a bounded backoff while another holder has it.
+
+    labtui's writers hold the file only while they flush (milliseconds), so a
+    busy file is retried for `wait` seconds (READ_WAIT_S for readers,
+    WRITE_WAIT_S for writers) before StoreBusy says who holds it.
+    """
+    if wait is None:
+        wait = READ_WAIT_S if read_only else WRITE_WAIT_S
+    deadline = time.monotonic() + wait
+    delay = 0.002
+    while True:
+        try:
+            return _open_once(path, read_only, config or {})
+        except StoreBusy as busy:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreBusy(
+                    f"{busy}, and it was not released for {wait:g} s (labtui sessions hold "
+                    "the store only while they write; another program keeps it open)"
+                ) from busy.__cause__
+            time.sleep(min(left, delay * random.uniform(0.5, 1.5)))
+            delay = min(delay * 2, _MAX_BACKOFF_S)
 
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
@@ -176,19 +249,54 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     ).fetchall()[0][0]
     if not has_meta:
         return None
-    rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-    return int(rows[0][0]) if rows else None
+    try:
+        rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        return int(rows[0][0]) if rows else None
+    except (duckdb.Error, ValueError, TypeError) as exc:
+        raise StoreError(f"its meta table holds no labtui schema version ({_first_line(str(exc))})") from exc
 
 
 def check_version(con: duckdb.DuckDBPyConnection, path: object) -> int | None:
     """Return the file's schema version; StoreError when it is newer than this code."""
-    version = schema_version(con)
+    try:
+        version = schema_version(con)
+    except StoreError as exc:
+        raise StoreError(f"store {path} is not a labtui store: {exc}") from exc.__cause__
     if version is not None and version > SCHEMA_VERSION:
         raise StoreError(
             f"store {path} has schema version {version}, newer than this labtui "
             f"understands ({SCHEMA_VERSION}); upgrade labtui to use it"
         )
     return version
+
+
+def check_store(con: duckdb.DuckDBPyConnection, path: object, *, allow_empty: bool) -> int | None:
+    """The labtui schema version of an open file; StoreError when it is not a labtui store.
+
+    A file with no tables or views at all is None (a new store) when
+    `allow_empty`; any other file without labtui's `meta` version is refused,
+    and so is a version newer than this code.
+    """
+    version = check_version(con, path)
+    if version is not None:
+        return version
+    names = [
+        name for (name,) in con.execute(
+            "SELECT schema_name || '.' || table_name FROM duckdb_tables() "
+            "WHERE database_name = current_database() AND NOT internal "
+            "UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views() "
+            "WHERE database_name = current_database() AND NOT internal ORDER BY 1"
+        ).fetchall()
+    ]
+    if not names:
+        if allow_empty:
+            return None
+        raise StoreError(f"store {path} is an empty DuckDB database, not a labtui store")
+    shown = ", ".join(n.removeprefix("main.") for n in names[:5]) + (", ..." if len(names) > 5 else "")
+    raise StoreError(
+        f"store {path} is a DuckDB database but not a labtui store (it has {shown} and no labtui "
+        "schema version); labtui will not write to it"
+    )
 
 
 def _migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:

@@ -10,11 +10,15 @@ ones (NULL never overwrites a stored value).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import os
+import secrets
 import socket
+import stat
 import threading
+import time
 from operator import attrgetter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,7 +45,16 @@ from labtui.events import (
     StepEnded,
     StepStarted,
 )
-from labtui.store.schema import StoreError, connect, ensure_schema
+from labtui.store.schema import (
+    SCHEMA_VERSION,
+    StoreError,
+    _first_line,
+    check_file,
+    check_store,
+    check_version,
+    connect,
+    ensure_schema,
+)
 
 FLUSH_INTERVAL_S = 2.0
 MAX_BUFFER_ROWS = 50_000
@@ -237,47 +250,151 @@ def mark_crashed_sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
     return crashed
 
 
-def _make_private_dir(directory: Path) -> None:
-    if directory.is_dir():
-        return
-    directory.mkdir(mode=0o700, parents=True)
-    directory.chmod(0o700)
+def _make_private_dirs(directory: Path) -> list[Path]:
+    """Create `directory` and its missing parents, each 0700; the ones created, outermost first."""
+    missing = []
+    for parent in (directory, *directory.parents):
+        if parent.is_dir():
+            break
+        missing.append(parent)
+    created = []
+    for parent in reversed(missing):
+        try:
+            parent.mkdir(mode=0o700)
+        except FileExistsError:
+            if not parent.is_dir():
+                raise StoreError(f"cannot create the store's directory {parent}: a file is in the way") from None
+            continue
+        except OSError as exc:
+            _remove_dirs(created)
+            raise StoreError(f"cannot create the store's directory {parent}: {exc.strerror or exc}") from None
+        created.append(parent)
+        parent.chmod(0o700)  # mkdir's mode is filtered by the umask
+    return created
+
+
+def _remove_dirs(created: list[Path]) -> None:
+    for directory in reversed(created):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 def _restrict_files(path: Path) -> None:
     for file in (path, path.with_name(path.name + ".wal")):
-        if file.exists():
-            file.chmod(0o600)
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_IMODE(file.stat().st_mode) != 0o600:
+                file.chmod(0o600)
+
+
+def _remove(*files: Path) -> None:
+    for file in files:
+        with contextlib.suppress(FileNotFoundError):
+            file.unlink()
+
+
+def _create_store(path: Path) -> None:
+    """Create a new store at `path` all at once: built beside it, then linked into place.
+
+    A failure (a full disk) leaves nothing at `path`.  When another process
+    creates the store first, its file is kept and this one is dropped.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp_wal = tmp.with_name(tmp.name + ".wal")
+    try:
+        con = connect(tmp, read_only=False, wait=0)
+        try:
+            tmp.chmod(0o600)
+            ensure_schema(con, path)
+        finally:
+            con.close()  # checkpoints: the schema is in the file, not in a WAL
+        if tmp_wal.exists():
+            raise StoreError(f"could not create store {path}: the new file could not be completed")
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another labtui created it at the same moment: use that one
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                tmp.rename(path)
+    except duckdb.Error as exc:
+        raise StoreError(f"could not create store {path}: {_first_line(str(exc))}") from exc
+    except OSError as exc:
+        raise StoreError(f"could not create store {path}: {exc.strerror or exc}") from exc
+    finally:
+        _remove(tmp, tmp_wal)
+
+
+def _check_store(path: Path) -> None:
+    """Read-only, before any write: StoreError unless `path` is a labtui store this code can write."""
+    check_file(path)
+    con = connect(path, read_only=True, config=_CHECK_CONFIG)
+    try:
+        check_store(con, path, allow_empty=True)
+    except duckdb.Error as exc:
+        raise StoreError(f"cannot read store {path}: {_first_line(str(exc))}") from exc
+    finally:
+        con.close()
+
+
+def _check_version_fast(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Before each write: the store was not upgraded by a newer labtui since it was opened."""
+    rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    if not rows or rows[0][0] != str(SCHEMA_VERSION):
+        check_version(con, path)  # the full check, with its message
+
+
+#: The read-only check before a write is a reader like any other.
+_CHECK_CONFIG = {"enable_external_access": False}
 
 
 class StoreWriter:
-    """Buffers events and writes them to one DuckDB store in batches."""
+    """Buffers events and writes them to one DuckDB store in batches.
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, crashed: list[str]) -> None:
+    The writer holds the DuckDB file only while it writes: `flush` opens it
+    (waiting briefly while a reader or another writer has it), writes one
+    transaction and closes it again, so readers and other runs share the store.
+    """
+
+    def __init__(self, path: Path, crashed: list[str]) -> None:
         self.path = path
         self.crashed = crashed  # sessions marked 'crashed' when the store was opened
-        self._con = con
         self._lock = threading.Lock()  # guards the buffers
-        self._write_lock = threading.Lock()  # one flush at a time on the connection
+        self._write_lock = threading.Lock()  # one flush at a time
         self._appends: dict[str, list[Event]] = {}  # append-only tables keep the events themselves
         self._upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {}
         self._pending = 0
+        #: seconds each flush held the file (open, write, close), newest last; for benchmarks
+        self.flush_times: collections.deque[float] = collections.deque(maxlen=1000)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> StoreWriter:
-        """Open (or create) the store at `path` for writing, private to this user."""
+        """Check (or create) the store at `path` for writing, private to this user.
+
+        An existing file must be a labtui store of this or an older schema
+        version; anything else is refused before a byte of it is written.  The
+        file is not held open afterwards.
+        """
         path = Path(path).expanduser()
-        _make_private_dir(path.parent)
+        created: list[Path] = []
+        if not path.exists() and not path.is_symlink():
+            created = _make_private_dirs(path.parent)
+            try:
+                _create_store(path)
+            except BaseException:
+                _remove_dirs(created)
+                raise
+        _check_store(path)
         con = connect(path, read_only=False)
         try:
-            _restrict_files(path)
+            check_store(con, path, allow_empty=True)
             ensure_schema(con, path)
             crashed = mark_crashed_sessions(con)
-            _restrict_files(path)
-        except BaseException:
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot prepare store {path}: {_first_line(str(exc))}") from exc
+        finally:
             con.close()
-            raise
-        return cls(con, path, crashed)
+        _restrict_files(path)
+        return cls(path, crashed)
 
     def __enter__(self) -> StoreWriter:
         return self
@@ -307,29 +424,36 @@ class StoreWriter:
     def flush(self) -> int:
         """Write every buffered row in one transaction; returns the number of rows.
 
-        On failure the transaction is rolled back, the batch is dropped (so one
-        bad row cannot block every later write) and StoreError is raised.
+        Opens the store (waiting up to WRITE_WAIT_S while others hold it),
+        writes and closes it.  When the store stays busy, StoreBusy is raised
+        and the rows stay buffered.  When the write fails, the transaction is
+        rolled back, the batch is dropped (so one bad row cannot block every
+        later write) and StoreError is raised.
         """
         with self._write_lock:
-            with self._lock:
-                appends, upserts = self._appends, self._upserts
-                count, self._pending = self._pending, 0
-                self._appends, self._upserts = {}, {}
-            if not count:
+            if not self._pending:
                 return 0
+            began = time.perf_counter()
+            con = connect(self.path, read_only=False)
             try:
-                self._write(appends, upserts)
-            except duckdb.Error as exc:
-                raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
+                with self._lock:
+                    appends, upserts = self._appends, self._upserts
+                    count, self._pending = self._pending, 0
+                    self._appends, self._upserts = {}, {}
+                try:
+                    _check_version_fast(con, self.path)
+                    self._write(con, appends, upserts)
+                except duckdb.Error as exc:
+                    raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
+            finally:
+                con.close()
+            self.flush_times.append(time.perf_counter() - began)
             _restrict_files(self.path)
             return count
 
     def close(self) -> None:
-        """Flush what is buffered and close the connection."""
-        try:
-            self.flush()
-        finally:
-            self._con.close()
+        """Flush what is buffered (the file is not held between flushes)."""
+        self.flush()
 
     async def consume(self, queue: asyncio.Queue[Event | None]) -> None:
         """The writer task: store events from `queue` until a None, then close.
@@ -371,8 +495,6 @@ class StoreWriter:
         finally:
             if failure is None:
                 await asyncio.to_thread(self.close)
-            else:
-                self._con.close()
         if failure is not None:
             raise failure
 
@@ -381,6 +503,7 @@ class StoreWriter:
 
     def _write(
         self,
+        con: duckdb.DuckDBPyConnection,
         appends: dict[str, list[Event]],
         upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]],
     ) -> None:
@@ -389,7 +512,6 @@ class StoreWriter:
             (_TABLES[name], _TABLES[name].arrow([_TABLES[name].row(values) for values in rows.values()]))
             for name, rows in upserts.items()
         ] + [(_TABLES[name], _TABLES[name].arrow_from_events(events)) for name, events in appends.items()]
-        con = self._con
         for table, batch in batches:  # outside the transaction: unregistering fails once it aborts
             con.register(table.batch_view, batch)
         try:
