@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.engine.topology import Cpu, parse_topology, plan_placements, read_topology
+from labtui.engine.topology import Cpu, parse_cpu_list, parse_smt_control, parse_topology, plan_placements, read_topology
 from labtui.hosts.local import LocalHost
 from labtui.store.schema import SCHEMA_VERSION, ensure_schema
 from labtui.suites import SuiteError, load_suite
@@ -60,6 +60,58 @@ def test_plan_without_smt_skips_the_sibling_and_prefers_a_core_with_siblings() -
 def test_plan_prefers_another_core_of_the_same_package() -> None:
     cpus = [Cpu(0, 0, 0), Cpu(1, 0, 1), Cpu(0, 1, 2)]
     assert plan_placements(cpus, ("alone", "other-core")).attackers["other-core"] == (2,)
+
+
+# Two dies of one package whose core ids repeat (as on multi-die processors): only
+# thread_siblings_list tells that CPUs 0 and 2 are different cores.
+GREP_DIES = """/sys/devices/system/cpu/cpu0/topology/physical_package_id:0
+/sys/devices/system/cpu/cpu0/topology/core_id:0
+/sys/devices/system/cpu/cpu0/topology/thread_siblings_list:0-1
+/sys/devices/system/cpu/cpu1/topology/physical_package_id:0
+/sys/devices/system/cpu/cpu1/topology/core_id:0
+/sys/devices/system/cpu/cpu1/topology/thread_siblings_list:0-1
+/sys/devices/system/cpu/cpu2/topology/physical_package_id:0
+/sys/devices/system/cpu/cpu2/topology/core_id:0
+/sys/devices/system/cpu/cpu2/topology/thread_siblings_list:2,3
+/sys/devices/system/cpu/cpu3/topology/physical_package_id:0
+/sys/devices/system/cpu/cpu3/topology/core_id:0
+/sys/devices/system/cpu/cpu3/topology/thread_siblings_list:2,3
+/sys/devices/system/cpu/smt/control:on
+/sys/devices/system/cpu/cpu0/power/control:auto
+"""
+
+
+def test_table_5_1_thread_is_same_thread_and_core_is_the_sibling_hyper_thread() -> None:
+    """Study 001, 5.2.1: the attacker "on the same thread", then "on the other hyper thread
+    belonging to the same core": Table 5.1's thread and core slowdowns."""
+    cpus = parse_topology(GREP_DIES)
+    assert [c.siblings for c in cpus] == [(0, 1), (0, 1), (2, 3), (2, 3)]
+    assert parse_smt_control(GREP_DIES) == "on"
+    plan = plan_placements(cpus, PLACEMENTS, "on")
+    assert plan.attackers["same-thread"] == (plan.worker_cpu,) == (0,)
+    assert plan.attackers["sibling-thread"] == (1,)  # the same core's other thread, not another core
+    assert plan.attackers["other-core"] == (2,) and plan.attackers["all-other-cores"] == (2, 3)
+    assert plan.skipped == {}
+    assert parse_cpu_list("0-2,8,10-11") == (0, 1, 2, 8, 10, 11)
+
+
+@pytest.mark.parametrize("smt, says", [
+    ("off", "SMT is turned off"), ("forceoff", "forced off"), ("notsupported", "have no SMT"),
+    (None, "no core has a second hardware thread"),
+])
+def test_no_smt_sibling_says_so_and_skips_the_placement(smt, says) -> None:
+    plan = plan_placements([Cpu(0, 0, 0, (0,)), Cpu(0, 1, 1, (1,))], PLACEMENTS, smt)
+    assert "sibling-thread" not in plan.attackers
+    reason = plan.skipped["sibling-thread"]
+    assert "no SMT sibling" in reason and says in reason and "Table 5.1" in reason
+    assert plan.attackers["same-thread"] == (0,) and plan.attackers["other-core"] == (1,)
+
+
+def test_all_other_cores_stays_on_the_workers_processor() -> None:
+    """Study 001, 5.3: "on the same processor ... an attacker on every hyper thread the processor
+    has, apart from one core that we use for the application benchmark"."""
+    cpus = [Cpu(0, 0, 0), Cpu(0, 0, 1), Cpu(0, 1, 2), Cpu(0, 1, 3), Cpu(1, 0, 4), Cpu(1, 0, 5)]
+    assert plan_placements(cpus, PLACEMENTS).attackers["all-other-cores"] == (2, 3)
 
 
 async def test_read_topology_of_this_machine_matches_sysfs() -> None:

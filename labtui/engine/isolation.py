@@ -2,14 +2,16 @@
 
 Follows chapter 5 of the Docker/Unikraft study.  The worker is pinned to one
 hardware thread; per repetition it is measured alone (the baseline), then
-with an attacker on the same thread, on the sibling thread of the same core,
-on another core, and with one attacker on every thread outside its core.
+with an attacker on the same thread (Table 5.1's "thread"), on the sibling
+hyper thread of the same core (Table 5.1's "core"), on another core, and with
+one attacker on every thread of the processor outside its core (Figure 5.5).
 Attackers are started (wait "ready") and left ``isolation.settle_s`` seconds
 to get going before the worker runs, and destroyed after it.  Each placement
 is a step: ``step`` is its index in ``PLACEMENTS`` (so the same placement has
 the same step in every session), ``background`` the number of attackers, and
 every result carries the placement.  A placement the host cannot offer (no
-SMT sibling, a single core) is skipped with a warning.
+SMT sibling, a single core) is skipped with a ``placement-skipped`` warning
+that says why (see labtui.engine.topology).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from labtui.backends import PINNING, BackendError, Instance
 from labtui.engine.context import RunContext
 from labtui.engine.measure import measure_worker
 from labtui.engine.scaling import wait_for_quiet_host
-from labtui.engine.topology import Plan, plan_placements, read_topology
+from labtui.engine.topology import Plan, plan_placements, read_topology_and_smt
 from labtui.events import StepEnded, StepStarted
 from labtui.suites.model import PLACEMENTS
 
@@ -30,7 +32,8 @@ async def run_isolation(ctx: RunContext) -> None:
     suite = ctx.suite
     if PINNING not in ctx.backend.capabilities:
         raise BackendError(f"backend {ctx.backend.name} cannot pin instances to CPUs, which isolation runs need")
-    plan = plan_placements(await read_topology(ctx.host), suite.isolation.placements)
+    cpus, smt = await read_topology_and_smt(ctx.host)
+    plan = plan_placements(cpus, suite.isolation.placements, smt)
     for name, reason in plan.skipped.items():
         ctx.log("warning", "placement-skipped", f"placement {name} skipped on {ctx.host.name}: {reason}")
     ctx.log("info", "placements", _describe(plan))
