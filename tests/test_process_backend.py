@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -15,7 +16,7 @@ import pytest
 from labtui.backends import BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
 from labtui.hosts.local import LocalHost
 from tests.backend_lab import Lab, open_lab
-from labtui.native import ProgramUnavailable, ensure_program
+from labtui.native import ProgramUnavailable, ensure_program, probe_source
 
 AGENT_SOURCE = builtin_plugins_dir() / "process" / "agent.c"
 
@@ -39,7 +40,8 @@ def labelled_pids(instance: str) -> list[int]:
     return found
 
 
-def wait_for(predicate, timeout: float = 3.0) -> bool:  # noqa: ANN001 - any callable
+def wait_for(predicate, timeout: float = 60.0) -> bool:  # noqa: ANN001 - any callable
+    """True once predicate holds; the timeout only catches a condition that never comes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -56,11 +58,13 @@ async def test_check_reports_linux_and_kernel(lab: Lab) -> None:
 
 async def test_hello_runs_to_exit_with_a_boot_time(lab: Lab) -> None:
     session = lab.session()
-    before = time.time()
+    before, began = time.time(), time.monotonic()
     hello = await lab.backend.create(InstanceSpec(Labels(session, "probe", "h0"), program="hello", wait="exit"))
+    took, after = time.monotonic() - began, time.time()
     assert hello.state == "exited" and hello.exit_code == 0
-    assert hello.boot_s is not None and 0 < hello.boot_s < 1
-    assert hello.created_at is not None and before - 1 < hello.created_at <= time.time()
+    # measured inside the create call: within the time the call took, however long that was
+    assert hello.boot_s is not None and 0 < hello.boot_s <= took + 0.001
+    assert hello.created_at is not None and before - 0.001 <= hello.created_at <= after + 0.001
     assert hello.details["exit_code"] == 0 and hello.details["isolation"]
     assert await lab.backend.list(session) == []
 
@@ -107,7 +111,7 @@ async def test_destroy_ends_the_whole_tree(lab: Lab, isolate: str) -> None:
     assert root.details["comm"] == "sh" and root.labels == Labels(session, "tree", instance)
     await lab.backend.destroy(root)
     # the root is gone when destroy returns; its children, signalled with it, within moments
-    assert wait_for(lambda: labelled_pids(instance) == [], timeout=2.0)
+    assert wait_for(lambda: labelled_pids(instance) == [])
     assert await lab.backend.list(session) == []
 
 
@@ -203,12 +207,74 @@ async def test_specs_the_backend_cannot_serve_are_refused(lab: Lab) -> None:
         await lab.backend.create(InstanceSpec(labels, program="nosuch"))
 
 
-async def test_a_thousand_sleepers_start_and_stop_quickly(lab: Lab) -> None:
+async def test_a_thousand_sleepers_start_and_stop(lab: Lab) -> None:
+    """How fast is for tests/perf; here, that a thousand at once all start, are told apart, and all end."""
     session = lab.session()
-    started = time.monotonic()
     created = await lab.sleepers(session, 1000)
     assert len({i.handle for i in created}) == 1000
+    assert len(await lab.backend.list(session)) == 1000
     await lab.backend.destroy_many(created)
-    elapsed = time.monotonic() - started
     assert await lab.backend.list(session) == []
-    assert elapsed < 15, f"1000 sleepers took {elapsed:.1f} s to create and destroy"
+
+
+def v2_hierarchy() -> Path | None:
+    """Where this host mounts cgroup v2: /sys/fs/cgroup (v2 host), /sys/fs/cgroup/unified (hybrid), or None."""
+    for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+        if (root / "cgroup.controllers").exists():
+            return root
+    return None
+
+
+needs_v2_as_root = pytest.mark.skipif(
+    v2_hierarchy() is None or os.geteuid() != 0, reason="needs a cgroup v2 hierarchy (v2 or hybrid host) and root"
+)
+
+
+@needs_v2_as_root
+async def test_an_instance_lives_in_a_v2_cgroup_where_the_host_mounts_one(lab: Lab) -> None:
+    """Also on a hybrid host (v2 at /sys/fs/cgroup/unified): only there can it be created inside its cgroup."""
+    (sleeper,) = await lab.sleepers(lab.session(), 1)
+    assert sleeper.details["isolation"].endswith("cgroup-v2")
+    unified = [line for line in Path(f"/proc/{sleeper.details['pid']}/cgroup").read_text().splitlines()
+               if line.startswith("0::")]
+    assert unified == [f"0::/labtui/{sleeper.labels.session}.{sleeper.labels.instance}"]
+    directory = v2_hierarchy() / "labtui" / f"{sleeper.labels.session}.{sleeper.labels.instance}"  # type: ignore[operator]
+    assert str(sleeper.details["pid"]) in (directory / "cgroup.procs").read_text().split()
+    await lab.backend.destroy(sleeper)
+    assert wait_for(lambda: not directory.exists())
+
+
+@needs_v2_as_root
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+async def test_spawn_creates_the_instance_in_its_cgroup_and_never_moves_it(lab: Lab) -> None:
+    """The cause of issue 23's bimodal boot times: a write to cgroup.procs waits for an RCU grace
+    period (5-20 ms) unless another cgroup move just happened.  clone3(CLONE_INTO_CGROUP) does not."""
+    host = LocalHost()
+    agent = await ensure_program(host, AGENT_SOURCE, "labtui-agent")
+    hello = await ensure_program(host, probe_source("hello"), "hello")
+    argv = [agent, "spawn", "--session", lab.session(), "--role", "probe", "--instance", "h0", "--wait", "exit",
+            "--", hello]
+    traced = subprocess.run(["strace", "-f", "-qq", "-e", "trace=clone3,openat", *argv], capture_output=True,
+                            text=True, timeout=60)
+    assert traced.returncode == 0, traced.stderr
+    assert traced.stdout.startswith("exit\th0\t") and traced.stdout.rstrip().endswith("cgroup-v2")
+    assert re.search(r"clone3\(\{flags=[^}]*CLONE_INTO_CGROUP", traced.stderr), traced.stderr
+    moves = [line for line in traced.stderr.splitlines() if "cgroup.procs" in line and "O_WRONLY" in line]
+    assert moves == []
+
+
+async def test_an_agent_without_a_v2_hierarchy_joins_a_v1_cgroup_by_writing(lab: Lab, tmp_path: Path) -> None:
+    """The fallback (v1-only hosts, kernels before 5.7): fork, then write the pid to cgroup.procs."""
+    agent = tmp_path / "labtui-agent-v1"
+    missing = '"/nonexistent-cgroup"'
+    subprocess.run(["cc", "-O1", f"-DCGROUP_V2_ROOT={missing}", "-o", str(agent), str(AGENT_SOURCE)], check=True)
+    hello = await ensure_program(LocalHost(), probe_source("hello"), "hello")
+    session = lab.session()
+    run = subprocess.run([str(agent), "spawn", "--session", session, "--role", "probe", "--instance", "h0",
+                          "--wait", "exit", "--", hello], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    kind, instance, _pid, _wall, boot_ns, code, isolation = run.stdout.rstrip("\n").split("\t")
+    assert (kind, instance, code) == ("exit", "h0", "0") and int(boot_ns) > 0
+    v1_pids = Path("/sys/fs/cgroup/pids/cgroup.procs").exists() and os.geteuid() == 0
+    assert isolation.endswith("cgroup-v1-pids") if v1_pids else "cgroup-v2" not in isolation
+    assert not list(Path("/sys/fs/cgroup/pids/labtui").glob(f"{session}.*"))
