@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -241,9 +242,19 @@ def test_run_sql_caps_rows(tmp_path: Path) -> None:
     assert answer.rows[0][1].timestamp() == T0
     exact = run_sql(db, "SELECT * FROM results", limit=1000)
     assert not exact.truncated and exact.total_known == 1000
-    began = time.monotonic()
-    huge = run_sql(db, "SELECT * FROM range(1000000000000)", limit=10)
-    assert huge.truncated and len(huge.rows) == 10 and time.monotonic() - began < 5
+    # streamed: fetching everything would never end, so the test waits (generously) for an answer
+    huge = _within(120, lambda: run_sql(db, "SELECT * FROM range(1000000000000)", limit=10))
+    assert huge.truncated and len(huge.rows) == 10
+
+
+def _within(timeout: float, fn):
+    """fn() in a daemon thread; fails when it has not returned within `timeout` seconds."""
+    answer: list = []
+    thread = threading.Thread(target=lambda: answer.append(fn()), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert answer, f"no answer within {timeout} s"
+    return answer[0]
 
 
 def test_missing_store(tmp_path: Path) -> None:
@@ -408,7 +419,37 @@ async def test_consume_flushes_on_step_end_and_timer(tmp_path: Path, monkeypatch
     assert one(db, "SELECT state FROM instances") == ("destroyed",)
 
 
-async def _until(condition, timeout: float = 5.0) -> None:
+async def test_step_end_flushes_at_once(tmp_path: Path, monkeypatch) -> None:
+    """StepEnded commits the step without waiting for the timer (here an hour: it cannot fire)."""
+    monkeypatch.setattr(writer_module, "FLUSH_INTERVAL_S", 3600.0)
+    db = tmp_path / "lab.duckdb"
+    writer = StoreWriter.open(db)
+    queue: asyncio.Queue = asyncio.Queue()
+    task = asyncio.create_task(writer.consume(queue))
+    queue.put_nowait(started())
+    await queue.join()
+    await _until(lambda: writer.pending == 0)  # SessionStarted flushes at once too
+    queue.put_nowait(StepStarted("s1", repetition=1, step=1, steps=2, background=0, ts=T0 + 1))
+    queue.put_nowait(result(1.0, 0))
+    await queue.join()
+    assert writer.pending == 2  # neither is urgent, and the timer is an hour away
+    assert await asyncio.to_thread(one, db, "SELECT count(*) FROM results") == (0,)
+    queue.put_nowait(StepEnded("s1", repetition=1, step=1, background=0, ok=True, ts=T0 + 2))
+    counts = "SELECT (SELECT count(*) FROM results), (SELECT count(ended_at) FROM steps)"
+    await _until_async(lambda: asyncio.to_thread(one, db, counts), (1, 1))
+    assert not task.done()
+    queue.put_nowait(None)
+    await asyncio.wait_for(task, 60)
+
+
+async def _until_async(read, expected, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (seen := await read()) != expected:
+        assert time.monotonic() < deadline, f"still {seen}, not {expected}, after {timeout} s"
+        await asyncio.sleep(0.05)
+
+
+async def _until(condition, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
