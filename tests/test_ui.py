@@ -445,8 +445,8 @@ async def test_quit_during_a_run_asks_then_tears_down(lab: Path) -> None:
             raise
     try:
         assert await open_backend("process", get_host("local")).list(session) == []
-        quit_log = run_sql(lab, f"select level, message from events where session_id = '{session}' and kind = 'quit'")
-        assert quit_log.rows == [("info", "console quit: tearing down 3 instance(s)")]
+        quit_log = run_sql(lab, f"select message from events where session_id = '{session}' and kind = 'abort'")
+        assert quit_log.rows == [("console quit: tearing down 3 instance(s)",)]
         status = run_sql(lab, f"select status from sessions where session_id = '{session}'")
         assert status.rows == [("aborted",)]
     finally:

@@ -140,9 +140,9 @@ async def test_quit_leaving_instances_records_it_and_leaves_orphans(lab: Path) -
     try:
         left = await open_backend("process", get_host("local")).list(session)
         assert len(left) == 3 and not session_is_running(session)
-        quit_log = run_sql(lab, f"select level, message from events where session_id = '{session}' and kind = 'quit'")
+        quit_log = run_sql(lab, f"select level, message from events where session_id = '{session}' and kind = 'abort'")
         assert len(quit_log.rows) == 1 and quit_log.rows[0][0] == "warning"
-        assert quit_log.rows[0][1].startswith("console quit: leaving 3 instance(s) running without teardown")
+        assert quit_log.rows[0][1].startswith("console quit: leaving 3 instance(s) running")
         assert all(i.name in quit_log.rows[0][1] for i in left)
         assert run_sql(lab, f"select status from sessions where session_id = '{session}'").rows == [("aborted",)]
     finally:

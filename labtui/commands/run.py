@@ -7,136 +7,96 @@ host (its results carry the host's name), all recorded in the same store.
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 
 from rich.console import Console
+from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from labtui.commands.common import DEFAULT_BACKEND, UsageError, backend_from, db_path, host_from
-from labtui.liveness import LivenessError, lock_dir
+from labtui.commands.common import UsageError, db_path
 from labtui.commands.render import render_summary
-from labtui.engine import SessionRunner, StepGate
+from labtui.engine import SessionRunner
 from labtui.events import Event, Result, SessionEnded, StepEnded, StepStarted
-from labtui.reconcile import StoreView, read_store_quietly, reconcile_before_run
-from labtui.store import StoreError, StoreWriter
+from labtui.session import LabRun, Plan, RunRefused, RunRequest
+from labtui.store import StoreError
 from labtui.suites import SuiteError, load_suite
 
 EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130}
 
 
 def cmd_run(args) -> int:
+    """Turn the arguments into a request, run it through the session service, print each session's table."""
     console = Console(stderr=True)
     try:
         suite = load_suite(args.suite, args.overrides, args.profile)
     except SuiteError as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
-        return 2
-    names = list(dict.fromkeys(args.hosts or ["local"]))
-    hosts = [host_from(name) for name in names]
-    backend_name = args.backend or suite.backend or DEFAULT_BACKEND
-    backends = [backend_from(backend_name, host) for host in hosts]
-    try:
-        lock_dir()  # where each session's running-lock goes: a bad one is an error before anything runs
-    except LivenessError as exc:
         raise UsageError(str(exc)) from None
     path = db_path(args)
-    view = read_store_quietly(path)  # read before the writer holds the file; reconciled when the run starts
+    request = RunRequest(suite, path, tuple(args.hosts), args.backend, manual=args.step)
+    lab = LabRun(request, notify=lambda level, text: _notice(console, level, text))
     try:
-        writer = StoreWriter.open(path)
-    except StoreError as exc:
+        lab.prepare()
+        outcomes = asyncio.run(_run(lab, console))
+    except RunRefused as exc:
         raise UsageError(str(exc)) from None
-    gate = StepGate(auto=not args.step)  # shared: with --step, Enter lets every waiting host go on
-    runners = [SessionRunner(suite, backend, host, gate=gate) for backend, host in zip(backends, hosts)]
-    try:
-        statuses = asyncio.run(_run(runners, writer, console, interactive=args.step, view=view))
     except StoreError as exc:
-        console.print(f"[red]store error:[/] {exc}", highlight=False)
-        ids = ", ".join(r.session_id for r in runners)
-        console.print(f"session {ids} stopped; what was committed before is intact in {path}")
+        console.print(Text.assemble(("store error: ", "red"), str(exc)))
+        ids = ", ".join(r.session_id for r in lab.runners)
+        console.print(Text(f"session {ids} stopped; what was committed before is intact in {path}"))
         return 1
-    for runner, status in zip(runners, statuses):
-        where = f" on {runner.ctx.host.name}" if len(runners) > 1 else ""
-        console.print(f"session [bold]{runner.session_id}[/]{where} {status} -> {path}", highlight=False)
-        render_summary(Console(), path, runner.session_id)
-    return max(EXIT_CODES.get(status, 1) for status in statuses)
+    several = len(outcomes) > 1
+    for outcome in outcomes:
+        where = f" on {outcome.host}" if several else ""
+        console.print(Text.assemble("session ", (outcome.session_id, "bold"), f"{where} {outcome.status} -> {path}"))
+        render_summary(Console(), path, outcome.session_id)
+    for command in lab.left_running():
+        console.print(Text(f"instances left running: `{command}` ends them", "red"))
+    return max(EXIT_CODES.get(o.status, 1) for o in outcomes)
 
 
-async def _run(
-    runners: list[SessionRunner], writer: StoreWriter, console: Console, *, interactive: bool,
-    view: StoreView | None = None,
-) -> list[str]:
-    """Reconcile the store with each backend, run every session at once into one store; return their statuses."""
-    checks = await asyncio.gather(*(reconcile_before_run(r.ctx.backend, writer.path, view) for r in runners))
-    for updates, summary in checks:
-        for event in updates:
-            writer.add(event)
-        if summary:
-            console.print(f"[yellow]{summary}[/]", highlight=False)
-    merged: asyncio.Queue[Event | None] = asyncio.Queue()
-    forwards = [asyncio.create_task(_forward(r.bus.subscribe(durable=True), merged)) for r in runners]
-    store_task = asyncio.create_task(writer.consume(merged))
-    progress_queues = [r.bus.subscribe() for r in runners]
-    run_tasks = [asyncio.create_task(r.run()) for r in runners]
-    loop = asyncio.get_running_loop()
-    gate = runners[0].ctx.gate
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, _stopper(gate, run_tasks, console))
-    side = [asyncio.create_task(_show_progress(progress_queues, runners, console))]
-    if interactive:
-        side.append(asyncio.create_task(_prompt_between_steps(gate, run_tasks)))
+def _notice(console: Console, level: str, text: str) -> None:
+    style = {"info": "", "warning": "yellow", "error": "red"}.get(level, "")
+    console.print(Text(text, style))
+
+
+async def _run(lab: LabRun, console: Console) -> list:
+    """Run the request while drawing one progress line per session (and the step prompt with --step)."""
+    queues = [r.bus.subscribe() for r in lab.runners]
+    side = [asyncio.create_task(_show_progress(queues, lab, console))]
+    if lab.request.manual:
+        side.append(asyncio.create_task(_prompt_between_steps(lab)))
     try:
-        statuses = list(await asyncio.gather(*run_tasks))
+        return await lab.run()
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
-        await asyncio.gather(*forwards)
-        merged.put_nowait(None)
-        await store_task
-        for task in side:
+        for task in side[1:]:
             task.cancel()
         await asyncio.gather(*side, return_exceptions=True)
-        await asyncio.gather(*(r.ctx.host.close() for r in runners))
-    return statuses
 
 
-async def _forward(source: asyncio.Queue[Event | None], target: asyncio.Queue[Event | None]) -> None:
-    """Move one session's events (checkpoints included) to the shared store queue until its end."""
-    while (event := await source.get()) is not None:
-        target.put_nowait(event)
-
-
-def _stopper(gate: StepGate, run_tasks: list[asyncio.Task], console: Console):
-    def stop() -> None:
-        if not gate.aborted:
-            console.print("[yellow]stopping: tearing down instances...[/]")
-            gate.abort()
-            for task in run_tasks:
-                task.cancel()
-
-    return stop
-
-
-async def _show_progress(queues: list[asyncio.Queue[Event | None]], runners: list[SessionRunner], console: Console) -> None:
+async def _show_progress(queues: list[asyncio.Queue[Event | None]], lab: LabRun, console: Console) -> None:
     """One progress line per session, fed by that session's events."""
     with Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[detail]}"),
+        TextColumn("{task.fields[detail]}", markup=False),
         TimeElapsedColumn(),
         console=console,
     ) as progress:
-        await asyncio.gather(*(_follow(q, r, progress, console, several=len(runners) > 1) for q, r in zip(queues, runners)))
+        several = len(lab.runners) > 1
+        await asyncio.gather(*(_follow(q, r, lab.plan, progress, console, several=several)
+                               for q, r in zip(queues, lab.runners)))
 
 
 async def _follow(
-    queue: asyncio.Queue[Event | None], runner: SessionRunner, progress: Progress, console: Console, *, several: bool
+    queue: asyncio.Queue[Event | None], runner: SessionRunner, plan: Plan, progress: Progress, console: Console, *,
+    several: bool,
 ) -> None:
     suite = runner.ctx.suite
     host = runner.ctx.host.name
     label = f"{suite.name} @ {host}" if several else suite.name
-    task = progress.add_task(label, total=suite.repetitions * suite.steps_per_repetition(), detail="starting")
+    steps = plan.steps_per_repetition
+    task = progress.add_task(label, total=plan.total_steps, detail="starting")
     latest = ""
     while (event := await queue.get()) is not None:
         if isinstance(event, Result):
@@ -145,10 +105,10 @@ async def _follow(
             progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, event.steps, event.background, latest))
         elif isinstance(event, StepEnded):
             progress.advance(task)
-            progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, suite.steps_per_repetition(), event.background, latest))
+            progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, steps, event.background, latest))
         elif isinstance(event, SessionEnded) and event.message:
             where = f" ({host})" if several else ""
-            console.print(f"[red]{event.status}{where}:[/] {event.message}", highlight=False)
+            console.print(Text.assemble((f"{event.status}{where}: ", "red"), event.message))
 
 
 def _detail(rep: int, reps: int, step: int, steps: int, background: int, latest: str) -> str:
@@ -163,17 +123,20 @@ def _fmt(value: float, unit: str) -> str:
     return f"{value:.4g} {unit}"
 
 
-async def _prompt_between_steps(gate: StepGate, run_tasks: list[asyncio.Task]) -> None:
-    while not all(task.done() for task in run_tasks):
-        if not gate.waiting:
+async def _prompt_between_steps(lab: LabRun) -> None:
+    """With --step: after each step, Enter goes on, a switches to auto, q (or end of input) aborts."""
+    while True:
+        if not lab.gate.waiting:
             await asyncio.sleep(0.05)
             continue
         sys.stderr.write("step done: Enter = next, a = auto, q = abort > ")
         sys.stderr.flush()
-        answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
-        if answer == "q" or answer == "" and sys.stdin.closed:
-            gate.abort()
-        elif answer == "a":
-            gate.set_auto(True)
+        line = await asyncio.to_thread(sys.stdin.readline)
+        answer = line.strip().lower()
+        if answer == "q" or not line:
+            lab.abort("aborted at the step prompt")
+            return
+        if answer == "a":
+            lab.auto()
         else:
-            gate.next()
+            lab.next()

@@ -2,6 +2,7 @@
 
 from labtui.engine.bus import EventBus
 from labtui.engine.gate import Aborted, StepGate
-from labtui.engine.runner import KINDS, SessionRunner, new_session_id
+from labtui.engine.kinds import ExperimentKind, Plan, kinds, plan_for
+from labtui.engine.runner import SessionRunner, new_session_id
 
-__all__ = ["KINDS", "Aborted", "EventBus", "SessionRunner", "StepGate", "new_session_id"]
+__all__ = ["Aborted", "EventBus", "ExperimentKind", "Plan", "SessionRunner", "StepGate", "kinds", "new_session_id", "plan_for"]

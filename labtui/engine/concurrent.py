@@ -16,6 +16,8 @@ better), never a sum of times; other metrics (bytes, latencies) per instance onl
 from __future__ import annotations
 
 from labtui.engine.context import RunContext
+from labtui.engine.kinds import ExperimentKind
+from labtui.suites.model import Suite
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.measure import record_run
 from labtui.engine.scaling import wait_for_quiet_host
@@ -73,3 +75,10 @@ def record_aggregates(ctx: RunContext, readings: list[Reading]) -> None:
 
 #: The name the creation kind (where = "all") imports.
 record_sums = record_aggregates
+
+
+def _plan(suite: Suite) -> tuple[str, ...]:
+    return tuple(f"{n} instance(s) run the worker at once" for n in suite.concurrent.instances)
+
+
+KIND = ExperimentKind("concurrent", run_concurrent, _plan)

@@ -57,6 +57,8 @@ class RunContext:
     gate: StepGate
     position: Position = field(default_factory=Position)
     live: list[Instance] = field(default_factory=list)
+    #: Instance ids whose create has begun and not returned: a teardown looks for them by label.
+    creating: set[str] = field(default_factory=set)
     tearing_down: bool = False
     #: Leave instances running: destroy() does nothing (a console quit that keeps them).
     keep_instances: bool = False
@@ -102,8 +104,10 @@ class RunContext:
                     spec.labels.instance,
                 )
             )
+        self.creating.update(spec.labels.instance for spec in specs)
         await self.bus.checkpoint()
         instances = await self._bounded(self.backend.create_many(specs), specs, "create")
+        self.creating.difference_update(spec.labels.instance for spec in specs)
         for instance in instances:
             if instance.state != "exited":
                 self.live.append(instance)
@@ -141,17 +145,44 @@ class RunContext:
         for instance in ordered:
             self.bus.publish(InstanceDestroyed(self.session_id, instance.labels.instance))
 
-    async def teardown(self) -> None:
-        """Destroy every live instance, newest first; force those that resist."""
+    async def teardown(self, *, force: bool = False) -> None:
+        """Destroy every live instance, newest first; force those that resist; then sweep by label.
+
+        force (a second interrupt) skips the orderly path: everything left is
+        force-destroyed in parallel.
+        """
         self.tearing_down = True
-        if not self.live:
+        if self.keep_instances:
             return
-        self.log("info", "teardown", f"destroying {len(self.live)} instances")
-        try:
-            await self.destroy(list(self.live))
-        except Exception as exc:
-            self.log("warning", "stuck", f"destroy failed ({exc}); forcing {len(self.live)} instances")
-            await self.destroy(list(self.live), force=True)
+        if self.live:
+            self.log("info", "teardown", f"{'force-' if force else ''}destroying {len(self.live)} instances")
+            try:
+                await self.destroy(list(self.live), force=force)
+            except Exception as exc:
+                self.log("warning", "stuck", f"destroy failed ({exc}); forcing {len(self.live)} instances")
+                await self.destroy(list(self.live), force=True)
+        await self.sweep_creating()
+
+    async def sweep_creating(self) -> None:
+        """End the instances of creates that an interrupt cut short, found by their lab labels.
+
+        Their rows were opened (``creating``) before the create began; each is
+        closed here, destroyed when the backend lists it, ``create-cancelled`` when not.
+        """
+        if not self.creating:
+            return
+        pending, self.creating = set(self.creating), set()
+        found = [i for i in await self._bounded(self.backend.list(self.session_id), (), "list")
+                 if i.labels.instance in pending]
+        self.log("info", "teardown", f"{len(pending)} create(s) were cut short; {len(found)} of them left an instance")
+        if found:
+            for instance in found:
+                self.bus.publish(InstanceDestroying(self.session_id, instance.labels.instance))
+            await self._bounded(self.backend.destroy_many(found, force=True), found, "destroy")
+        alive = {i.labels.instance for i in found}
+        for instance_id in sorted(pending):
+            state = "destroyed" if instance_id in alive else "create-cancelled"
+            self.bus.publish(InstanceDestroyed(self.session_id, instance_id, state=state))
 
     async def _bounded(self, work: Awaitable[T], items: Sequence[object], what: str) -> T:
         """Await a backend call with a timeout that grows with the batch size."""

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from labtui.backends import EXEC, BackendError, Instance
 from labtui.engine.concurrent import record_sums
 from labtui.engine.context import RunContext
+from labtui.engine.kinds import ExperimentKind
+from labtui.suites.model import Suite
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.scaling import measure_memory, wait_for_quiet_host
 from labtui.events import StepEnded, StepStarted
@@ -299,3 +301,10 @@ def _record_spread(ctx: RunContext, runs: Runs, at_ns: int) -> None:
                 f"the {len(starts)} benchmark runs started {spread_ms:.1f} ms apart "
                 f"(goal {START_SPREAD_GOAL_MS:g} ms); "
                 f"raise creation.start_delay_s ({ctx.suite.creation.start_delay_s:g} s) if exec calls arrived late")
+
+
+def _plan(suite: Suite) -> tuple[str, ...]:
+    return tuple(f"create instance {n + 1} while {n} run" for n in range(suite.steps_per_repetition()))
+
+
+KIND = ExperimentKind("creation", run_creation, _plan)

@@ -46,11 +46,12 @@ from labtui.backends import (
     InstanceSpec,
 )
 from labtui.engine.context import RunContext
+from labtui.engine.kinds import ExperimentKind
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.measure import record_run
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.events import StepEnded, StepStarted
-from labtui.suites.model import DEFAULT_CPU_WEIGHT, Fairshare, Program, Worker
+from labtui.suites.model import DEFAULT_CPU_WEIGHT, Fairshare, Program, Worker, Suite
 
 BENCHMARK = "fairshare"
 #: What each method needs the backend to honour.
@@ -248,3 +249,11 @@ def _describe(fair: Fairshare, configuration: str, cpus: int) -> str:
     else:
         knob = "CPU cap {:.4f} against {:.4f} CPUs".format(*fair.caps(cpus))
     return f"{head}; the reserved one requests {reserved:g} ({knob}), the others {other:.4f} each"
+
+
+def _plan(suite: Suite) -> tuple[str, ...]:
+    fair = suite.fairshare
+    return tuple(f"{fair.instances} instances, {configuration} shares" for configuration in fair.configurations())
+
+
+KIND = ExperimentKind("fairshare", run_fairshare, _plan)

@@ -20,11 +20,12 @@ import asyncio
 
 from labtui.backends import PINNING, BackendError, Instance
 from labtui.engine.context import RunContext
+from labtui.engine.kinds import ExperimentKind
 from labtui.engine.measure import measure_worker
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.engine.topology import Plan, plan_placements, read_topology_and_smt
 from labtui.events import StepEnded, StepStarted
-from labtui.suites.model import PLACEMENTS
+from labtui.suites.model import PLACEMENTS, Suite
 
 
 async def run_isolation(ctx: RunContext) -> None:
@@ -73,3 +74,11 @@ async def _run_placement(ctx: RunContext, plan: Plan, name: str, cpus: tuple[int
 def _describe(plan: Plan) -> str:
     where = "; ".join(f"{name}: CPU {', '.join(map(str, cpus)) or '-'}" for name, cpus in plan.attackers.items())
     return f"worker on CPU {plan.worker_cpu}; attackers {where}"
+
+
+def _plan(suite: Suite) -> tuple[str, ...]:
+    return tuple("worker alone" if p == "alone" else f"worker with an attacker on {p}"
+                 for p in suite.isolation.placements)
+
+
+KIND = ExperimentKind("isolation", run_isolation, _plan)

@@ -12,31 +12,18 @@ import contextlib
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 
 from labtui.backends import Backend
 from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
-from labtui.engine.concurrent import run_concurrent
-from labtui.engine.creation import run_creation
-from labtui.engine.fairshare import run_fairshare
-from labtui.engine.isolation import run_isolation
-from labtui.engine.scaling import run_scaling
+from labtui.engine.kinds import kinds
 from labtui.events import HostFacts, SessionEnded, SessionStarted
 from labtui.hosts.base import Host, HostError
 from labtui.liveness import session_lock
 from labtui.suites.loader import suite_to_dict
 from labtui.suites.model import Suite
-
-KINDS: dict[str, Callable[[RunContext], Awaitable[None]]] = {
-    "scaling": run_scaling,
-    "isolation": run_isolation,
-    "concurrent": run_concurrent,
-    "creation": run_creation,
-    "fairshare": run_fairshare,
-}
-
 
 def new_session_id() -> str:
     """A time-sortable, unique session id such as 20261121-101502-3fa9c1."""
@@ -56,6 +43,10 @@ class SessionRunner:
         session_id: str | None = None,
     ) -> None:
         self.bus = EventBus()
+        #: Why the session was aborted, as its end records it (a signal's name, the console's quit).
+        self.abort_reason = "aborted by the user"
+        self._forced = False
+        self._teardown_task: asyncio.Future[None] | None = None
         self.ctx = RunContext(
             session_id=session_id or new_session_id(),
             suite=suite,
@@ -94,7 +85,7 @@ class SessionRunner:
 
     async def _run(self) -> str:
         ctx = self.ctx
-        kind = KINDS.get(ctx.suite.kind)
+        kind = kinds().get(ctx.suite.kind)
         status, message = "failed", ""
         self.bus.publish(
             SessionStarted(
@@ -110,15 +101,15 @@ class SessionRunner:
         sampler = None
         try:
             if kind is None:
-                raise ValueError(f"suite kind {ctx.suite.kind!r} is not supported; supported: {', '.join(KINDS)}")
+                raise ValueError(f"suite kind {ctx.suite.kind!r} is not supported; supported: {', '.join(kinds())}")
             await self._record_facts()
             await ctx.backend.prepare(_programs(ctx.suite))
             await ctx.backend.prepare_images(_images(ctx.suite))
             sampler = asyncio.create_task(self._sample_forever())
-            await _unless_lost(kind(ctx), sampler)
+            await _unless_lost(kind.run(ctx), sampler)
             status = "completed"
         except (Aborted, asyncio.CancelledError, KeyboardInterrupt):
-            status, message = "aborted", "aborted by the user"
+            status, message = "aborted", self.abort_reason
         except Exception as exc:  # recorded, then the session ends as failed
             message = f"{type(exc).__name__}: {exc}"
             ctx.log("error", "failure", message)
@@ -127,18 +118,43 @@ class SessionRunner:
                 sampler.cancel()
                 with contextlib.suppress(asyncio.CancelledError, HostError):  # a lost host was raised above
                     await sampler
-            await asyncio.shield(self._teardown())
+            await self._end_instances()
+            if self.ctx.live and not self.keep_instances:
+                ctx.log("error", "teardown", f"{len(ctx.live)} instance(s) left running: "
+                        f"`labtui cleanup --session {ctx.session_id}` ends them")
             self.bus.publish(SessionEnded(ctx.session_id, status, message))  # type: ignore[arg-type]
             self.bus.close()
         return status
 
-    async def _teardown(self) -> None:
+    def abort(self, reason: str) -> None:
+        """Stop at the next gate (the gate may be shared) and record reason as the session's end."""
+        self.abort_reason = reason
+        self.ctx.gate.abort()
+
+    def force(self) -> None:
+        """Stop waiting for an orderly teardown: force-destroy whatever is left, in parallel."""
+        self._forced = True
+        if self._teardown_task is not None and not self._teardown_task.done():
+            self._teardown_task.cancel()
+
+    async def _end_instances(self) -> None:
+        """Tear down (shielded from the run's cancellation); force() cuts an orderly teardown short."""
+        task = asyncio.ensure_future(self._teardown(force=self._forced))
+        self._teardown_task = task
+        while not task.done():  # a cancellation of the run itself never skips the teardown
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(task)
+        if task.cancelled():
+            self.ctx.log("warning", "teardown", "second interrupt: force-destroying what is left")
+            await self._teardown(force=True)
+
+    async def _teardown(self, *, force: bool) -> None:
         if self.keep_instances:
             if self.ctx.live:
                 self.ctx.log("warning", "teardown", f"leaving {len(self.ctx.live)} instance(s) running")
             return
         try:
-            await self.ctx.teardown()
+            await self.ctx.teardown(force=force)
         except Exception as exc:
             self.ctx.log("error", "teardown", f"teardown failed: {type(exc).__name__}: {exc}")
 

@@ -12,6 +12,7 @@ import asyncio
 
 from labtui.backends import Instance
 from labtui.engine.context import RunContext
+from labtui.engine.kinds import ExperimentKind
 from labtui.engine.measure import measure_worker
 from labtui.events import StepEnded, StepStarted
 from labtui.suites.model import Suite
@@ -101,3 +102,12 @@ async def measure_memory(ctx: RunContext, background: list[Instance], host_used:
     ctx.result("memory", "instances_mem", total, "bytes", "lower")
     if sizes:
         ctx.result("memory", "mem_per_instance", total / len(sizes), "bytes", "lower")
+
+
+def _plan(suite: Suite) -> tuple[str, ...]:
+    levels = suite.scale.levels() if suite.scale else (0,)
+    return (f"baseline: measure with {levels[0]} background",
+            *(f"grow the background to {n}, measure" for n in levels[1:]))
+
+
+KIND = ExperimentKind("scaling", run_scaling, _plan)

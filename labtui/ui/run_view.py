@@ -19,12 +19,11 @@ from textual.message import Message
 from textual.widgets import ProgressBar, RichLog, Static
 from textual.worker import Worker
 
-from labtui.backends import BackendError, open_backend
-from labtui.engine import SessionRunner, StepGate
-from labtui.engine.scaling import planned_steps
+from labtui.engine import SessionRunner
 from labtui.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
 from labtui.hosts import HostError, get_host, known_hosts
-from labtui.store import StoreError, StoreWriter
+from labtui.session import LabRun, RunRefused, RunRequest
+from labtui.store import StoreError
 from labtui.suites import list_suites
 from labtui.ui.choices import StartRequest, backend_choices
 from labtui.ui.live import RunModel
@@ -76,7 +75,7 @@ class RunView(Vertical):
         self.idle_sampling = idle_sampling
         self.suite_name, self.manual = DEFAULT_SUITE, False
         self.model = RunModel()
-        self.runner: SessionRunner | None = None
+        self.lab: LabRun | None = None
         self.run_worker_handle: Worker | None = None
         self._queue: asyncio.Queue[Event | None] | None = None
         self._idle: Worker | None = None
@@ -107,17 +106,25 @@ class RunView(Vertical):
 
     @property
     def active(self) -> bool:
-        return self.runner is not None
+        return self.lab is not None
+
+    @property
+    def runner(self) -> SessionRunner | None:
+        """The running session (the console runs one host at a time)."""
+        return self.lab.runners[0] if self.lab and self.lab.runners else None
 
     def gate_state(self) -> str:
-        if self.runner is None:
+        if self.lab is None:
             return "manual" if self.manual else "auto"
-        gate = self.runner.ctx.gate
+        gate = self.lab.gate
         if gate.aborted:
             return "aborting"
         if gate.auto:
             return "auto"
-        return "manual: waiting, press n" if gate.waiting else "manual"
+        if gate.waiting:
+            position = self.model
+            return f"manual: waiting, press n: {self.lab.plan.next_step(position.repetition, position.step)}"
+        return "manual"
 
     # --- sampling hosts while idle -----------------------------------------------
 
@@ -214,90 +221,88 @@ class RunView(Vertical):
             self.start(request)
 
     def start(self, request: StartRequest) -> None:
-        """Run a checked request as a session recorded in the store."""
+        """Run a checked request as a session recorded in the store, through the session service."""
         if self.active:
             self.notify("a run is already active", severity="warning")
             return
+        suite = request.suite
+        lab = LabRun(RunRequest(suite, self.db_path, (request.host,), request.backend, manual=request.manual),
+                     notify=self._notice)
         try:
-            host = get_host(request.host)
-            backend = open_backend(request.backend, host)
-        except (HostError, BackendError) as exc:
-            self.notify(str(exc), title="cannot start", severity="error", timeout=10)
+            runner = lab.prepare()[0]
+        except RunRefused as exc:
+            self.notify(str(exc), title="cannot start", severity="error", timeout=10, markup=False)
             self.log_text(f"cannot start: {exc}", "red")
             return
-        suite = request.suite
         self.suite_name = suite.name
         self.backend_name, self.host_name, self.manual = request.backend, request.host, request.manual
-        gate = StepGate(auto=not request.manual)
-        runner = SessionRunner(suite, backend, host, gate=gate)
         self._queue = runner.bus.subscribe()
-        self.runner = runner
-        self.model.reset(suite.name, backend.name, host.name, suite.repetitions, planned_steps(suite))
+        self.lab = lab
+        self.model.reset(suite.name, runner.ctx.backend.name, runner.ctx.host.name, lab.plan.repetitions,
+                         lab.plan.steps_per_repetition)
         self._charted = (-1, -1)
         self._chart_at = 0.0
         self._stop_idle_sampler()
         if request.overrides:
             self.log_text("overrides: " + " ".join(request.overrides), "dim")
-        self.run_worker_handle = self.run_worker(self._session(runner), group="run", exclusive=True, exit_on_error=False)
+        self.run_worker_handle = self.run_worker(self._session(lab), group="run", exclusive=True, exit_on_error=False)
 
-    async def _session(self, runner: SessionRunner) -> None:
-        """Record the session in the store while it runs; restore idle sampling after."""
-        store_queue = runner.bus.subscribe(durable=True)
-        status = "failed"
+    def _notice(self, level: str, text: str) -> None:
+        self.log_text(text, {"warning": "yellow", "error": "red"}.get(level, ""))
+
+    async def _session(self, lab: LabRun) -> None:
+        """Run the session through the service; restore idle sampling after, and quit after a signal."""
+        session_id, status = lab.runners[0].session_id, "failed"
         try:
-            writer = await asyncio.to_thread(StoreWriter.open, self.db_path)
-        except (StoreError, OSError) as exc:
-            self.log_text(f"cannot open the store {self.db_path}: {exc}", "red")
-            self.notify(str(exc), title="cannot start", severity="error", timeout=10)
+            outcome = (await lab.run())[0]
+            status = outcome.status
+            if outcome.message and status != "completed":
+                self.log_text(f"{status}: {outcome.message}", "red")
+        except (RunRefused, StoreError) as exc:
+            self.log_text(f"the run could not go on: {exc}", "red")
+            self.notify(str(exc), title="run stopped", severity="error", timeout=10, markup=False)
             self.model.status, self.model.message = "failed", str(exc)
-            self.runner = self._queue = None
-            self._start_idle_sampler()
-            return
-        store_task = asyncio.create_task(writer.consume(store_queue))  # closes the writer at the end
-        try:
-            status = await runner.run()
-        except Exception as exc:  # the runner records its own failures; this is a failure to start
-            self.log_text(f"the run could not start: {type(exc).__name__}: {exc}", "red")
-            runner.bus.close()
         finally:
-            await store_task
-            self.runner = None
+            self.lab = None
+            for command in lab.left_running():
+                self.log_text(f"instances left running: `{command}` ends them", "red")
             self._start_idle_sampler()
-            self.post_message(self.Finished(runner.session_id, status))
+            self.post_message(self.Finished(session_id, status))
+        if lab.signal is not None:  # a closed terminal or a kill: the session is recorded, the console ends
+            self.app.exit(130)
 
-    def _gate(self) -> StepGate | None:
-        if self.runner is None:
+    def _gate(self) -> LabRun | None:
+        if self.lab is None:
             self.notify("no run is active; press s to start one", severity="warning")
-            return None
-        return self.runner.ctx.gate
+        return self.lab
 
     def action_next_step(self) -> None:
-        if gate := self._gate():
-            gate.next()
+        if lab := self._gate():
+            lab.next()
             self.log_text("next step", "bold")
 
     def action_auto(self) -> None:
-        if gate := self._gate():
-            gate.set_auto(True)
+        if lab := self._gate():
+            lab.auto()
             self.log_text("auto stepping", "bold")
 
     def action_pause(self) -> None:
-        if gate := self._gate():
-            gate.set_auto(False)
+        if lab := self._gate():
+            lab.pause()
             self.log_text("manual stepping: the run pauses after this step", "bold")
 
     def action_abort(self) -> None:
         """Ask, then abort: the run stops at the next gate and tears down its instances."""
-        if self._gate() is None or self.runner is None:
+        runner, lab = self.runner, self._gate()
+        if lab is None or runner is None:
             return
-        runner = self.runner
         live = [f"{i.name} ({i.labels.role})" for i in runner.ctx.live]
         lines = [f"session {runner.session_id}: stop after the current step, then destroy:", *live]
         if not live:
             lines.append("(no live instances right now)")
 
         def answered(yes: bool | None) -> None:
-            if yes and self.runner is runner:
+            if yes and self.lab is lab:
                 self.abort_run("aborted from the console")
 
         self.app.push_screen(ConfirmScreen("Abort the run?", lines), answered)
@@ -305,30 +310,19 @@ class RunView(Vertical):
     def quit_run(self, leave: bool) -> Worker | None:
         """Record the console's quit answer in the session, then tear down or leave the instances.
 
-        Tearing down aborts at the next gate and destroys the live instances;
-        leaving cancels the engine at once and skips its teardown.  Returns the
-        run's worker, to wait for the session's end.
+        Returns the run's worker, to wait for the session's end.
         """
-        runner, worker = self.runner, self.run_worker_handle
-        if runner is None:
+        if self.lab is None:
             return None
-        names = ", ".join(i.name for i in runner.ctx.live) or "none"
         if leave:
-            runner.ctx.log("warning", "quit", f"console quit: leaving {len(runner.ctx.live)} instance(s) running "
-                                              f"without teardown: {names}")
-            runner.keep_instances = True
-            runner.ctx.gate.abort()
-            if worker is not None:
-                worker.cancel()
+            self.lab.leave("console quit")
         else:
-            runner.ctx.log("info", "quit", f"console quit: tearing down {len(runner.ctx.live)} instance(s)")
-            self.abort_run("console quit: tearing down")
-        return worker
+            self.abort_run("console quit")
+        return self.run_worker_handle
 
     def abort_run(self, reason: str) -> None:
         """Abort without asking (the caller asked) and note why in the session's log."""
-        if self.runner is not None:
-            self.runner.ctx.log("warning", "abort", reason)
-            self.runner.ctx.gate.abort()
-            self.log_text(f"aborting ({reason}): the run stops after this step and tears down", "bold red")
+        if self.lab is not None:
+            self.lab.abort(reason)
+            self.log_text(f"aborting ({reason}): the run stops and tears down", "bold red")
             self.redraw()

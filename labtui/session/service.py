@@ -1,0 +1,254 @@
+"""LabRun: one request run as sessions, from the store lock to the recorded end.
+
+The order is the same whichever face asked:
+
+1. ``prepare()`` (synchronous, before anything starts): the plan, the lock
+   directory, every host and backend resolved.  Bad input raises RunRefused
+   with one line, and nothing has been created or written.
+2. ``await run()``: read the store for reconcile, open the store's writer,
+   open the hosts (closed on the way out, whatever happens), reconcile each
+   backend, run every session at once, tear down, record each session's end.
+
+Signals (SIGINT, SIGTERM, SIGHUP) all start the same orderly teardown; a
+second SIGINT or SIGTERM stops waiting and force-destroys what is left.  Faces
+call ``next()``, ``auto()``, ``pause()``, ``abort()`` and ``leave()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from labtui.backends import Backend, BackendError, open_backend
+from labtui.engine import Plan, SessionRunner, StepGate, plan_for
+from labtui.events import Event
+from labtui.hosts import Host, HostError, get_host
+from labtui.liveness import LivenessError, lock_dir
+from labtui.reconcile import StoreView, read_store_quietly, reconcile_before_run
+from labtui.session.request import RunRequest
+from labtui.store import StoreError, StoreWriter
+
+#: The signals that end a run in order; the console's ctrl+c and a closed terminal arrive as these.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: A second one of these during teardown forces it.
+FORCE_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+#: A notice for the face: (level, text), level one of info, warning, error.
+Notify = Callable[[str, str], None]
+
+
+class RunRefused(Exception):
+    """The request cannot run (bad host, backend, lock directory or store): one line, exit 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one session ended."""
+
+    session_id: str
+    host: str
+    status: str
+    message: str = ""
+
+
+class LabRun:
+    """Runs a request: one session per host, all recorded in one store."""
+
+    def __init__(self, request: RunRequest, *, notify: Notify | None = None) -> None:
+        self.request = request
+        self.plan: Plan = _plan(request)
+        self.gate = StepGate(auto=not request.manual)
+        self.runners: list[SessionRunner] = []
+        self.outcomes: list[Outcome] = []
+        self._notify = notify or (lambda level, text: None)
+        self._tasks: list[asyncio.Task[str]] = []
+        self._stopping = False
+        self._forced = False
+        #: The name of the signal that stopped the run (None: it was not stopped by a signal).
+        self.signal: str | None = None
+        self._view: StoreView | None = None
+
+    # --- before anything starts -------------------------------------------------
+
+    def prepare(self) -> list[SessionRunner]:
+        """Resolve hosts and backends and check the lock directory; RunRefused on bad input."""
+        if self.runners:
+            return self.runners
+        try:
+            lock_dir()
+        except LivenessError as exc:
+            raise RunRefused(str(exc)) from None
+        for name in self.request.host_names:
+            host = _host(name)
+            self.runners.append(SessionRunner(self.request.suite, _backend(self.request.backend_name, host), host,
+                                              gate=self.gate))
+        return self.runners
+
+    # --- the run -------------------------------------------------------------------
+
+    async def run(self) -> list[Outcome]:
+        """Run every session to its end; return how each ended.
+
+        RunRefused when the store cannot be opened (nothing has started then).
+        """
+        runners = self.prepare()
+        db = self.request.db
+        self._view = await asyncio.to_thread(read_store_quietly, db)  # read before the writer holds the file
+        try:
+            writer = await asyncio.to_thread(StoreWriter.open, db)
+        except (StoreError, OSError) as exc:
+            for runner in runners:
+                runner.bus.close()
+            raise RunRefused(str(exc)) from None
+        merged: asyncio.Queue[Event | None] = asyncio.Queue()
+        forwards = [asyncio.create_task(_forward(r.bus.subscribe(durable=True), merged)) for r in runners]
+        store_task = asyncio.create_task(writer.consume(merged))  # commits, then closes the writer
+        async with contextlib.AsyncExitStack() as hosts:
+            for runner in runners:
+                hosts.push_async_callback(runner.ctx.host.close)
+            try:
+                with self._signals():
+                    await self._reconcile(runners, writer)
+                    if not self._stopping:
+                        self._tasks = [asyncio.create_task(r.run()) for r in runners]
+                    statuses = await asyncio.gather(*self._tasks, return_exceptions=True)
+            finally:
+                for runner in runners:
+                    if not self._tasks:
+                        runner.bus.close()  # never started: let the forwards end
+                await asyncio.gather(*forwards)
+                merged.put_nowait(None)
+                await store_task
+        if not self._tasks:
+            statuses = ["aborted"] * len(runners)
+        self.outcomes = [self._outcome(r, s) for r, s in zip(runners, statuses)]
+        return self.outcomes
+
+    async def _reconcile(self, runners: list[SessionRunner], writer: StoreWriter) -> None:
+        checks = await asyncio.gather(*(reconcile_before_run(r.ctx.backend, writer.path, self._view) for r in runners))
+        for updates, summary in checks:
+            for event in updates:
+                writer.add(event)
+            if summary:
+                self._notify("warning", summary)
+
+    def _outcome(self, runner: SessionRunner, status: str | BaseException) -> Outcome:
+        host = runner.ctx.host.name
+        if isinstance(status, BaseException):
+            return Outcome(runner.session_id, host, "failed", f"{type(status).__name__}: {status}")
+        return Outcome(runner.session_id, host, status, runner.abort_reason if status == "aborted" else "")
+
+    # --- what faces ask for ---------------------------------------------------------
+
+    def next(self) -> None:
+        """Let the waiting step(s) go on."""
+        self.gate.next()
+
+    def auto(self) -> None:
+        """Run on without pausing."""
+        self.gate.set_auto(True)
+
+    def pause(self) -> None:
+        """Pause after the current step."""
+        self.gate.set_auto(False)
+
+    def abort(self, reason: str) -> None:
+        """Stop every session now, tear down, and record reason as each session's end."""
+        self._stop(reason, leave=False)
+
+    def leave(self, reason: str) -> None:
+        """Stop every session now without tearing down: its instances stay running (a console quit)."""
+        self._stop(reason, leave=True)
+
+    def _stop(self, reason: str, *, leave: bool) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        for runner in self.runners:
+            live = runner.ctx.live
+            if leave:
+                runner.keep_instances = True
+                names = ", ".join(i.name for i in live) or "none"
+                runner.ctx.log("warning", "abort", f"{reason}: leaving {len(live)} instance(s) running: {names}")
+            else:
+                runner.ctx.log("warning", "abort", f"{reason}: tearing down {len(live)} instance(s)")
+            runner.abort(reason)
+        self._notify("warning", f"{reason}: {'leaving the instances running' if leave else 'tearing down'}")
+        for task in self._tasks:
+            task.cancel()
+
+    def force(self) -> None:
+        """Stop waiting for an orderly teardown: force-destroy what is left of every session."""
+        if self._forced:
+            return
+        self._forced = True
+        self._notify("error", "second interrupt: force-destroying what is left")
+        for runner in self.runners:
+            runner.force()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def left_running(self) -> list[str]:
+        """The exact cleanup command for every session that still has live instances."""
+        return [f"labtui cleanup --session {r.session_id}" + (f" --host {r.ctx.host.name}" if r.ctx.host.name != "local" else "")
+                + f" --backend {r.ctx.backend.name} --db {self.request.db}"
+                for r in self.runners if r.ctx.live]
+
+    # --- signals --------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _signals(self):
+        """INT, TERM and HUP abort (a second INT or TERM forces) while the sessions run."""
+        loop = asyncio.get_running_loop()
+        installed = []
+        for signum in STOP_SIGNALS:
+            try:
+                loop.add_signal_handler(signum, self._on_signal, signum)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread: the face handles it
+                continue
+            installed.append(signum)
+        try:
+            yield
+        finally:
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+
+    def _on_signal(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        if not self._stopping:
+            self.signal = name
+            self.abort(f"aborted by {name}")
+        elif signum in FORCE_SIGNALS:
+            self.force()
+
+
+def _plan(request: RunRequest) -> Plan:
+    try:
+        return plan_for(request.suite)
+    except ValueError as exc:
+        raise RunRefused(f"{request.suite.source}: {exc}") from None
+
+
+def _host(name: str) -> Host:
+    try:
+        return get_host(name)
+    except HostError as exc:
+        raise RunRefused(str(exc)) from None
+
+
+def _backend(name: str, host: Host) -> Backend:
+    try:
+        return open_backend(name, host)
+    except BackendError as exc:
+        raise RunRefused(str(exc)) from None
+
+
+async def _forward(source: asyncio.Queue[Event | None], target: asyncio.Queue[Event | None]) -> None:
+    """Move one session's events (checkpoints included) to the shared store queue until its end."""
+    while (event := await source.get()) is not None:
+        target.put_nowait(event)
