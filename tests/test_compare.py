@@ -45,8 +45,8 @@ def _session(sid: str, suite: str, backend: str, results: list[tuple], ts: float
 
 
 def _boot(values: list[float], step: int, bg: int, metric: str = "boot_time", unit: str = "s") -> list[tuple]:
-    """Values spread over two repetitions, as a scaling run records them."""
-    return [(1 + i % 2, step, bg, "boot", metric, v, unit, "lower", "") for i, v in enumerate(values)]
+    """One value per repetition, as a scaling run with one worker run per step records them."""
+    return [(1 + i, step, bg, "boot", metric, v, unit, "lower", "") for i, v in enumerate(values)]
 
 
 @pytest.fixture
@@ -141,9 +141,9 @@ def test_higher_is_better_single_samples_and_one_sided_metrics(recorded: Path, c
     one = rows[("boot", "image_bytes", "", 0, "bytes")]
     assert (one["n_a"], one["n_b"], one["ratio"], one["change_pct"]) == (1, 1, pytest.approx(0.2), pytest.approx(-80.0))
     assert (one["p_value"], one["t"], one["ci95_low"], one["significant"]) == (None, None, None, None)
-    assert one["verdict"] == "no test: one sample each"
+    assert one["verdict"] == "no test: one repetition each"
     cpu = rows[("cpu", "prime_ops", "", 0, "ops/s")]
-    assert (cpu["n_a"], cpu["n_b"], cpu["slowdown_pct"], cpu["verdict"]) == (3, 1, pytest.approx(50.0), "no test: n=1 in B")
+    assert (cpu["n_a"], cpu["n_b"], cpu["slowdown_pct"], cpu["verdict"]) == (3, 1, pytest.approx(50.0), "no test: one repetition in B")
     memory = rows[("boot", "memory", "", 0, "bytes")]
     assert (memory["present"], memory["n_a"], memory["n_b"], memory["ratio"]) == ("A only", 1, None, None)
     assert memory["verdict"] == "only in A"
@@ -176,7 +176,7 @@ def test_narrow_terminal_gets_lines_instead_of_a_table(recorded: Path, capsys, m
     assert max(len(x) for x in lines) <= 80
     at = lines.index("  boot_time (s, lower is better, background 10)")
     assert lines[at + 1] == "    A 1 (n=4)  B 2.025 (n=4)  B/A 2.025  change +102.5 %  slowdown +102.5 %"
-    assert lines[at + 2].startswith("    95% CI of B−A 0.7694 … 1.281  p 0.000") and lines[at + 2].endswith("B worse, significant")
+    assert lines[at + 2].startswith("    95% CI of B−A 0.7694 … 1.281 t  p 0.000") and lines[at + 2].endswith("B worse, significant")
     at = lines.index("  memory (bytes, lower is better)")
     assert lines[at + 1: at + 3] == ["    A 1e+08 (n=1)", "    only in A"]
     at = lines.index("  copy (MB/s, higher is better, placement same-thread)")
@@ -262,7 +262,7 @@ def test_brandz_post_every_printed_percentage(db: Path, capsys) -> None:
         change, slowdown = float(cells[4]), float(cells[5])
         assert change == pytest.approx(float(stated[metric]), abs=1e-9), metric  # printed to one decimal
         assert slowdown == pytest.approx(-change, abs=1e-9)  # higher is better
-        assert cells[-1] == "no test: one sample each"
+        assert cells[-1] == "no test: one repetition each"
 
 
 def test_vserver_xen_paper_statements(db: Path, capsys) -> None:
@@ -294,4 +294,88 @@ def test_vserver_xen_paper_statements(db: Path, capsys) -> None:
     ratios = {m: r["ratio"] for m, r in xen_vs_vserver.items()}
     assert all(ratio >= 1.9 for m, ratio in ratios.items() if m != "ctx_16p_64k_us"), ratios
     assert ratios["ctx_16p_64k_us"] == pytest.approx(6.02 / 3.81)
-    assert all(r["verdict"] == "no test: one sample each" for r in xen.values())
+    assert all(r["verdict"] == "no test: one repetition each" for r in xen.values())
+
+
+# --- samples are repetitions or sessions, never the instances of one step (issue 23, part 7) ---
+
+
+def _concurrent(values_by_rep: list[list[float]], bg: int = 4) -> list[tuple]:
+    """A concurrent step: every repetition measures `bg` instances at once."""
+    return [(rep, 1, bg, "sqlite", "inserts_s", v, "s", "lower", "")
+            for rep, values in enumerate(values_by_rep, start=1) for v in values]
+
+
+def test_the_instances_of_one_step_are_not_samples(db: Path, capsys) -> None:
+    """Eight instances measured at once in one repetition are one sample, not eight: pooling them
+    (pseudo-replication) gave this pair p < 1e-9."""
+    a = _concurrent([[1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.00, 1.01]], bg=8)
+    b = _concurrent([[1.10, 1.11, 1.09, 1.10, 1.12, 1.08, 1.10, 1.11]], bg=8)
+    record_events(db, _session("conc-a", "concurrent-sqlite", "process", a, T0)
+                  + _session("conc-b", "concurrent-sqlite", "process", b, T0 + 5000))
+    code, doc = _json(capsys, "conc-a", "conc-b", "--db", str(db))
+    r = _rows(doc)[("sqlite", "inserts_s", "", 8, "s")]
+    assert code == 0 and doc["samples"] == "repetitions"
+    assert (r["samples"], r["n_a"], r["n_b"], r["values_a"], r["values_b"]) == ("repetitions", 1, 1, 8, 8)
+    assert r["p_value"] is None and r["verdict"] == "no test: one repetition each"
+    assert r["mean_a"] == pytest.approx(statistics.fmean(v for *_, v, _u, _b, _p in a))
+
+
+def test_each_repetition_is_the_mean_of_its_instances(db: Path, capsys) -> None:
+    reps_a = [[1.0, 1.2, 1.1, 0.9], [1.3, 1.1, 1.0, 1.2], [0.9, 1.0, 1.1, 1.0]]
+    reps_b = [[2.0, 2.1, 1.9, 2.2], [2.3, 2.0, 2.1, 2.0], [1.9, 2.2, 2.0, 2.1]]
+    record_events(db, _session("rep-a", "s", "process", _concurrent(reps_a), T0)
+                  + _session("rep-b", "s", "process", _concurrent(reps_b), T0 + 5000))
+    code, doc = _json(capsys, "rep-a", "rep-b", "--db", str(db))
+    r = _rows(doc)[("sqlite", "inserts_s", "", 4, "s")]
+    means_a, means_b = [statistics.fmean(x) for x in reps_a], [statistics.fmean(x) for x in reps_b]
+    assert (r["n_a"], r["n_b"], r["values_a"], r["values_b"]) == (3, 3, 12, 12)
+    assert r["std_a"] == pytest.approx(statistics.stdev(means_a)) and r["std_b"] == pytest.approx(statistics.stdev(means_b))
+    va, vb = statistics.variance(means_a) / 3, statistics.variance(means_b) / 3
+    assert r["t"] == pytest.approx((statistics.fmean(means_b) - statistics.fmean(means_a)) / math.sqrt(va + vb))
+    assert r["df"] == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 2))
+    # three samples a side: too few for a bootstrap, Welch's t interval
+    assert r["ci_method"] == "t" and (r["ci95_low"], r["ci95_high"]) == (r["t_ci95_low"], r["t_ci95_high"])
+    assert r["verdict"] == "B worse, significant"
+    assert main(["compare", "rep-a", "rep-b", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "n = repetitions: each sample is one repetition's mean" in " ".join(out.split())
+
+
+def test_several_sessions_a_side_are_the_samples(db: Path, capsys) -> None:
+    """`compare A1,A2,A3 B1,B2,B3`: a sample is a session (the mean of its repetitions), on both sides."""
+    events = []
+    for i, (x, y) in enumerate([(1.0, 1.5), (1.1, 1.6), (0.9, 1.4)]):
+        events += _session(f"sa{i}", "s", "process", _boot([x, x + 0.1], 0, 0), T0 + 100 * i)
+        events += _session(f"sb{i}", "s", "process", _boot([y, y + 0.1], 0, 0), T0 + 1000 + 100 * i)
+    record_events(db, events)
+    code, doc = _json(capsys, "sa0,sa1,sa2", "sb0,sb1,sb2", "--db", str(db))
+    assert code == 0 and doc["samples"] == "sessions" and [s["session_id"] for s in doc["a"]] == ["sa0", "sa1", "sa2"]
+    r = _rows(doc)[("boot", "boot_time", "", 0, "s")]
+    assert (r["samples"], r["n_a"], r["n_b"], r["values_a"]) == ("sessions", 3, 3, 6)
+    assert r["mean_a"] == pytest.approx(1.05) and r["std_a"] == pytest.approx(0.1)
+    # one session against three: the one side has a single sample
+    code, doc = _json(capsys, "sa0", "sb0,sb1,sb2", "--db", str(db))
+    assert _rows(doc)[("boot", "boot_time", "", 0, "s")]["verdict"] == "no test: one session in A"
+    assert main(["compare", "sa0,sa1", "sa1,sb0", "--db", str(db)]) == 2
+    assert "both session sa1" in capsys.readouterr().err
+
+
+def test_few_or_skewed_samples_get_a_bootstrap_interval(db: Path, capsys) -> None:
+    skewed_a = [1.0, 1.01, 1.02, 1.0, 1.01, 1.03, 1.0, 1.02, 1.01, 1.0, 1.02, 1.9]  # one slow repetition
+    steady_b = [1.2 + 0.01 * (i % 4) for i in range(12)]
+    few_a, few_b = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95], [1.3, 1.2, 1.4, 1.3, 1.25, 1.35]
+    record_events(db, _session("sk-a", "s", "process", _boot(skewed_a, 0, 0) + _boot(few_a, 1, 10), T0)
+                  + _session("sk-b", "s", "process", _boot(steady_b, 0, 0) + _boot(few_b, 1, 10), T0 + 5000))
+    rows = _rows(_json(capsys, "sk-a", "sk-b", "--db", str(db))[1])
+    skewed, few = rows[("boot", "boot_time", "", 0, "s")], rows[("boot", "boot_time", "", 10, "s")]
+    for r in (skewed, few):
+        assert r["ci_method"] == "bootstrap"
+        assert r["t_ci95_low"] is not None and (r["ci95_low"], r["ci95_high"]) != (r["t_ci95_low"], r["t_ci95_high"])
+        assert r["ci95_low"] < r["diff"] < r["ci95_high"]
+    assert few["verdict"] == "B worse, significant" and few["ci95_low"] > 0
+    # the same samples give the same interval (the bootstrap's seed is fixed)
+    again = _rows(_json(capsys, "sk-a", "sk-b", "--db", str(db))[1])[("boot", "boot_time", "", 0, "s")]
+    assert (again["ci95_low"], again["ci95_high"]) == (skewed["ci95_low"], skewed["ci95_high"])
+    assert main(["compare", "sk-a", "sk-b", "--db", str(db)]) == 0
+    assert " boot " in capsys.readouterr().out

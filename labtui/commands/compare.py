@@ -2,11 +2,20 @@
 
 Results are matched on (benchmark, metric, placement, background, unit,
 better): the same condition in both sessions, as the store's slowdown view
-groups them.  The step index and the repetition are not part of the match, so
-a scaling run with other step sizes still meets the other session at every
-background count both have; all values of a condition (every repetition,
-step and instance) are its samples.  Conditions found in one session only
-are listed as such.
+groups them.  The step index is not part of the match, so a scaling run with
+other step sizes still meets the other session at every background count both
+have.  Conditions found in one session only are listed as such.
+
+The samples of a condition are independent runs, never the instances of one
+step (pseudo-replication: n instances measured at once share the host's state,
+so they are not n samples).  With one session a side, a sample is a
+repetition: the mean of the condition's values in that repetition (every
+instance and run of it).  A side may name several sessions (``A1,A2,A3``);
+then a sample is a session, the mean of its repetitions, on both sides.  Every
+row says which (``samples``) and how many raw values stand behind them.
+Welch's test and its interval come from scipy.stats; where a side's samples are
+few (< 10) or skewed, the interval printed is a BCa bootstrap
+(scipy.stats.bootstrap) and the row says so (``ci_method``).
 """
 
 from __future__ import annotations
@@ -33,7 +42,26 @@ COLUMNS = (
     "n_a", "mean_a", "std_a", "n_b", "mean_b", "std_b",
     "ratio", "change_pct", "slowdown_pct", "diff", "ci95_low", "ci95_high", "df", "t", "p_value",
     "significant", "verdict",
+    "samples", "values_a", "values_b", "ci_method", "t_ci95_low", "t_ci95_high",
 )
+
+#: What one sample is, by how many sessions a side names.
+REPETITIONS, SESSIONS = "repetitions", "sessions"
+
+
+@dataclass(frozen=True, slots=True)
+class Samples:
+    """A condition's independent samples on one side, and the raw values behind them."""
+
+    values: list[float]  # one per repetition (one session a side) or per session
+    unit: str  # REPETITIONS or SESSIONS
+    raw: int  # raw result values averaged into them (instances x runs x ...)
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +69,8 @@ class Row:
     """One condition: compared when both sessions have it, else the one side's values."""
 
     key: Key
-    a: list[float] | None
-    b: list[float] | None
+    a: Samples | None
+    b: Samples | None
     comparison: Comparison | None
     verdict: str
 
@@ -54,15 +82,18 @@ class Row:
         """The row as plain values (None where there is nothing), in COLUMNS order."""
         benchmark, metric, placement, background, unit, better = self.key
         c = self.comparison
-        sa = c.a if c else (summarize(self.a) if self.a else None)
-        sb = c.b if c else (summarize(self.b) if self.b else None)
+        sa = c.a if c else (summarize(self.a.values) if self.a else None)
+        sb = c.b if c else (summarize(self.b.values) if self.b else None)
         w = c.welch if c else None
+        ci = c.ci if c else None
         values = [
             benchmark, metric, placement, background, unit, better, self.present,
             sa and sa.n, sa and sa.mean, sa and sa.std, sb and sb.n, sb and sb.mean, sb and sb.std,
             c and c.ratio, c and c.change_pct, c and c.slowdown_pct, c and c.diff,
-            w and w.ci_low, w and w.ci_high, w and w.df, w and w.t, w and w.p,
+            ci and ci.low, ci and ci.high, w and w.df, w and w.t, w and w.p,
             c.significant if c else None, self.verdict,
+            (self.a or self.b).unit, self.a.raw if self.a else None, self.b.raw if self.b else None,
+            ci and ci.method, w and w.ci_low, w and w.ci_high,
         ]
         return dict(zip(COLUMNS, (_finite(v) for v in values)))
 
@@ -70,26 +101,33 @@ class Row:
 def cmd_compare(args) -> int:
     path = db_path(args)
     try:
-        ids = [resolve_session(path, s) for s in (args.a, args.b)]
+        sides = [[resolve_session(path, s) for s in _names(arg)] for arg in (args.a, args.b)]
     except StoreError as exc:
         raise UsageError(f"{exc} (see `labtui sessions`)") from None
-    if ids[0] == ids[1]:
-        raise UsageError(f"A and B are both session {ids[0]}; give two different sessions")
+    for side, name in zip(sides, "AB"):
+        if len(set(side)) < len(side):
+            raise UsageError(f"{name} names session {next(s for s in side if side.count(s) > 1)} twice")
+    if set(sides[0]) & set(sides[1]):
+        both = ", ".join(sorted(set(sides[0]) & set(sides[1])))
+        raise UsageError(f"A and B are both session {both}; give two different sessions")
+    unit = SESSIONS if max(map(len, sides)) > 1 else REPETITIONS
     try:
-        sessions = [_session(path, sid) for sid in ids]
-        rows = compare_sessions(load_samples(path, ids[0]), load_samples(path, ids[1]))
+        sessions = [[_session(path, sid) for sid in side] for side in sides]
+        rows = compare_sessions(load_samples(path, sides[0], unit), load_samples(path, sides[1], unit))
     except StoreError as exc:
         raise UsageError(str(exc)) from None
+    ids = [",".join(side) for side in sides]
     if args.format == "csv":
         out = csv.writer(sys.stdout)
         out.writerow(COLUMNS)
         out.writerows(["" if v is None else v for v in r.record().values()] for r in rows)
     elif args.format == "json":
-        json.dump({"a": sessions[0], "b": sessions[1], "alpha": ALPHA, "rows": [r.record() for r in rows]},
-                  sys.stdout, indent=1, default=str)
+        doc = {"a": _one(sessions[0]), "b": _one(sessions[1]), "alpha": ALPHA, "samples": unit,
+               "rows": [r.record() for r in rows]}
+        json.dump(doc, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
     else:
-        _print_table(sessions, rows)
+        _print_table(sessions, rows, unit)
     if not any(r.comparison for r in rows):
         print(f"labtui compare: {ids[0]} and {ids[1]} have no benchmark/metric/background in common",
               file=sys.stderr)
@@ -97,29 +135,63 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def load_samples(path: Path, session_id: str) -> dict[Key, list[float]]:
-    """The session's raw result values (finite ones) by condition, in the order they were measured."""
+def _names(arg: str) -> list[str]:
+    """The sessions one side names: an id (or prefix), or several joined by commas."""
+    names = [s.strip() for s in arg.split(",") if s.strip()]
+    if not names:
+        raise UsageError(f"no session named in {arg!r}")
+    return names
+
+
+def _one(sessions: list[dict[str, Any]]) -> dict[str, Any] | list[dict[str, Any]]:
+    return sessions[0] if len(sessions) == 1 else sessions
+
+
+_CONDITION = ["benchmark", "metric", "placement", "background", "unit", "better"]
+
+
+def load_samples(path: Path, session_ids: str | list[str], unit: str = REPETITIONS) -> dict[Key, Samples]:
+    """The independent samples of each condition of the sessions (finite values only).
+
+    REPETITIONS (one session): one sample per repetition, the mean of the condition's values in
+    it (all instances and runs of the step); SESSIONS: one per session, the mean of its
+    repetitions' means.  Samples are in the order of repetition (or of `session_ids`).
+    """
     import polars as pl
 
-    frame = fetch_frame(path, "SELECT * FROM results WHERE session_id = ? AND isfinite(value) ORDER BY ts, step",
-                        [session_id])
+    ids = [session_ids] if isinstance(session_ids, str) else list(session_ids)
+    if unit == REPETITIONS and len(ids) != 1:
+        raise ValueError("samples by repetition come from one session")
+    marks = ", ".join("?" for _ in ids)
+    frame = fetch_frame(path, f"SELECT * FROM results WHERE session_id IN ({marks}) AND isfinite(value) "
+                        "ORDER BY ts, step", ids)
     placement = pl.col("placement").fill_null("") if "placement" in frame.columns else pl.lit("")  # schema 1: none
     frame = frame.select(
+        pl.col("session_id"), pl.col("repetition").fill_null(0),
         pl.col("benchmark"), pl.col("metric"), placement.alias("placement"), pl.col("background").fill_null(0),
         pl.col("unit").fill_null(""), pl.col("better"), pl.col("value"),
     )
-    groups = frame.group_by(["benchmark", "metric", "placement", "background", "unit", "better"], maintain_order=True)
-    return {tuple(r[:6]): r[6] for r in groups.agg(pl.col("value")).iter_rows()}
+    # one value per repetition: the instances (and runs) of one step are not independent samples
+    reps = frame.group_by([*_CONDITION, "session_id", "repetition"], maintain_order=True).agg(
+        pl.col("value").mean(), pl.len().alias("raw"))
+    if unit == SESSIONS:
+        order = {sid: i for i, sid in enumerate(ids)}
+        reps = reps.group_by([*_CONDITION, "session_id"], maintain_order=True).agg(
+            pl.col("value").mean(), pl.col("raw").sum()
+        ).with_columns(pl.col("session_id").replace_strict(order, return_dtype=pl.Int64).alias("repetition"))
+    reps = reps.sort("repetition", maintain_order=True)
+    groups = reps.group_by(_CONDITION, maintain_order=True).agg(pl.col("value"), pl.col("raw").sum())
+    return {tuple(r[:6]): Samples(list(r[6]), unit, int(r[7])) for r in groups.iter_rows()}
 
 
-def compare_sessions(a: dict[Key, list[float]], b: dict[Key, list[float]]) -> list[Row]:
-    """One row per condition of either session, ordered by benchmark, metric, placement, background."""
+def compare_sessions(a: dict[Key, Samples], b: dict[Key, Samples]) -> list[Row]:
+    """One row per condition of either side, ordered by benchmark, metric, placement, background."""
     rows = []
     for key in sorted(a.keys() | b.keys(), key=_order):
         va, vb = a.get(key), b.get(key)
         if va and vb:
-            c = compare_samples(va, vb, key[5], ALPHA)
-            rows.append(Row(key, va, vb, c, _verdict(c, key[5])))
+            c = compare_samples(va.values, vb.values, key[5], ALPHA)
+            rows.append(Row(key, va, vb, c, _verdict(c, key[5], va.unit)))
         else:
             rows.append(Row(key, va, vb, None, _only_verdict(key, "A" if va else "B", b if va else a)))
     return rows
@@ -131,16 +203,19 @@ def _order(key: Key) -> tuple:
     return benchmark, metric, unit, better, placement != "", rank, placement, background
 
 
-def _verdict(c: Comparison, better: str) -> str:
+def _verdict(c: Comparison, better: str, unit: str = REPETITIONS) -> str:
+    one = unit[:-1]  # "repetition", "session"
     if c.welch is None:
-        return "no test: one sample each" if c.a.n == c.b.n == 1 else f"no test: n=1 in {'A' if c.a.n == 1 else 'B'}"
+        return f"no test: one {one} each" if c.a.n == c.b.n == 1 else f"no test: one {one} in {'A' if c.a.n == 1 else 'B'}"
+    boot = c.ci is not None and c.ci.method == "bootstrap"
     if not c.significant:
-        return "not significant"
+        return "not significant" + ("; the bootstrap CI excludes 0" if boot and not c.ci.contains(0.0) else "")
     worse = (c.diff < 0) if better == "higher" else (c.diff > 0)
-    return f"B {'worse' if worse else 'better'}, significant"
+    return f"B {'worse' if worse else 'better'}, significant" + (
+        "; the bootstrap CI includes 0" if boot and c.ci.contains(0.0) else "")
 
 
-def _only_verdict(key: Key, side: str, other: dict[Key, list[float]]) -> str:
+def _only_verdict(key: Key, side: str, other: dict[Key, Samples]) -> str:
     """'A only', naming how the other session records the same metric when it does so differently."""
     elsewhere = sorted({(k[4], k[5]) for k in other if k[:4] == key[:4]})
     if not elsewhere:
@@ -159,7 +234,7 @@ def _finite(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def _print_table(sessions: list[dict[str, Any]], rows: list[Row]) -> None:
+def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str = REPETITIONS) -> None:
     """One rich table (a section per benchmark), or a few lines per row when the terminal is too narrow.
 
     Significant rows are red (B worse) or green (B better); rows of one session only are dim.
@@ -167,9 +242,10 @@ def _print_table(sessions: list[dict[str, Any]], rows: list[Row]) -> None:
     from rich.console import Console
 
     console = Console()
-    for name, s in zip("AB", sessions):
-        about = ", ".join(str(s[k]) for k in ("suite", "backend", "host") if s[k])
-        console.print(f"{name}: {s['session_id']} ({about}; {s['status']})", highlight=False)
+    for name, sessions in zip("AB", sides):
+        for s in sessions:
+            about = ", ".join(str(s[k]) for k in ("suite", "backend", "host") if s[k])
+            console.print(f"{name}: {s['session_id']} ({about}; {s['status']})", highlight=False)
     records = [(r.record(), _style(r)) for r in rows]
     table, width = _wide_table(records)
     if width <= console.width:
@@ -179,9 +255,18 @@ def _print_table(sessions: list[dict[str, Any]], rows: list[Row]) -> None:
     console.print(
         "change % = (B/A − 1)·100 of the means; slowdown % > 0 means B is worse "
         "(↑ higher is better: (1 − B/A)·100; ↓ lower is better: (B/A − 1)·100). "
-        f"p: Welch's two-sided t-test of B − A; significant when p < {ALPHA}; no test with a single sample.",
+        f"p: Welch's two-sided t-test of B − A; significant when p < {ALPHA}; no test with a single sample. "
+        + _SAMPLES_NOTE[unit]
+        + " CI: Welch's t interval (t), or a BCa bootstrap (boot) where a side has fewer than 10 samples or is skewed.",
         highlight=False, style="dim",
     )
+
+
+_SAMPLES_NOTE = {
+    REPETITIONS: "n = repetitions: each sample is one repetition's mean over the instances and runs of its step "
+                 "(instances measured at once are not independent samples).",
+    SESSIONS: "n = sessions: each sample is one session's mean over its repetitions.",
+}
 
 
 #: Width the table gives the metric and verdict columns at least; longer text wraps.
@@ -245,7 +330,10 @@ def _arrow(better: str) -> str:
 
 
 def _ci(r: dict[str, Any]) -> str:
-    return f"{_num(r['ci95_low'], 4)} … {_num(r['ci95_high'], 4)}" if r["ci95_low"] is not None else "-"
+    if r["ci95_low"] is None:
+        return "-"
+    how = " boot" if r["ci_method"] == "bootstrap" else " t"
+    return f"{_num(r['ci95_low'], 4)} … {_num(r['ci95_high'], 4)}{how}"
 
 
 def _style(row: Row) -> str | None:
