@@ -17,19 +17,30 @@ from labtui import __version__
 EXIT_USAGE = 2
 
 
-def _db_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="PATH", help="the DuckDB store (default: $LABTUI_DB or sessions/lab.duckdb)")
+#: Options that mean the same before or after any subcommand; the last one given wins, as in git and docker.
+GLOBAL_OPTIONS = {
+    "--db": "the DuckDB store (default: $LABTUI_DB or sessions/lab.duckdb)",
+    "--config": "the lab config naming SSH hosts (default: $LABTUI_CONFIG or ./labtui.toml)",
+}
+
+
+def _global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
+    """The global options; below the top level they default to 'not given', so they never undo a value given before."""
+    for flag, help_text in GLOBAL_OPTIONS.items():
+        p.add_argument(flag, metavar="PATH", help=help_text, default=None if top else argparse.SUPPRESS)
+
+
+def _every_subparser(p: argparse.ArgumentParser):
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                yield child
+                yield from _every_subparser(child)
 
 
 def _target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", metavar="B", help="backend to use (default: all usable ones, or process for run)")
     p.add_argument("--host", metavar="H", default="local", help="host name from the lab config (default: local)")
-    _config_option(p)
-
-
-def _config_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
-                   help="the lab config naming SSH hosts (default: $LABTUI_CONFIG or ./labtui.toml)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,8 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal lab console for measuring virtualization. With no command, opens the console.",
     )
     parser.add_argument("--version", action="version", version=f"labtui {__version__}")
-    _db_option(parser)
-    _config_option(parser)
+    _global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("run", help="run a suite headless and record it in the store")
@@ -48,8 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", dest="hosts", action="append", default=[], metavar="H",
                    help="host name from the lab config (default: local); repeat it to run the suite on "
                    "several hosts at once, one session per host")
-    _config_option(p)
-    _db_option(p)
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a suite value, e.g. --set scale.steps=3 (repeatable)")
     p.add_argument("--profile", metavar="NAME",
@@ -59,13 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("suites", help="list the built-in suites")
 
     p = sub.add_parser("sessions", help="list recorded sessions")
-    _db_option(p)
 
     p = sub.add_parser("sql", help="run a read-only SQL query against the store")
     p.add_argument("query", help="the SQL text")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--limit", type=int, default=500, help="at most this many rows (default 500)")
-    _db_option(p)
 
     p = sub.add_parser("instances", help="labtui instances alive on a backend/host")
     _target_options(p)
@@ -74,7 +80,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("cleanup", help="destroy labtui instances")
     _target_options(p)
-    _db_option(p)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--session", metavar="ID", help="every instance of this session")
     which.add_argument("--orphans", action="store_true", help="instances whose session is no longer running")
@@ -91,7 +96,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", metavar="H", default="local")
 
     p = sub.add_parser("hosts", help="the lab's hosts; `hosts check` tests them, `hosts trust NAME` records a host key")
-    _config_option(p)
     p.add_argument("--tag", dest="tags", action="append", default=[], metavar="T",
                    help="only hosts with this tag (repeatable: any of them)")
     hosts = p.add_subparsers(dest="hosts_command", metavar="ACTION")
@@ -110,7 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tag", dest="tags", action="append", default=[], metavar="T",
                    help="every host with this tag (repeatable)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per host (default 60)")
-    _config_option(p)
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command, after --")
 
     p = sub.add_parser("report", help="figures and an HTML page of a session, or two sessions overlaid")
@@ -119,19 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="output directory (default: reports/<session>)")
     p.add_argument("--format", choices=["html", "png", "svg"], default="html",
                    help="one self-contained HTML page, or one image file per figure (default: html)")
-    _db_option(p)
 
     p = sub.add_parser("export", help="write every table of a session to parquet or CSV files")
     p.add_argument("session", help="session id (or a unique prefix)")
     p.add_argument("--format", choices=["parquet", "csv"], required=True)
     p.add_argument("--out", metavar="DIR", help="output directory (default: exports/<session>)")
-    _db_option(p)
 
     p = sub.add_parser("compare", help="each metric of session B against session A: change, slowdown, Welch's t-test")
     p.add_argument("a", metavar="A", help="the baseline session id (or a unique prefix)")
     p.add_argument("b", metavar="B", help="the session compared with A")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    _db_option(p)
 
     p = sub.add_parser("import", help="results measured elsewhere (a CSV or a real tool's output) into a new session")
     p.add_argument("files", nargs="+", metavar="FILE", help="a CSV, or one tool output per repetition")
@@ -142,10 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--background", type=int, default=0, metavar="N", help="background instances (default 0)")
     p.add_argument("--repetition", type=int, default=0, metavar="N", help="repetition of the first file (default 0)")
     p.add_argument("--host", default="local", metavar="H", help="host the results were measured on (default: local)")
-    _db_option(p)
 
     p = sub.add_parser("info", help="versions, paths and the store's contents")
-    _db_option(p)
+    for child in _every_subparser(parser):
+        _global_options(child, top=False)
     return parser
 
 
