@@ -455,6 +455,37 @@ class StoreWriter:
         """Flush what is buffered (the file is not held between flushes)."""
         self.flush()
 
+    def insert_arrow(self, table: str, batch: pa.Table) -> int:
+        """Bulk load: insert an Arrow table into an append-only table in one transaction.
+
+        `batch`'s columns are matched by name to columns of `table` (results,
+        resources or events); missing columns are NULL.  Buffered rows are
+        flushed first, so a session row written through `add` precedes its
+        results.  StoreError (nothing inserted) when the write fails.
+        """
+        if table not in _APPEND_TABLES.values():
+            raise ValueError(f"insert_arrow loads results, resources or events, not {table!r}")
+        self.flush()
+        names = ", ".join(batch.column_names)
+        view = f"_labtui_bulk_{table}"
+        with self._write_lock:
+            began = time.perf_counter()
+            con = connect(self.path, read_only=False)
+            try:
+                _check_version_fast(con, self.path)
+                con.register(view, batch)
+                try:
+                    con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
+                finally:
+                    con.unregister(view)
+            except duckdb.Error as exc:
+                raise StoreError(f"could not write {batch.num_rows} rows to {self.path}: {exc}") from exc
+            finally:
+                con.close()
+            self.flush_times.append(time.perf_counter() - began)
+        _restrict_files(self.path)
+        return batch.num_rows
+
     async def consume(self, queue: asyncio.Queue[Event | None]) -> None:
         """The writer task: store events from `queue` until a None, then close.
 

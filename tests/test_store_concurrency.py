@@ -1,0 +1,172 @@
+"""One store, many processes: readers see a run's rows as it flushes, and two writers share the file.
+
+Every wait here is for a condition, with a generous timeout; nothing asserts how fast.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from labtui.store import StoreWriter, list_sessions, run_sql
+
+REPO = Path(__file__).resolve().parents[1]
+WAIT_S = 240.0
+
+#: A writer in its own process: SessionStarted, then `steps` steps of `per_step` results each
+#: (StepEnded flushes each), `pause` seconds apart, then SessionEnded.  Prints "ready" once open.
+WRITER = """
+import asyncio, os, sys, time
+from labtui.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+from labtui.store import StoreWriter
+
+db, sid, steps, per_step, pause = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+
+async def main():
+    writer = StoreWriter.open(db)
+    print("ready", flush=True)
+    queue = asyncio.Queue()
+    task = asyncio.create_task(writer.consume(queue))
+    queue.put_nowait(SessionStarted(sid, "boot", "scaling", "process", "local", {}, os.getpid()))
+    for step in range(steps):
+        queue.put_nowait(StepStarted(sid, 1, step, steps, step))
+        for i in range(per_step):
+            queue.put_nowait(Result(sid, 1, step, step, "local", f"i{i}", "b", "m", float(i), "s", "lower"))
+        queue.put_nowait(StepEnded(sid, 1, step, step))
+        await queue.join()
+        await asyncio.sleep(pause)
+    queue.put_nowait(SessionEnded(sid, "completed", "done"))
+    queue.put_nowait(None)
+    await task
+    print("done", flush=True)
+
+asyncio.run(main())
+"""
+
+
+def _spawn(db: Path, sid: str, steps: int, per_step: int, pause: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), sid, str(steps), str(per_step), str(pause)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )
+
+
+def _ready(proc: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    assert line == "ready", proc.stderr.read() if proc.stderr else line
+    return proc
+
+
+def _writer(db: Path, sid: str, steps: int, per_step: int, pause: float) -> subprocess.Popen[str]:
+    return _ready(_spawn(db, sid, steps, per_step, pause))
+
+
+def _finish(proc: subprocess.Popen[str]) -> None:
+    out, err = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 0 and out.strip() == "done", err
+
+
+def _count(db: Path, sql: str = "SELECT count(*) FROM results") -> int:
+    return run_sql(db, sql).rows[0][0]
+
+
+def test_another_process_sees_a_growing_count_while_a_run_writes(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    StoreWriter.open(db).close()
+    steps, per_step = 15, 20
+    writer = _writer(db, "w1", steps, per_step, pause=0.2)
+    seen: list[int] = []
+    running_seen = False
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while writer.poll() is None:
+            assert time.monotonic() < deadline, f"the writer did not finish; counts seen {seen}"
+            count = _count(db)  # this test process is the other process: it never waits for the run's end
+            if not seen or count != seen[-1]:
+                seen.append(count)
+            sessions = list_sessions(db)
+            running_seen |= sessions["status"].to_list() == ["running"]
+            time.sleep(0.05)
+    finally:
+        _finish(writer)
+    assert _count(db) == steps * per_step
+    assert len(seen) >= 3 and seen == sorted(seen), seen  # grew, flush by flush, while the run went on
+    assert running_seen
+    assert run_sql(db, "SELECT status FROM sessions").rows == [("completed",)]
+
+
+def test_two_writers_into_one_store_both_complete(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    steps, per_step = 15, 50
+    # both create the store at the same moment: one file, both writers use it
+    writers = [_ready(w) for w in [_spawn(db, f"w{n}", steps, per_step, pause=0.0) for n in (1, 2)]]
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while any(w.poll() is None for w in writers):
+            assert time.monotonic() < deadline
+            _count(db)  # and a reader in between, all along
+            time.sleep(0.02)
+    finally:
+        for w in writers:
+            _finish(w)
+    rows = run_sql(db, "SELECT session_id, count(*) FROM results GROUP BY 1 ORDER BY 1").rows
+    assert rows == [("w1", steps * per_step), ("w2", steps * per_step)]
+    assert run_sql(db, "SELECT session_id, status FROM sessions ORDER BY 1").rows == [
+        ("w1", "completed"), ("w2", "completed")]
+    assert run_sql(db, "SELECT count(*), count(ended_at) FROM steps").rows == [(2 * steps, 2 * steps)]
+
+
+# --- the same through `labtui run` ------------------------------------------------------------
+
+RUN = ["run", "boot-scaling", "--set", "scale.steps=4", "--set", "scale.per_step=2",
+       "--set", "suite.repetitions=2"]
+RESULTS_PER_RUN = 2 * 5  # one boot_time per step (baseline + 4) of each repetition
+
+
+def _labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
+                          cwd=REPO, timeout=WAIT_S)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="needs a C compiler")
+def test_two_labtui_runs_into_one_store_while_another_process_reads(tmp_path: Path) -> None:
+    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
+    db = tmp_path / "lab.duckdb"
+    _labtui("backends", env=env)  # builds nothing; warms imports so both runs start together
+    runs = [
+        subprocess.Popen([sys.executable, "-m", "labtui", *RUN, "--db", str(db)], env=env, cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    counts: list[int] = []
+    running: set[int] = set()
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while any(r.poll() is None for r in runs):
+            assert time.monotonic() < deadline, "the runs did not finish"
+            if db.exists():
+                out = _labtui("sql", "SELECT (SELECT count(*) FROM results), "
+                              "(SELECT count(*) FROM sessions WHERE status = 'running')",
+                              "--db", str(db), "--format", "csv", env=env)
+                assert out.returncode == 0, out.stderr  # never locked out
+                count, live = (int(v) for v in out.stdout.strip().splitlines()[-1].split(","))
+                counts.append(count)
+                running.add(live)
+    finally:
+        outputs = [r.communicate(timeout=WAIT_S) for r in runs]
+    for run, (_, err) in zip(runs, outputs):
+        assert run.returncode == 0, err
+    rows = run_sql(db, "SELECT status, (SELECT count(*) FROM results r WHERE r.session_id = s.session_id "
+                       "AND metric = 'boot_time') FROM sessions s").rows
+    assert rows == [("completed", RESULTS_PER_RUN)] * 2
+    assert counts == sorted(counts) and len(set(counts)) >= 2, counts
+    assert running & {1, 2}, running
