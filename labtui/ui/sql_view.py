@@ -26,6 +26,7 @@ from labtui.ui.history import History
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from textual_fastdatatable import ArrowBackend
 
 #: Rows a query shows at most unless $LABTUI_SQL_ROWS or LabApp(sql_row_cap=...) says otherwise.
 DEFAULT_ROW_CAP = 100_000
@@ -86,6 +87,16 @@ def query_arrow(db: Path, sql: str, cap: int) -> tuple[pa.Table, bool]:
         con.close()
     table = pa.Table.from_batches(batches, schema=schema)
     return displayable(table.slice(0, cap)), rows > cap
+
+
+def grid_backend(table: pa.Table) -> ArrowBackend:
+    """The grid's data: an Arrow backend with its column widths measured (a pass over every row: do it in a thread)."""
+    from textual_fastdatatable import ArrowBackend
+
+    backend = ArrowBackend(table)
+    backend.render_markup = False  # a value is shown as it is, brackets and all
+    backend.column_content_widths  # noqa: B018  (measured and cached here, not on the UI thread)
+    return backend
 
 
 def displayable(table: pa.Table) -> pa.Table:
@@ -155,6 +166,14 @@ class SqlPane(Vertical):
         result = self.query_one("#result")
         result.border_title = "result"
         result.border_subtitle = f"row cap {self.row_cap:,} (${ROW_CAP_ENV})"  # the schema loads with the sessions
+        self._warm_up()
+
+    @work(thread=True, group="warm-up", exit_on_error=False)
+    def _warm_up(self) -> None:
+        """Measure a tiny table once, so that the first real result does not pay for Arrow's compute set-up."""
+        import pyarrow as pa
+
+        grid_backend(pa.table({"s": ["a", None], "i": [1, 2], "f": [0.5, None]}))
 
     def busy(self) -> bool:
         return bool(getattr(self.app, "run_active", False))
@@ -220,20 +239,23 @@ class SqlPane(Vertical):
         started = time.perf_counter()
         try:
             table, truncated = query_arrow(self.db_path, sql, cap)
+            backend = grid_backend(table)
         except Exception as exc:  # StoreError for refused writes; shown, never raised
             self.app.call_from_thread(self.status, f"error: {exc}", True)
             return
-        self.app.call_from_thread(self.show_result, table, truncated, cap, time.perf_counter() - started)
+        self.app.call_from_thread(self.show_result, backend, truncated, cap, time.perf_counter() - started)
 
-    async def show_result(self, table: pa.Table, truncated: bool, cap: int, seconds: float | None = None) -> None:
-        """Put an Arrow table in the grid: a new grid widget over it (it reads only the rows on screen)."""
-        from textual_fastdatatable import ArrowBackend, DataTable
+    async def show_result(self, backend: ArrowBackend, truncated: bool, cap: int, seconds: float | None = None) -> None:
+        """Show a result (see grid_backend): a new grid widget over it, which draws only the rows on screen."""
+        from rich.text import Text
+        from textual_fastdatatable import DataTable
 
+        table = backend.source_data
         self.result, self.truncated = table, truncated
         old = self.query_one("#result")
         had_focus = old.has_focus
-        grid = DataTable(backend=ArrowBackend(table), id="result", zebra_stripes=True, null_rep="∅",
-                         render_markup=False)
+        grid = DataTable(backend=backend, id="result", zebra_stripes=True, null_rep="∅", render_markup=False,
+                         column_labels=[Text(name) for name in table.column_names])
         grid.border_title = "result"
         grid.border_subtitle = cap_line(table.num_rows, truncated, cap)
         with self.app.batch_update():

@@ -2,12 +2,18 @@
 
     python tests/perf/bench_console.py [--quick]
 
-- keypress to screen, p95, with 1000 instances listed and 10 samples/s arriving: < 100 ms.
-  The console runs in a pty with the Instances view listing 1000 instances while a feeder
+- first paint: `python -m labtui` against a bare Textual app showing one label, started
+  alternately in the same pty size, each timed from its start until its first frame's text
+  is read back (labtui: the tab bar; bare: the label): within 1.5x of the bare app.
+- `labtui` to a drawn Run view (its panes loaded after the first frame): < 2 s.
+- keypress to screen, p95, with 10,000 instances listed and 10 samples/s arriving: < 50 ms.
+  The console runs in a pty with the Instances view listing 10,000 instances while a feeder
   publishes 10 host samples per second into the Run view; each `down` key is timed from
   its write to the pty until the redrawn row under the new cursor is read back.
+- SQL result of 100,000 rows: ctrl+r to the grid and its row count on screen (the query,
+  the Arrow fetch and the paint), and the paint alone (the grid mounted over the Arrow table
+  until the next refresh has drawn it): paint < 0.2 s.
 - idle console CPU, `labtui` with nothing running (it samples the host every second): < 5% of a core.
-- `labtui` to a drawn screen: < 2 s.
 """
 
 from __future__ import annotations
@@ -36,8 +42,23 @@ sys.path.insert(0, str(REPO))
 from common import report  # noqa: E402
 
 SIZE = (160, 50)
-ROWS = 1000
+ROWS = 10_000
+SQL_ROWS = 100_000
 DOWN = b"\x1b[B"
+CTRL_R = b"\x12"
+BARE_MARKER = "bare textual first frame"
+BARE = f"""
+from textual.app import App
+from textual.widgets import Label
+
+
+class Bare(App):
+    def compose(self):
+        yield Label("{BARE_MARKER}")
+
+
+Bare().run()
+"""
 
 
 PR_SET_PDEATHSIG = 1
@@ -47,6 +68,7 @@ class Pty:
     """A child process on a pseudo-terminal of a fixed size; output is read and kept."""
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.started = time.perf_counter()
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
         clean = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
@@ -80,6 +102,11 @@ class Pty:
             if marker in tail:
                 return time.perf_counter() - start
 
+    def since_start(self, marker: bytes, timeout: float) -> float:
+        """Seconds from the process's start until marker is read back."""
+        self.wait_for(marker, timeout)
+        return time.perf_counter() - self.started
+
     def drain(self, seconds: float) -> None:
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
@@ -112,8 +139,8 @@ def env_for(tmp: Path) -> dict[str, str]:
 # --- the console child for the latency benchmark -------------------------------------------------
 
 
-def child() -> None:
-    """The console with 1000 listed instances and 10 samples/s, on this process's terminal."""
+def child(rows: int) -> None:
+    """The console with `rows` listed instances and 10 samples/s, on this process's terminal."""
     from labtui.backends import Instance, Labels, open_backend
     from labtui.events import ResourceSample, SessionStarted, StepStarted
     from labtui.hosts import get_host
@@ -125,10 +152,14 @@ def child() -> None:
     now = time.time()
     found = [Found(backend, Instance(Labels("20260101-000000-bench0", "background", f"ba{i:04d}"), f"lab-ba{i:04d}",
                                      "process", "local", "running", now - i), 1_000_000 + i, i % 7 == 0)
-             for i in range(ROWS)]
+             for i in range(rows)]
 
     class Bench(LabApp):
-        async def on_mount(self) -> None:
+        def on_mount(self) -> None:
+            self.run_worker(self.setup(), group="bench")  # LabApp.on_mount loads the views after this
+
+        async def setup(self) -> None:
+            await self.views_loaded.wait()
             queue: asyncio.Queue = asyncio.Queue()
             self.run_view.model.reset("boot-scaling", "process", "local", 1, 101)
             queue.put_nowait(SessionStarted("20260101-000000-bench0", "boot-scaling", "scaling", "process", "local",
@@ -151,13 +182,64 @@ def child() -> None:
     Bench(Path(tempfile.gettempdir()) / "labtui-bench-unused.duckdb", idle_sampling=False).run()
 
 
+def make_results_store(path: Path, rows: int) -> None:
+    """A store with one session of `rows` boot results (the SQL benchmark's table)."""
+    from labtui.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+    from labtui.store import StoreWriter
+
+    session, t0 = "20260101-000000-bench1", time.time() - 100
+    writer = StoreWriter.open(path)
+    writer.add(SessionStarted(session, "boot-scaling", "scaling", "process", "local", {}, 1, ts=t0))
+    writer.add(StepStarted(session, 1, 0, 1, 0, ts=t0))
+    for i in range(rows):
+        writer.add(Result(session, 1, 0, 0, "local", f"wo{i}", "boot", "boot_time", 0.002 + (i % 97) * 1e-5, "s",
+                          "lower", ts=t0 + i * 1e-3))
+    writer.add(StepEnded(session, 1, 0, 0, ts=t0 + rows * 1e-3))
+    writer.add(SessionEnded(session, "completed", ts=t0 + rows * 1e-3 + 1))
+    writer.flush()
+    writer.close()
+
+
+def sql_child(db: Path, times: Path) -> None:
+    """The console on the SQL editor holding `select * from results`; writes the grid's paint time to `times`."""
+    from textual.widgets import TextArea
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.sql_view import SqlPane
+
+    show = SqlPane.show_result
+
+    async def timed_show(self, backend, truncated, cap, seconds=None) -> None:
+        started = time.perf_counter()
+        await show(self, backend, truncated, cap, seconds)
+
+        def painted() -> None:
+            with times.open("a") as out:
+                out.write(f"{time.perf_counter() - started}\n")
+        self.app.call_after_refresh(painted)
+
+    SqlPane.show_result = timed_show
+
+    class Bench(LabApp):
+        def on_mount(self) -> None:
+            self.run_worker(self.setup(), group="bench")
+
+        async def setup(self) -> None:
+            await self.views_loaded.wait()
+            self.action_sql()
+            self.query_one("#sql", TextArea).text = "select * from results"
+            self.notify("sql bench ready")
+
+    Bench(db, idle_sampling=False, sql_row_cap=SQL_ROWS).run()
+
+
 # --- measurements -------------------------------------------------------------------------------------
 
 
-def keypress_latency(presses: int, tmp: Path) -> list[float]:
-    term = Pty([sys.executable, str(Path(__file__).resolve()), "--child"], env_for(tmp))
+def keypress_latency(presses: int, tmp: Path, rows: int) -> list[float]:
+    term = Pty([sys.executable, str(Path(__file__).resolve()), "--child", str(rows)], env_for(tmp))
     try:
-        term.wait_for(b"1000 instance(s)", 30)
+        term.wait_for(f"{rows} instance(s)".encode(), 120)
         term.drain(1.0)
         latencies = []
         for k in range(1, presses + 1):
@@ -172,7 +254,45 @@ def keypress_latency(presses: int, tmp: Path) -> list[float]:
 def startup(tmp: Path) -> float:
     term = Pty([sys.executable, "-m", "labtui", "--db", str(tmp / "lab.duckdb")], env_for(tmp))
     try:
-        return term.wait_for(b"no run yet", 30)
+        return term.since_start(b"no run yet", 30)
+    finally:
+        term.close()
+
+
+def first_paints(tmp: Path) -> tuple[float, float]:
+    """Seconds to the first frame: labtui's (its tab bar) and a bare Textual app's (its label)."""
+    lab = Pty([sys.executable, "-m", "labtui", "--db", str(tmp / "lab.duckdb")], env_for(tmp))
+    try:
+        lab_s = lab.since_start(b"Sessions+SQL", 30)
+    finally:
+        lab.close()
+    bare = Pty([sys.executable, "-c", BARE], env_for(tmp))
+    try:
+        bare_s = bare.since_start(BARE_MARKER.encode(), 30)
+    finally:
+        bare.close()
+    return lab_s, bare_s
+
+
+def sql_paint(tmp: Path, runs: int) -> tuple[list[float], list[float]]:
+    """(ctrl+r to the 100,000-row grid on screen, the grid's paint alone) per run, in seconds."""
+    db, times = tmp / "sql.duckdb", tmp / "paint-times"
+    if not db.exists():
+        make_results_store(db, SQL_ROWS)
+    times.unlink(missing_ok=True)
+    term = Pty([sys.executable, str(Path(__file__).resolve()), "--sql-child", str(db), str(times)], env_for(tmp))
+    on_screen = []
+    try:
+        term.wait_for(b"sql bench ready", 60)
+        term.drain(1.0)
+        for k in range(runs):
+            start = time.perf_counter()
+            os.write(term.master, CTRL_R)
+            term.wait_for(f"{SQL_ROWS:,} rows".encode(), 30)
+            on_screen.append(time.perf_counter() - start)
+            term.drain(0.5)
+        paints = [float(x) for x in times.read_text().split()]
+        return on_screen, paints
     finally:
         term.close()
 
@@ -192,24 +312,46 @@ def idle_cpu(seconds: float, tmp: Path) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer presses, shorter idle window")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=("paint", "keys", "sql", "idle"), action="append",
+                        help="run only these measurements (repeatable)")
+    parser.add_argument("--child", type=int, metavar="ROWS", help=argparse.SUPPRESS)
+    parser.add_argument("--sql-child", nargs=2, metavar=("DB", "TIMES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child()
+        child(args.child)
         return 0
+    if args.sql_child:
+        sql_child(Path(args.sql_child[0]), Path(args.sql_child[1]))
+        return 0
+    only = set(args.only or ("paint", "keys", "sql", "idle"))
     with tempfile.TemporaryDirectory(prefix="labtui-bench-") as name:
         tmp = Path(name)
-        latencies = keypress_latency(30 if args.quick else 120, tmp)
-        p95 = statistics.quantiles(latencies, n=20)[-1] * 1000
-        report("console keypress to screen p95 (1000 instances, 10 samples/s)", p95, "ms", "target 100 ms",
-               p95 / 100, p95 < 100)
-        report("console keypress to screen median", statistics.median(latencies) * 1000, "ms", "target 100 ms",
-               statistics.median(latencies) * 1000 / 100)
-        share = idle_cpu(5.0 if args.quick else 20.0, tmp) * 100
-        report("console idle CPU", share, "% of a core", "target 5%", share / 5, share < 5)
-        starts = [startup(tmp) for _ in range(1 if args.quick else 3)]
-        first = statistics.median(starts)
-        report("labtui to a drawn screen", first, "s", "target 2 s", first / 2, first < 2)
+        if "paint" in only:
+            pairs = [first_paints(tmp) for _ in range(3 if args.quick else 9)]
+            lab, bare = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+            ratio = statistics.median(p[0] / p[1] for p in pairs)
+            report("labtui first paint vs a bare Textual app, medians", lab, "s",
+                   f"bare Textual {bare:.3f} s, target within 1.5x, median of per-pair ratios", ratio, ratio <= 1.5)
+            starts = [startup(tmp) for _ in range(1 if args.quick else 3)]
+            first = statistics.median(starts)
+            report("labtui to a drawn Run view", first, "s", "target 2 s", first / 2, first < 2)
+        if "keys" in only:
+            latencies = keypress_latency(30 if args.quick else 120, tmp, ROWS)
+            p95 = statistics.quantiles(latencies, n=20)[-1] * 1000
+            report(f"console keypress to screen p95 ({ROWS:,} instances, 10 samples/s)", p95, "ms", "target 50 ms",
+                   p95 / 50, p95 < 50)
+            report("console keypress to screen median", statistics.median(latencies) * 1000, "ms", "target 50 ms",
+                   statistics.median(latencies) * 1000 / 50)
+        if "sql" in only:
+            on_screen, paints = sql_paint(tmp, 3 if args.quick else 9)
+            paint = statistics.median(paints)
+            report(f"SQL grid paint of {SQL_ROWS:,} rows (Arrow table to drawn), median", paint, "s",
+                   "target 0.2 s", paint / 0.2, paint < 0.2)
+            report(f"SQL ctrl+r to {SQL_ROWS:,} rows on screen (query, fetch, paint), median",
+                   statistics.median(on_screen), "s", "no target")
+        if "idle" in only:
+            share = idle_cpu(5.0 if args.quick else 20.0, tmp) * 100
+            report("console idle CPU", share, "% of a core", "target 5%", share / 5, share < 5)
     return 0
 
 
