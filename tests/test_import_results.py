@@ -93,6 +93,18 @@ def test_import_refuses_an_existing_session(tmp_path: Path, db: Path, capsys) ->
         ("benchmark,metric,value,unit,better\nx,m,1,s,higher\nx,m,2,s,more\n", "line 3: better must be 'higher' or 'lower'"),
         ("benchmark,metric,value,unit,better,step\nx,m,1,s,lower,two\n", "line 2: step: expected a whole number"),
         ("benchmark,metric,value,unit,better\n", "no result lines"),
+        # read by DuckDB's read_csv and validated in SQL: still the line and the column
+        ("benchmark,metric,value,unit,better\nx,m,nan,s,lower\n", "line 2: value: expected a finite number, got 'nan'"),
+        ("benchmark,metric,value,unit,better\nx,m,1,s,lower\nx,m,,s,lower\n", "line 3: value: expected a number, got ''"),
+        ("benchmark,metric,value,unit,better,step\nx,m,1,s,lower,3.5\n", "line 2: step: expected a whole number, got '3.5'"),
+        ("benchmark,metric,value,unit,better,background\nx,m,1,s,lower,99999999999\n",
+         "line 2: background: expected a whole number, got '99999999999'"),
+        ("benchmark,metric,value,unit,better\n\"two\nlines\",m,1,s,lower\nx,,2,s,lower\n", "line 4: metric is empty"),
+        ("benchmark,metric,value,unit,better\nx,m,1,s,lower\n\n,m,1,s,lower\n", "line 4: benchmark is empty"),
+        ("benchmark,metric,value,unit,better\nx,m,1,s,lower,9\n", "line 2: more fields than the header's 5"),
+        ("benchmark,metric,value,unit,better\nx,m,1,s\n", "line 2: fewer fields than the header's 5"),
+        ("benchmark,metric,value,unit,better\nx,m,1,s,lower\nx,m,\"2,s,lower\n", "line 3:"),
+        ("", "line 1: missing column(s) benchmark, metric, value, unit, better"),
     ],
 )
 def test_import_csv_errors_name_file_and_line(tmp_path: Path, db: Path, capsys, content: str, message: str) -> None:
@@ -113,3 +125,61 @@ def test_import_format_errors(tmp_path: Path, db: Path, capsys) -> None:
     assert "--format 'iperf': choose one of csv" in capsys.readouterr().err
     assert main(["import", str(DATA / "wrk-solon-jetty.txt"), "--format", "wrk", "--session", "bad name", "--db", str(db)]) == 2
     assert "--session 'bad name'" in capsys.readouterr().err
+
+
+def test_import_csv_errors_name_the_line_of_a_bad_encoding(tmp_path: Path, db: Path, capsys) -> None:
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("benchmark,metric,value,unit,better\nx,m,1,s,lower\nsch\xe4tzung,m,1,s,lower\n".encode("latin-1"))
+    assert main(["import", str(bad), "--session", "enc", "--db", str(db)]) == 2
+    assert f"{bad}: line 3: not UTF-8 text" in capsys.readouterr().err
+    assert not db.exists()
+
+
+def test_import_csv_through_duckdb_keeps_every_value(tmp_path: Path, db: Path, capsys) -> None:
+    """Quoted fields, extra columns (ignored), a BOM, blank lines, defaults for missing optional values, two files."""
+    first = tmp_path / "a.csv"
+    first.write_text(
+        "\ufeffnote,benchmark,metric,value,unit,better,step,host\n"
+        '"a, b",bench,"boot, cold",1.5,s,lower,2,h1\n'
+        "\n"
+        '"it\'s ""quoted""",bench,mem,1e3,,higher,,\n',
+        encoding="utf-8",
+    )
+    second = tmp_path / "b.csv"
+    second.write_text("benchmark,metric,value,unit,better,repetition,background\nx,y,-2,ms,lower,7,30\n")
+    args = ["import", str(first), str(second), "--session", "mixed", "--host", "lab", "--step", "5", "--background", "10",
+            "--db", str(db)]
+    assert main(args) == 0
+    assert "session mixed: 3 results from 2 file(s) (csv)" in capsys.readouterr().out
+    rows = fetch_frame(
+        db, "SELECT repetition, step, background, host, instance_id, benchmark, metric, value, unit, better, placement, "
+        "ts IS NOT NULL FROM results WHERE session_id = 'mixed' ORDER BY value"
+    ).rows()
+    assert rows == [
+        (7, 5, 30, "lab", "", "x", "y", -2.0, "ms", "lower", None, True),
+        (0, 2, 10, "h1", "", "bench", "boot, cold", 1.5, "s", "lower", None, True),
+        (0, 5, 10, "lab", "", "bench", "mem", 1000.0, "", "higher", None, True),
+    ]
+    session = fetch_frame(db, "SELECT kind, status, host, message FROM sessions WHERE session_id = 'mixed'").rows()
+    assert session == [("import", "completed", "lab", "imported 3 results from 2 file(s)")]
+
+
+def test_import_csv_second_file_error_names_that_file(tmp_path: Path, db: Path, capsys) -> None:
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("benchmark,metric,value,unit,better\nx,m,1,s,lower\n")
+    bad.write_text("benchmark,metric,value,unit,better\nx,m,1,s,lower\nx,m,1,s,sideways\n")
+    assert main(["import", str(good), str(bad), "--session", "two", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: line 3: better must be 'higher' or 'lower', got 'sideways'" in err
+    assert not db.exists()
+
+
+def test_import_csv_reads_back_an_export(tmp_path: Path, db: Path) -> None:
+    printed = _brandz_csv(tmp_path / "brandz.csv")
+    assert main(["import", str(tmp_path / "brandz.csv"), "--session", "orig", "--db", str(db)]) == 0
+    assert main(["export", "orig", "--format", "csv", "--out", str(tmp_path / "exp"), "--db", str(db)]) == 0
+    exported = tmp_path / "exp" / "results.csv"
+    assert exported.exists()
+    assert main(["import", str(exported), "--session", "again", "--db", str(db)]) == 0
+    count = "SELECT count(*) FROM results WHERE session_id = ?"
+    assert fetch_frame(db, count, ["again"]).rows() == fetch_frame(db, count, ["orig"]).rows() == [(2 * len(printed),)]

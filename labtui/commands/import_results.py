@@ -4,12 +4,17 @@ A CSV (columns benchmark, metric, value, unit, better and optionally step,
 background, repetition, host; other columns are ignored, so a `labtui export`
 reads back) or the output of a real tool read by `labtui.parsers`, one file
 per repetition.  The session is recorded with kind 'import'.
+
+A CSV goes through DuckDB's own reader (`read_csv` with the dialect and the
+types given, no sniffing) and is validated in SQL before the store is opened;
+then DuckDB reads it again straight into the store.  Errors name the file, the
+line and the column.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import math
 import os
 import re
 from collections.abc import Callable
@@ -19,10 +24,15 @@ from labtui.commands.common import UsageError, db_path
 from labtui.parsers import ParseError, Reading
 
 _REQUIRED = ("benchmark", "metric", "value", "unit", "better")
+_OPTIONAL_INTS = ("repetition", "step", "background")
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 #: A Result's fields after the session id: repetition, step, background, host,
 #: instance id (none for imports), benchmark, metric, value, unit, better.
 Row = tuple[int, int, int, str, str, str, str, float, str, str]
+#: The results columns a CSV import fills (ts is the import's time; placement stays NULL).
+_RESULT_COLUMNS = ("session_id", "repetition", "step", "background", "host", "instance_id",
+                   "benchmark", "metric", "value", "unit", "better", "ts")
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # results.step and friends are INTEGER
 
 
 def _tool_parsers() -> dict[str, Callable[[str], list[Reading]]]:
@@ -54,8 +64,7 @@ FORMATS = ("csv", "unixbench", "aim9", "aim9-ss", "lmbench", "sysbench", "stress
 
 
 def cmd_import(args) -> int:
-    from labtui.events import Event, Result, SessionEnded, SessionStarted
-    from labtui.store import StoreError, StoreWriter, session_ids
+    from labtui.store import StoreError, session_ids
 
     if not _SESSION_NAME.fullmatch(args.session):
         raise UsageError(f"--session {args.session!r}: use letters, digits, '.', '_' and '-' (starting with a letter or digit)")
@@ -69,20 +78,17 @@ def cmd_import(args) -> int:
             raise UsageError(f"session {args.session!r} already exists in {path}; choose another --session name")
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    rows = [row for number, file in enumerate(files) for row in _rows(file, fmt, number, args)]
-    events: list[Event] = [
-        SessionStarted(args.session, "import", "import", "", args.host,
-                       {"format": fmt, "files": [str(f) for f in files]}, os.getpid())
-    ]
-    events += [Result(args.session, *row) for row in rows]
-    events.append(SessionEnded(args.session, "completed", f"imported {len(rows)} results from {len(files)} file(s)"))
-    try:
-        with StoreWriter.open(path) as writer:
-            for event in events:
-                writer.add(event)
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
-    print(f"session {args.session}: {len(rows)} results from {len(files)} file(s) ({fmt}) in {path}")
+    if fmt == "csv":
+        load = CsvLoad(args)
+        for file in files:  # every file is read and validated before the store is opened
+            load.check(file)
+        count = load.count
+        _record(path, args, fmt, files, count, bulk=load)
+    else:
+        rows = [row for number, file in enumerate(files) for row in _tool_rows(file, fmt, number, args)]
+        count = len(rows)
+        _record(path, args, fmt, files, count, rows=rows)
+    print(f"session {args.session}: {count} results from {len(files)} file(s) ({fmt}) in {path}")
     return 0
 
 
@@ -94,13 +100,50 @@ def _format_from_name(files: list[Path]) -> str:
     raise UsageError(f"cannot tell the format of {', '.join(map(str, files))}; give --format ({', '.join(FORMATS)})")
 
 
-def _rows(file: Path, fmt: str, number: int, args) -> list[Row]:
+# --- writing the session ------------------------------------------------------------------------
+
+
+def _record(path: Path, args, fmt: str, files: list[Path], count: int, *, rows: list[Row] | None = None,
+            bulk: CsvLoad | None = None) -> None:
+    """Record the session with its results: a tool's few rows as events, CSV files by bulk INSERTs.
+
+    For a bulk load the session row is committed first (running), then every
+    result in one transaction, then the session's end: a crash in between
+    leaves a session that the next open marks crashed, never results without
+    a session.
+    """
+    from labtui.events import Result, SessionEnded, SessionStarted
+    from labtui.store import StoreError, StoreWriter
+
+    done = f"imported {count} results from {len(files)} file(s)"
+    try:
+        with StoreWriter.open(path) as writer:
+            writer.add(SessionStarted(args.session, "import", "import", "", args.host,
+                                      {"format": fmt, "files": [str(f) for f in files]}, os.getpid()))
+            if bulk is not None:
+                writer.flush()
+                try:
+                    bulk.insert(writer.path, args.session)
+                except StoreError as exc:
+                    writer.add(SessionEnded(args.session, "failed", str(exc)))
+                    raise
+            for row in rows or ():
+                writer.add(Result(args.session, *row))
+            writer.add(SessionEnded(args.session, "completed", done))
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+# --- a real tool's output -----------------------------------------------------------------------
+
+
+def _tool_rows(file: Path, fmt: str, number: int, args) -> list[Row]:
     try:
         text = file.read_text()
     except OSError as exc:
         raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
-    if fmt == "csv":
-        return _csv_rows(file, text, args)
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{file}: not {fmt} output: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         readings = _tool_parsers()[fmt](text)
     except ParseError as exc:
@@ -109,44 +152,250 @@ def _rows(file: Path, fmt: str, number: int, args) -> list[Row]:
              r.benchmark, r.metric, r.value, r.unit, r.better) for r in readings]
 
 
-def _csv_rows(file: Path, text: str, args) -> list[Row]:
-    reader = csv.DictReader(text.splitlines())
-    missing = [c for c in _REQUIRED if c not in (reader.fieldnames or [])]
-    if missing:
-        raise UsageError(f"{file}: line 1: missing column(s) {', '.join(missing)} (have: {', '.join(reader.fieldnames or [])})")
-    rows: list[Row] = []
-    for record in reader:
-        where = f"{file}: line {reader.line_num}"
-        value = _float(record["value"], f"{where}: value")
-        better = record["better"]
-        if better not in ("higher", "lower"):
-            raise UsageError(f"{where}: better must be 'higher' or 'lower', got {better!r}")
-        for column in ("benchmark", "metric"):
-            if not record[column]:
-                raise UsageError(f"{where}: {column} is empty")
-        rep, step, background = (_int(record.get(c), getattr(args, c), f"{where}: {c}") for c in ("repetition", "step", "background"))
-        host = record.get("host") or args.host
-        rows.append((rep, step, background, host, "", record["benchmark"], record["metric"], value, record["unit"] or "", better))
-    if not rows:
-        raise UsageError(f"{file}: no result lines after the header")
-    return rows
+# --- a CSV, through DuckDB ----------------------------------------------------------------------
 
 
-def _float(text: str | None, what: str) -> float:
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _checks(col: dict[str, str]) -> list[tuple[str, str]]:
+    """(SQL condition of a bad row, problem) in the order the messages are given for one row."""
+    value, better = col["value"], col["better"]
+    checks = [
+        (f"{value} IS NULL", "value"),
+        (f"NOT isfinite({value})", "finite"),
+        (f"{better} IS NULL OR {better} NOT IN ('higher', 'lower')", "better"),
+        (f"coalesce({col['benchmark']}, '') = ''", "benchmark"),
+        (f"coalesce({col['metric']}, '') = ''", "metric"),
+    ]
+    for name in _OPTIONAL_INTS:
+        if name in col:
+            checks.append((f"NOT {_whole(col[name])}", name))
+    return checks
+
+
+def _whole(c: str) -> str:
+    """SQL: the DOUBLE `c` is a whole number in INTEGER range (a NULL stays NULL)."""
+    return f"({c} = trunc({c}) AND {c} BETWEEN {_INT_MIN} AND {_INT_MAX})"
+
+
+class _CsvFile:
+    """One CSV file as DuckDB reads it: positional columns c0, c1, ... with explicit types."""
+
+    def __init__(self, file: Path, header: list[str]) -> None:
+        self.file, self.header = file, header
+        self.index: dict[str, int] = {}
+        for i, name in enumerate(header):
+            self.index.setdefault(name, i)  # a repeated column name: the first one counts
+        types = {name: "VARCHAR" for name in ("benchmark", "metric", "unit", "better", "host")}
+        types.update({name: "DOUBLE" for name in ("value", *_OPTIONAL_INTS)})
+        self.col = {name: f"c{i}" for name, i in self.index.items()}
+        self.columns = {f"c{i}": types.get(name, "VARCHAR") if self.index[name] == i else "VARCHAR"
+                        for i, name in enumerate(header)}
+
+    def reader(self, *, rejects: bool) -> str:
+        """read_csv with the dialect and the types fixed (no sniffing): RFC 4180, a header line, UTF-8."""
+        columns = "{" + ", ".join(f"{_sql_text(k)}: {_sql_text(v)}" for k, v in self.columns.items()) + "}"
+        keep = ", store_rejects = true, rejects_scan = '_rejects_scan', rejects_table = '_rejects'" if rejects else ""
+        return (f"read_csv({_sql_text(str(self.file))}, header = true, auto_detect = false, delim = ',', "
+                f"quote = '\"', escape = '\"', columns = {columns}{keep})")
+
+
+class CsvLoad:
+    """CSV files checked, then loaded, by DuckDB's read_csv with explicit types; validated in SQL.
+
+    `check` reads a file once in an in-memory DuckDB (nothing is stored):
+    lines DuckDB cannot parse or cast land in its reject table with their line
+    and column, and every row is validated in SQL (value a finite number,
+    better 'higher' or 'lower', benchmark and metric not empty, step,
+    background and repetition whole numbers in INTEGER range).  The first
+    problem of a file is raised as a UsageError naming the file, the line and
+    the column.  `insert` then has DuckDB read the files again straight into
+    the store's results table, in one transaction, with the same checks as
+    guards (error(), should a file change in between).
+    """
+
+    def __init__(self, args) -> None:
+        self.args = args
+        self.count = 0
+        self.files: list[_CsvFile] = []
+
+    def check(self, file: Path) -> None:
+        """Read and validate one file; UsageError naming its first bad line."""
+        import duckdb
+
+        header = _read_header(file)
+        csv_file = _CsvFile(file, header)
+        missing = [c for c in _REQUIRED if c not in csv_file.index]
+        if missing:
+            raise UsageError(f"{file}: line 1: missing column(s) {', '.join(missing)} (have: {', '.join(header)})")
+        checks = _checks(csv_file.col)
+        bad = " OR ".join(f"({cond})" for cond, _ in checks)
+        con = duckdb.connect(":memory:")
+        try:
+            rows, invalid = con.execute(
+                f"SELECT count(*), count(*) FILTER (WHERE {bad}) FROM {csv_file.reader(rejects=True)}"
+            ).fetchall()[0]
+            rejected = con.execute(
+                "SELECT line, column_idx, error_type, csv_line, error_message FROM _rejects ORDER BY line LIMIT 1"
+            ).fetchall()
+            first_invalid = []
+            if invalid:  # which row: only now pay for row numbers
+                case = " ".join(f"WHEN {cond} THEN '{name}'" for cond, name in checks)
+                first_invalid = con.execute(
+                    f"SELECT ordinality - 1, CASE {case} END FROM {csv_file.reader(rejects=False)} WITH ORDINALITY "
+                    f"WHERE {bad} ORDER BY ordinality LIMIT 1"
+                ).fetchall()
+        except duckdb.IOException as exc:
+            raise UsageError(f"cannot read {file}: {_first_line(exc)}") from None
+        except duckdb.Error as exc:
+            raise UsageError(f"{file}: {_first_line(exc)}") from None
+        finally:
+            con.close()
+        problems = []
+        if rejected:
+            problems.append(_rejected(csv_file, *rejected[0]))
+        if first_invalid:
+            problems.append(_invalid(csv_file, *first_invalid[0]))
+        if problems:
+            raise UsageError(min(problems)[1])
+        if not rows:
+            raise UsageError(f"{file}: no result lines after the header")
+        self.count += rows
+        self.files.append(csv_file)
+
+    def insert(self, path: Path, session_id: str) -> None:
+        """Every checked file into the store's results, in one transaction; StoreError when that fails."""
+        import duckdb
+
+        from labtui.store.schema import StoreError, check_version, connect
+
+        con = connect(path, read_only=False)  # held for this transaction only, as StoreWriter's flushes are
+        try:
+            check_version(con, path)
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for csv_file in self.files:
+                    con.execute(self._insert_sql(csv_file, session_id))
+                con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
+                raise
+        except duckdb.Error as exc:
+            raise StoreError(f"could not write {self.count} results to {path}: {_first_line(exc)}") from exc
+        finally:
+            con.close()
+
+    def _insert_sql(self, csv_file: _CsvFile, session_id: str) -> str:
+        col, a = csv_file.col, self.args
+        changed = _sql_text(f"{csv_file.file} changed while it was imported")
+
+        def guarded(expression: str, condition: str) -> str:
+            return f"CASE WHEN {condition} THEN {expression} ELSE error({changed}) END"
+
+        ints = {}
+        for name in _OPTIONAL_INTS:
+            default = int(getattr(a, name))
+            if name in col:
+                c = f"coalesce({col[name]}, {default})"
+                ints[name] = guarded(f"CAST({c} AS INTEGER)", _whole(c))
+            else:
+                ints[name] = str(default)
+        host = f"coalesce(nullif({col['host']}, ''), {_sql_text(a.host)})" if "host" in col else _sql_text(a.host)
+        bench, metric, value = col["benchmark"], col["metric"], col["value"]
+        names = ", ".join(_RESULT_COLUMNS)
+        return (
+            f"INSERT INTO results ({names}) SELECT {_sql_text(session_id)}, "
+            f"{ints['repetition']}, {ints['step']}, {ints['background']}, {host}, '', "
+            + guarded(bench, f"coalesce({bench}, '') <> ''") + ", "
+            + guarded(metric, f"coalesce({metric}, '') <> ''") + ", "
+            + guarded(value, f"isfinite({value})") + ", "
+            + f"coalesce({col['unit']}, ''), {col['better']}, now() FROM {csv_file.reader(rejects=False)}"
+        )
+
+
+def _read_header(file: Path) -> list[str]:
     try:
-        value = float(text or "")
-    except ValueError:
-        raise UsageError(f"{what}: expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise UsageError(f"{what}: expected a finite number, got {text!r}")
-    return value
-
-
-def _int(text: str | None, default: int, what: str) -> int:
-    if text is None or text == "":
-        return default
+        with file.open("rb") as f:
+            first = f.readline()
+    except OSError as exc:
+        raise UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
     try:
-        return int(text)
-    except ValueError:
-        raise UsageError(f"{what}: expected a whole number, got {text!r}") from None
+        text = first.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{file}: line 1: not UTF-8 text ({exc.reason})") from None
+    try:
+        return next(csv.reader([text]), [])
+    except csv.Error as exc:
+        raise UsageError(f"{file}: line 1: {exc}") from None
 
+
+def _rejected(csv_file: _CsvFile, line: int, column_idx: int | None, kind: str, text: str,
+              message: str) -> tuple[int, str]:
+    """A line DuckDB's reader refused, as (line, message)."""
+    header = csv_file.header
+    where = f"{csv_file.file}: line {line}"
+    name = header[column_idx - 1] if column_idx and 0 < column_idx <= len(header) else ""
+    if kind == "INVALID ENCODING":
+        return line, f"{where}: not UTF-8 text"
+    if kind == "CAST" and name:
+        fields = next(csv.reader([text]), [])
+        got = fields[column_idx - 1] if column_idx <= len(fields) else ""
+        return line, f"{where}: {name}: {_expected(name)}, got {got!r}"
+    if kind == "TOO MANY COLUMNS":
+        return line, f"{where}: more fields than the header's {len(header)}"
+    if kind == "MISSING COLUMNS":
+        return line, f"{where}: fewer fields than the header's {len(header)}"
+    return line, f"{where}: {_first_line(message)}"
+
+
+def _invalid(csv_file: _CsvFile, row: int, problem: str) -> tuple[int, str]:
+    """A row that failed a check, as (line, message) with its text as written in the file."""
+    line, fields = _record_at(csv_file.file, row)
+    where = f"{csv_file.file}: line {line}"
+
+    def text(name: str) -> str:
+        i = csv_file.index.get(name)
+        return fields[i] if i is not None and i < len(fields) else ""
+
+    if problem == "value":
+        return line, f"{where}: value: expected a number, got {text('value')!r}"
+    if problem == "finite":
+        return line, f"{where}: value: expected a finite number, got {text('value')!r}"
+    if problem == "better":
+        return line, f"{where}: better must be 'higher' or 'lower', got {text('better')!r}"
+    if problem in ("benchmark", "metric"):
+        return line, f"{where}: {problem} is empty"
+    return line, f"{where}: {problem}: {_expected(problem)}, got {text(problem)!r}"
+
+
+def _expected(column: str) -> str:
+    if column in _OPTIONAL_INTS:
+        return "expected a whole number"
+    if column == "value":
+        return "expected a number"
+    return "expected text"
+
+
+def _record_at(file: Path, row: int) -> tuple[int, list[str]]:
+    """The line on which data row `row` (0-based, blank lines skipped) starts, and its fields."""
+    with file.open(newline="", encoding="utf-8-sig", errors="replace") as f:
+        reader = csv.reader(f)
+        next(reader, None)  # the header
+        start = reader.line_num + 1
+        for fields in reader:
+            if not fields:  # a blank line: DuckDB skips it too
+                start = reader.line_num + 1
+                continue
+            if row == 0:
+                return start, fields
+            row -= 1
+            start = reader.line_num + 1
+    return start, []
+
+
+def _first_line(exc: BaseException | str) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
