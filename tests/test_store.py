@@ -153,6 +153,7 @@ def test_file_and_directory_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
     wal = db.with_name(db.name + ".wal")
     assert not wal.exists() or stat.S_IMODE(wal.stat().st_mode) == 0o600
+    assert stat.S_IMODE(db.with_name(db.name + ".lock").stat().st_mode) == 0o600  # the writers' turnstile
 
 
 def test_slowdown_lower_is_better(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 WAIT_S = 240.0
 
 #: A writer in its own process: SessionStarted, then `steps` steps of `per_step` results each
-#: (StepEnded flushes each), `pause` seconds apart, then SessionEnded.  Prints "ready" once open.
+#: (StepEnded flushes each), `pause` seconds apart (or, when `pause` < 0, each after a line on
+#: stdin), then SessionEnded.  Prints "ready" once open.
 WRITER = """
 import asyncio, os, sys, time
 from labtui.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
@@ -41,7 +42,10 @@ async def main():
             queue.put_nowait(Result(sid, 1, step, step, "local", f"i{i}", "b", "m", float(i), "s", "lower"))
         queue.put_nowait(StepEnded(sid, 1, step, step))
         await queue.join()
-        await asyncio.sleep(pause)
+        if pause < 0:  # step by step: the test says when to go on
+            await asyncio.to_thread(sys.stdin.readline)
+        else:
+            await asyncio.sleep(pause)
     queue.put_nowait(SessionEnded(sid, "completed", "done"))
     queue.put_nowait(None)
     await task
@@ -54,7 +58,7 @@ asyncio.run(main())
 def _spawn(db: Path, sid: str, steps: int, per_step: int, pause: float) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, str(db), sid, str(steps), str(per_step), str(pause)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
     )
 
 
@@ -80,26 +84,23 @@ def _count(db: Path, sql: str = "SELECT count(*) FROM results") -> int:
 
 def test_another_process_sees_a_growing_count_while_a_run_writes(tmp_path: Path) -> None:
     db = tmp_path / "lab.duckdb"
-    StoreWriter.open(db).close()
-    steps, per_step = 15, 20
-    writer = _writer(db, "w1", steps, per_step, pause=0.2)
-    seen: list[int] = []
-    running_seen = False
+    steps, per_step = 5, 20
+    writer = _writer(db, "w1", steps, per_step, pause=-1)  # waits for a line after each step
+    assert writer.stdin is not None
     try:
-        deadline = time.monotonic() + WAIT_S
-        while writer.poll() is None:
-            assert time.monotonic() < deadline, f"the writer did not finish; counts seen {seen}"
-            count = _count(db)  # this test process is the other process: it never waits for the run's end
-            if not seen or count != seen[-1]:
-                seen.append(count)
-            sessions = list_sessions(db)
-            running_seen |= sessions["status"].to_list() == ["running"]
-            time.sleep(0.05)
+        for step in range(1, steps + 1):
+            # this test process is the other process; the run is alive, waiting to go on
+            deadline = time.monotonic() + WAIT_S
+            while (count := _count(db)) < step * per_step:
+                assert time.monotonic() < deadline, f"step {step}: still {count} results"
+                time.sleep(0.02)
+            assert count == step * per_step and writer.poll() is None
+            assert list_sessions(db)["status"].to_list() == ["running"]
+            writer.stdin.write("go\n")
+            writer.stdin.flush()
     finally:
         _finish(writer)
     assert _count(db) == steps * per_step
-    assert len(seen) >= 3 and seen == sorted(seen), seen  # grew, flush by flush, while the run went on
-    assert running_seen
     assert run_sql(db, "SELECT status FROM sessions").rows == [("completed",)]
 
 
@@ -170,3 +171,41 @@ def test_two_labtui_runs_into_one_store_while_another_process_reads(tmp_path: Pa
     assert rows == [("completed", RESULTS_PER_RUN)] * 2
     assert counts == sorted(counts) and len(set(counts)) >= 2, counts
     assert running & {1, 2}, running
+
+
+def test_readers_and_the_writer_in_one_process_take_turns(tmp_path: Path) -> None:
+    """The console: its run's writer flushes in a thread while its views read in others."""
+    import threading
+
+    from labtui.events import Result, SessionStarted
+
+    db = tmp_path / "lab.duckdb"
+    writer = StoreWriter.open(db)
+    writer.add(SessionStarted("c1", "boot", "scaling", "process", "local", {}, os.getpid()))
+    writer.flush()
+    errors: list[BaseException] = []
+    counts: list[int] = []
+    done = threading.Event()
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                counts.append(_count(db))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    try:
+        for step in range(30):
+            for i in range(10):
+                writer.add(Result("c1", 1, step, 0, "local", f"i{i}", "b", "m", 1.0, "s", "lower"))
+            writer.flush()
+    finally:
+        done.set()
+        for thread in readers:
+            thread.join(WAIT_S)
+    assert not errors, errors
+    assert _count(db) == 300
+    assert counts, 'the readers never got in'

@@ -7,8 +7,12 @@ written by a newer labtui is refused rather than guessed at.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import random
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +218,73 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else text
 
 
+def turnstile_path(path: Path) -> Path:
+    """The store's turnstile: a small lock file beside it (`lab.duckdb.lock`)."""
+    return path.with_name(path.name + ".lock")
+
+
+def _flock(fd: int, how: int, deadline: float) -> bool:
+    """flock `fd` (polling, with a bounded backoff) until `deadline`; False when it never came."""
+    delay = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(left, delay * random.uniform(0.5, 1.5)))
+            delay = min(delay * 2, _MAX_BACKOFF_S)
+
+
+@contextmanager
+def writing_turn(path: Path, wait: float | None = None) -> Iterator[None]:
+    """Hold the store's turnstile for one write (a flush): writers go one at a time.
+
+    While a writer holds it, new readers wait at the turnstile (see
+    `_reader_turn`), so a stream of overlapping readers cannot keep a writer
+    out of the DuckDB file for ever.
+    """
+    wait = WRITE_WAIT_S if wait is None else wait
+    lock = turnstile_path(path)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise StoreError(f"cannot open the store's lock file {lock}: {exc.strerror or exc}") from None
+    try:
+        if not _flock(fd, fcntl.LOCK_EX, time.monotonic() + wait):
+            raise StoreBusy(
+                f"store {path} is being written by another labtui process, and it did not finish "
+                f"within {wait:g} s"
+            )
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _reader_turn(path: Path, deadline: float) -> bool:
+    """Wait while a labtui writer holds the turnstile; False when the deadline passed first.
+
+    Readers do not create the turnstile (a file labtui never wrote gets nothing
+    beside it); a store without one has no labtui writer.
+    """
+    try:
+        fd = os.open(turnstile_path(path), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return True
+    try:
+        if not _flock(fd, fcntl.LOCK_SH, deadline):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)  # only passing through: a reader never holds writers up here
+        return True
+    finally:
+        os.close(fd)
+
+
 def connect(
     path: Path, *, read_only: bool, config: dict[str, Any] | None = None, wait: float | None = None,
 ) -> duckdb.DuckDBPyConnection:
@@ -221,13 +292,18 @@ def connect(
 
     labtui's writers hold the file only while they flush (milliseconds), so a
     busy file is retried for `wait` seconds (READ_WAIT_S for readers,
-    WRITE_WAIT_S for writers) before StoreBusy says who holds it.
+    WRITE_WAIT_S for writers) before StoreBusy says who holds it.  Readers
+    first pass the turnstile, so they queue behind a waiting writer.
     """
     if wait is None:
         wait = READ_WAIT_S if read_only else WRITE_WAIT_S
     deadline = time.monotonic() + wait
     delay = 0.002
     while True:
+        if read_only and not _reader_turn(path, deadline):
+            raise StoreBusy(
+                f"store {path} is being written by a labtui process that did not finish within {wait:g} s"
+            )
         try:
             return _open_once(path, read_only, config or {})
         except StoreBusy as busy:

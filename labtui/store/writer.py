@@ -54,6 +54,7 @@ from labtui.store.schema import (
     check_version,
     connect,
     ensure_schema,
+    writing_turn,
 )
 
 FLUSH_INTERVAL_S = 2.0
@@ -384,15 +385,16 @@ class StoreWriter:
                 _remove_dirs(created)
                 raise
         _check_store(path)
-        con = connect(path, read_only=False)
-        try:
-            check_store(con, path, allow_empty=True)
-            ensure_schema(con, path)
-            crashed = mark_crashed_sessions(con)
-        except duckdb.Error as exc:
-            raise StoreError(f"cannot prepare store {path}: {_first_line(str(exc))}") from exc
-        finally:
-            con.close()
+        with writing_turn(path):
+            con = connect(path, read_only=False)
+            try:
+                check_store(con, path, allow_empty=True)
+                ensure_schema(con, path)
+                crashed = mark_crashed_sessions(con)
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot prepare store {path}: {_first_line(str(exc))}") from exc
+            finally:
+                con.close()
         _restrict_files(path)
         return cls(path, crashed)
 
@@ -434,19 +436,20 @@ class StoreWriter:
             if not self._pending:
                 return 0
             began = time.perf_counter()
-            con = connect(self.path, read_only=False)
-            try:
-                with self._lock:
-                    appends, upserts = self._appends, self._upserts
-                    count, self._pending = self._pending, 0
-                    self._appends, self._upserts = {}, {}
+            with writing_turn(self.path):
+                con = connect(self.path, read_only=False)
                 try:
-                    _check_version_fast(con, self.path)
-                    self._write(con, appends, upserts)
-                except duckdb.Error as exc:
-                    raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
-            finally:
-                con.close()
+                    with self._lock:
+                        appends, upserts = self._appends, self._upserts
+                        count, self._pending = self._pending, 0
+                        self._appends, self._upserts = {}, {}
+                    try:
+                        _check_version_fast(con, self.path)
+                        self._write(con, appends, upserts)
+                    except duckdb.Error as exc:
+                        raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
+                finally:
+                    con.close()
             self.flush_times.append(time.perf_counter() - began)
             _restrict_files(self.path)
             return count
@@ -470,18 +473,19 @@ class StoreWriter:
         view = f"_labtui_bulk_{table}"
         with self._write_lock:
             began = time.perf_counter()
-            con = connect(self.path, read_only=False)
-            try:
-                _check_version_fast(con, self.path)
-                con.register(view, batch)
+            with writing_turn(self.path):
+                con = connect(self.path, read_only=False)
                 try:
-                    con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
+                    _check_version_fast(con, self.path)
+                    con.register(view, batch)
+                    try:
+                        con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
+                    finally:
+                        con.unregister(view)
+                except duckdb.Error as exc:
+                    raise StoreError(f"could not write {batch.num_rows} rows to {self.path}: {exc}") from exc
                 finally:
-                    con.unregister(view)
-            except duckdb.Error as exc:
-                raise StoreError(f"could not write {batch.num_rows} rows to {self.path}: {exc}") from exc
-            finally:
-                con.close()
+                    con.close()
             self.flush_times.append(time.perf_counter() - began)
         _restrict_files(self.path)
         return batch.num_rows
