@@ -10,6 +10,7 @@ except for caps, which are ceilings whatever else runs.
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -48,15 +49,31 @@ from tests.backend_lab import Lab, open_lab
 V1_CPU = Path("/sys/fs/cgroup/cpu")
 
 
-def cpu_controller() -> bool:
-    """Whether a cgroup cpu controller is writable here (what cpu caps need)."""
+def cpu_controller_missing() -> str:
+    """Why no cgroup cpu controller is writable here (what cpu weights and caps need); '' when one is."""
+    uid = os.geteuid()
     if (V1_CPU / "cpu.shares").exists():
-        return os.access(V1_CPU, os.W_OK)
+        if os.access(V1_CPU, os.W_OK):
+            return ""
+        return f"the cgroup v1 cpu controller at {V1_CPU} is not writable by uid {uid} (run as root)"
     controllers = Path("/sys/fs/cgroup/cgroup.controllers")
-    return controllers.exists() and "cpu" in controllers.read_text().split() and os.access(controllers.parent, os.W_OK)
+    if not controllers.exists():
+        return "no cgroup v1 cpu controller and no cgroup v2 hierarchy at /sys/fs/cgroup"
+    enabled = controllers.read_text().split()
+    if "cpu" not in enabled:
+        return f"the cgroup v2 hierarchy does not offer the cpu controller (cgroup.controllers: {' '.join(enabled)})"
+    if not os.access(controllers.parent, os.W_OK):
+        return f"the cgroup v2 hierarchy at /sys/fs/cgroup is not writable by uid {uid} (run as root)"
+    return ""
 
 
-needs_cpu_controller = pytest.mark.skipif(not cpu_controller(), reason="needs a writable cgroup cpu controller (root)")
+def cpu_controller() -> bool:
+    """Whether a cgroup cpu controller is writable here."""
+    return not cpu_controller_missing()
+
+
+needs_cpu_controller = pytest.mark.skipif(
+    not cpu_controller(), reason=f"needs a writable cgroup cpu controller: {cpu_controller_missing()}")
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -218,7 +235,7 @@ def bare_agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_without_a_cpu_controller_a_cap_fails_before_any_instance_starts(bare_agent: Path, tmp_path: Path) -> None:
     marker = tmp_path / "started"
-    run = subprocess.run([str(bare_agent), "spawn", "--session", "fsbare", "--role", "worker", "--instance", "w1",
+    run = subprocess.run([str(bare_agent), "spawn", "--session", f"fsbare-{secrets.token_hex(4)}", "--role", "worker", "--instance", "w1",
                           "--instance", "w2", "--cpu-cap", "0.5", "--", "touch", str(marker)],
                          capture_output=True, text=True, timeout=30, check=False)
     assert run.returncode == 1
@@ -232,9 +249,9 @@ def test_without_a_cpu_controller_a_cap_fails_before_any_instance_starts(bare_ag
 def test_without_a_cpu_controller_a_weight_becomes_the_nearest_nice(
         bare_agent: Path, tmp_path: Path, weight: int, nice: int) -> None:
     if nice < 0 and os.geteuid() != 0:
-        pytest.skip("a negative nice needs root")
+        pytest.skip(f"a negative nice needs root (running as uid {os.geteuid()})")
     out = tmp_path / "nice.out"
-    run = subprocess.run([str(bare_agent), "spawn", "--session", "fsbare", "--role", "worker", "--instance", "w1",
+    run = subprocess.run([str(bare_agent), "spawn", "--session", f"fsbare-{secrets.token_hex(4)}", "--role", "worker", "--instance", "w1",
                           "--wait", "exit", "--stdout", str(out), "--cpu-weight", str(weight), "--",
                           "sh", "-c", "cut -d' ' -f19 /proc/self/stat"], capture_output=True, text=True, timeout=30, check=False)
     assert run.returncode == 0, run.stdout + run.stderr

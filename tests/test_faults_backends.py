@@ -79,6 +79,18 @@ def live(env: dict[str, str], target: tuple[str, ...], sid: str) -> int:
     return instances(env, *target, "--session", sid).get(sid, 0)
 
 
+def cleanup_own(env: dict[str, str], target: tuple[str, ...], db: Path, sid: str) -> subprocess.CompletedProcess:
+    """End what session sid left behind, and nothing else.
+
+    `cleanup --orphans` must count the session among the orphans; that is checked
+    with a dry run (which touches nothing), and then only this session is
+    destroyed: tests running in parallel keep their instances on this machine.
+    """
+    dry = labtui("cleanup", "--orphans", "--dry-run", *target, "--db", str(db), env=env)
+    assert dry.returncode == 0 and sid in dry.stdout.split("to destroy", 1)[-1], dry.stdout + dry.stderr
+    return labtui("cleanup", "--session", sid, *target, "--db", str(db), env=env)
+
+
 def run_until(env: dict[str, str], target: tuple[str, ...], proc: subprocess.Popen, count: int) -> str:
     """Wait until proc's session has count live instances on the target; its session id."""
     sid = running_session(env, proc)
@@ -145,7 +157,7 @@ def test_kill_9_mid_run_keeps_completed_steps_and_cleanup_ends_orphans(
     assert live(env, target, sid) >= enough  # the crash left them behind
     steps, with_results = completed_steps(db)  # the store opens
     assert steps >= 1 and with_results == steps
-    out = labtui("cleanup", "--orphans", *target, "--db", str(db), env=env)
+    out = cleanup_own(env, target, db, sid)
     assert out.returncode == 0 and "destroyed" in out.stdout, out.stdout + out.stderr
     assert live(env, target, sid) == 0
     assert session_row(db) == (sid, "crashed")
@@ -212,6 +224,9 @@ def _alive(pid: int) -> bool:
 
 @pytest.fixture
 def dockerd() -> Iterator[Dockerd]:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.skip("kills the machine's one dockerd, which the Docker tests of the other workers need: "
+                    "run it serially (python -m pytest tests/test_faults_backends.py, without -n)")
     if not Dockerd.PID_FILE.exists() or not docker_answers():
         pytest.skip(f"no running dockerd with a pid file at {Dockerd.PID_FILE}")
     engine = Dockerd()
@@ -254,7 +269,7 @@ def test_docker_engine_killed_mid_run_fails_the_run_in_bounded_time(
     left = json.loads(labtui("instances", *target, "--session", sid, "--format", "json", env=env).stdout)
     assert len(left) >= 6, left
     assert any(r["state"] == "running" for r in left) is live_restore, left
-    out = labtui("cleanup", "--orphans", *target, "--db", str(db), env=env)
+    out = cleanup_own(env, target, db, sid)
     assert out.returncode == 0 and "destroyed" in out.stdout, out.stdout + out.stderr
     assert live(env, target, sid) == 0
 
@@ -342,7 +357,7 @@ def test_sshd_killed_mid_run_fails_the_run_and_cleanup_ends_leftovers(
     servers.append(restart_sshd(servers[0]))
     left = instances(env, *target).get(sid, 0)
     print(f"{left} processes of the session left on h31")
-    out = labtui("cleanup", "--orphans", *target, "--db", str(db), env=env)
+    out = cleanup_own(env, target, db, sid)
     assert out.returncode == 0, out.stdout + out.stderr
     assert live(env, target, sid) == 0
 
@@ -385,7 +400,7 @@ def test_a_hanging_zoneadm_ends_the_run_with_a_timeout_naming_it(command: str, t
         illumos.knobs()
         # a create that timed out undoes its zone; a zone that would not halt is left for cleanup
         assert live(env, target, sid) == (0 if command == "boot" else 1)
-        cleanup = labtui("cleanup", "--orphans", *target, "--db", str(db), env=env)
+        cleanup = labtui("cleanup", "--session", sid, *target, "--db", str(db), env=env)
         assert cleanup.returncode == 0 and live(env, target, sid) == 0, cleanup.stdout + cleanup.stderr
     finally:
         illumos.server.stop()

@@ -277,7 +277,13 @@ def test_cleanup_never_touches_a_qemu_labtui_did_not_start(runtime_dir: Path, tm
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        out = labtui("cleanup", "--all", "--backend", "unikraft", "--db", str(tmp_path / "x.duckdb"), env=env)
+        # what --all would end (a dry run: other tests' unikernels on this machine live on) ...
+        db = str(tmp_path / "x.duckdb")
+        dry = labtui("cleanup", "--all", "--dry-run", "--backend", "unikraft", "--db", db, env=env)
+        assert dry.returncode == 0 and labelled.name in dry.stdout, dry.stdout + dry.stderr
+        assert "someone-else" not in dry.stdout
+        # ... and the cleanup of the session ends its unikernel and nothing else
+        out = labtui("cleanup", "--session", lab_session, "--backend", "unikraft", "--db", db, env=env)
         assert out.returncode == 0, out.stdout + out.stderr
         assert wait_gone(labelled.details["pid"])
         assert plain.poll() is None and alive(plain.pid)
