@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import time
 from datetime import timedelta
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -26,6 +27,7 @@ from labtui.ui.history import History
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from textual.widget import Widget
     from textual_fastdatatable import ArrowBackend
 
 #: Rows a query shows at most unless $LABTUI_SQL_ROWS or LabApp(sql_row_cap=...) says otherwise.
@@ -111,6 +113,42 @@ def displayable(table: pa.Table) -> pa.Table:
     return table
 
 
+class SqlEditor(TextArea):
+    """The SQL editor: `esc` leaves it for the result grid (a code editor's own esc only moves to the next widget)."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            event.stop()
+            event.prevent_default()
+            for ancestor in self.ancestors:
+                if isinstance(ancestor, SqlPane):
+                    ancestor.query_one("#result").focus()
+                    return
+            self.screen.focus_next()
+            return
+        await super()._on_key(event)
+
+
+@cache
+def _grid_class() -> type[Widget]:
+    from textual_fastdatatable import DataTable
+
+    class ResultGrid(DataTable):
+        """`tab` moves the focus on, as everywhere else in the console (not to the next cell)."""
+
+        BINDINGS = [Binding("tab", "app.focus_next", show=False), Binding("shift+tab", "app.focus_previous", show=False)]
+
+    return ResultGrid
+
+
+def result_grid(backend: ArrowBackend | None = None, columns: list[str] | None = None) -> Widget:
+    """textual-fastdatatable's grid (imported with pyarrow on first use) over a result."""
+    from rich.text import Text
+
+    return _grid_class()(backend=backend, id="result", zebra_stripes=True, null_rep="∅", render_markup=False,
+                      column_labels=None if columns is None else [Text(name) for name in columns])
+
+
 class SqlPane(Vertical):
     """Editor and schema on top, the status line, then the result grid with its row cap in the border."""
 
@@ -148,15 +186,13 @@ class SqlPane(Vertical):
         return cap if isinstance(cap, int) and cap > 0 else row_cap_from_env()
 
     def compose(self) -> ComposeResult:
-        from textual_fastdatatable import DataTable
-
         with Horizontal(id="editor-row"):
-            yield TextArea.code_editor("select * from sessions order by 1 desc", id="sql")
+            yield SqlEditor.code_editor("select * from sessions order by 1 desc", id="sql")
             yield Tree("store", id="schema")
         yield Static("ctrl+r runs the query (read-only)", id="sql-status")
         yield Input(placeholder="export to: path ending in .csv or .parquet, then Enter", id="export-path",
                     classes="hidden-input")
-        yield DataTable(id="result", zebra_stripes=True, null_rep="∅", render_markup=False)
+        yield result_grid()
 
     def on_mount(self) -> None:
         editor = self.query_one("#sql", TextArea)
@@ -247,15 +283,11 @@ class SqlPane(Vertical):
 
     async def show_result(self, backend: ArrowBackend, truncated: bool, cap: int, seconds: float | None = None) -> None:
         """Show a result (see grid_backend): a new grid widget over it, which draws only the rows on screen."""
-        from rich.text import Text
-        from textual_fastdatatable import DataTable
-
         table = backend.source_data
         self.result, self.truncated = table, truncated
         old = self.query_one("#result")
         had_focus = old.has_focus
-        grid = DataTable(backend=backend, id="result", zebra_stripes=True, null_rep="∅", render_markup=False,
-                         column_labels=[Text(name) for name in table.column_names])
+        grid = result_grid(backend, table.column_names)
         grid.border_title = "result"
         grid.border_subtitle = cap_line(table.num_rows, truncated, cap)
         with self.app.batch_update():
