@@ -269,24 +269,25 @@ class CsvLoad:
         """Every checked file into the store's results, in one transaction; StoreError when that fails."""
         import duckdb
 
-        from labtui.store.schema import StoreError, check_version, connect
+        from labtui.store.schema import StoreError, check_version, connect, writing_turn
 
-        con = connect(path, read_only=False)  # held for this transaction only, as StoreWriter's flushes are
-        try:
-            check_version(con, path)
-            con.execute("BEGIN TRANSACTION")
+        with writing_turn(path):  # one writer at a time, as StoreWriter's flushes; held for this transaction only
+            con = connect(path, read_only=False)
             try:
-                for csv_file in self.files:
-                    con.execute(self._insert_sql(csv_file, session_id))
-                con.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(duckdb.Error):
-                    con.execute("ROLLBACK")
-                raise
-        except duckdb.Error as exc:
-            raise StoreError(f"could not write {self.count} results to {path}: {_first_line(exc)}") from exc
-        finally:
-            con.close()
+                check_version(con, path)
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    for csv_file in self.files:
+                        con.execute(self._insert_sql(csv_file, session_id))
+                    con.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(duckdb.Error):
+                        con.execute("ROLLBACK")
+                    raise
+            except duckdb.Error as exc:
+                raise StoreError(f"could not write {self.count} results to {path}: {_first_line(exc)}") from exc
+            finally:
+                con.close()
 
     def _insert_sql(self, csv_file: _CsvFile, session_id: str) -> str:
         col, a = csv_file.col, self.args
