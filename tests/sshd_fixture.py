@@ -3,6 +3,11 @@
 Each server runs in the foreground (``sshd -D``) from its own config file in a
 temporary directory: its own host key, authorized_keys and pid file, key
 authentication only.  Used by tests/test_ssh_host.py and tests/perf.
+
+``sftp=False`` leaves out the ``Subsystem sftp`` line, as hardened hosts do:
+such a server refuses the SFTP subsystem and labtui must move files over exec
+channels.  ``LABTUI_TEST_SSHD_SFTP=0`` in the environment makes that the
+default for every server the tests start.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class Sshd:
     directory: Path
     host_key: asyncssh.SSHKey
     proc: subprocess.Popen
+    sftp: bool = True
 
     @property
     def fingerprint(self) -> str:
@@ -73,8 +79,16 @@ class Sshd:
         return found
 
     def signal_all(self, signum: int) -> None:
-        """Send signum to sshd and everything below it (the 'host' dies or freezes)."""
+        """Send signum to sshd and everything below it (the 'host' dies or freezes).
+
+        Spared: pyenv, which a login shell's rc file may be running (root's ~/.bashrc runs
+        `pyenv init` on the development machine).  `pyenv rehash` holds a lock file in the
+        machine's ~/.pyenv while it runs; killed there, it leaves the lock behind and every
+        later login shell on the machine waits 60 s for it.
+        """
         for pid in [self.proc.pid, *self.descendants()]:
+            if _is_pyenv(pid):
+                continue
             try:
                 os.kill(pid, signum)
             except ProcessLookupError:
@@ -86,15 +100,35 @@ class Sshd:
         self.proc.wait(timeout=10)
 
 
-def start_sshd(directory: Path, address: str, client_pub: Path, *, host_key: Path | None = None) -> Sshd:
-    """Start sshd on address (a free port) accepting client_pub; wait until it listens."""
+def sftp_default() -> bool:
+    """Whether servers offer SFTP unless told: yes, but LABTUI_TEST_SSHD_SFTP=0 says no."""
+    return os.environ.get("LABTUI_TEST_SSHD_SFTP", "1") != "0"
+
+
+def _is_pyenv(pid: int) -> bool:
+    try:
+        return b"pyenv" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def start_sshd(
+    directory: Path, address: str, client_pub: Path, *, host_key: Path | None = None, sftp: bool | None = None,
+    port: int | None = None, extra: tuple[str, ...] = (),
+) -> Sshd:
+    """Start sshd on address (a free port, unless given) accepting client_pub; wait until it listens.
+
+    sftp: offer the SFTP subsystem (default: sftp_default()); extra: more sshd_config lines.
+    """
+    if sftp is None:
+        sftp = sftp_default()
     directory.mkdir(parents=True, exist_ok=True)
     if host_key is None:
         host_key = directory / "host_ed25519"
         write_key(host_key)
     authorized = directory / "authorized_keys"
     authorized.write_text(client_pub.read_text())
-    port = free_port(address)
+    port = port or free_port(address)
     config = directory / "sshd_config"
     config.write_text(
         "\n".join(
@@ -110,10 +144,11 @@ def start_sshd(directory: Path, address: str, client_pub: Path, *, host_key: Pat
                 "UsePAM no",
                 "MaxSessions 10",
                 "StrictModes no",
-                "Subsystem sftp internal-sftp",
+                *(["Subsystem sftp internal-sftp"] if sftp else []),
                 "AllowTcpForwarding yes",
                 "AllowStreamLocalForwarding yes",
                 "LogLevel ERROR",
+                *extra,
             ]
         )
         + "\n"
@@ -135,7 +170,7 @@ def start_sshd(directory: Path, address: str, client_pub: Path, *, host_key: Pat
                 proc.kill()
                 raise RuntimeError(f"sshd on {address}:{port} did not start: {(directory / 'sshd.log').read_text()}")
             time.sleep(0.02)
-    return Sshd(address, port, directory, asyncssh.read_public_key(str(host_key) + ".pub"), proc)
+    return Sshd(address, port, directory, asyncssh.read_public_key(str(host_key) + ".pub"), proc, sftp)
 
 
 def host_table(name: str, server: Sshd, tmp: Path, **extra: object) -> str:

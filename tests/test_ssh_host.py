@@ -15,12 +15,13 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import asyncssh
 import duckdb
 import pytest
 
 from labtui.backends import InstanceSpec, Labels, open_backend
 from labtui.hosts import CommandTimeout, HostError, get_host, known_hosts
-from labtui.hosts import hostkeys, illumos, remote_sampler
+from labtui.hosts import hostkeys, illumos, remote_sampler, ssh, ssh_transfer
 from labtui.hosts.config import ConfigError, load_lab_config
 from labtui.hosts.local import LocalHost
 from labtui.hosts.ssh import MAX_CHANNELS, SSHHost, remote_command
@@ -41,13 +42,16 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory, keys: Path) -> Iterator[dict[str, Sshd]]:
-    """h2 on 127.0.0.2 and h3 on 127.0.0.3, shared by the module's tests."""
+@pytest.fixture(scope="module", params=[True, False], ids=["sftp", "no-sftp"])
+def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            keys: Path) -> Iterator[dict[str, Sshd]]:
+    """h2 on 127.0.0.2 and h3 on 127.0.0.3, shared by the module's tests: every test runs against
+    servers with the SFTP subsystem and again against servers without it (a hardened host)."""
     started: dict[str, Sshd] = {}
     try:
         for name, address in (("h2", "127.0.0.2"), ("h3", "127.0.0.3")):
-            started[name] = start_sshd(tmp_path_factory.mktemp(name), address, keys / "client_key.pub")
+            started[name] = start_sshd(tmp_path_factory.mktemp(name), address, keys / "client_key.pub",
+                                       sftp=request.param)
         yield started
     finally:
         for server in started.values():
@@ -115,6 +119,20 @@ def labtui(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.
                           timeout=timeout)
 
 
+#: Seconds a test waits for a condition before it fails: generous, since how fast is not what these tests check
+#: (tests/perf measures speed).  A condition that can also come true by itself (a sleep ending) is given longer.
+WAIT_S = 60.0
+
+
+async def wait_until(condition, what: str, timeout: float = WAIT_S) -> None:
+    """Poll condition() until it is true; fail naming what after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"still waiting after {timeout:g} s for {what}")
+        await asyncio.sleep(0.05)
+
+
 def processes_matching(text: str) -> list[int]:
     """PIDs whose command line contains text."""
     found = []
@@ -166,23 +184,16 @@ async def test_commands_without_input_reuse_one_runner_not_a_login_shell_each(la
     assert with_input.stdout != parents[0]  # a command with input gets its own session
     assert (await host.run(["sh", "-c", 'echo "$LAB_Y"'], env={"LAB_Y": "a b\nc"})).stdout == "a b\nc\n"
     await host.close()
-    deadline = time.monotonic() + 5
-    while Path(f"/proc/{runner}").exists() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert not Path(f"/proc/{runner}").exists()  # closing the host ends its runners
+    await wait_until(lambda: not Path(f"/proc/{runner}").exists(), "closing the host to end its runner")
     assert not list((lab.tmp / "runtime-h2").glob(".runner-*"))  # and they leave no files behind
 
 
 async def test_timeout_kills_the_remote_process_group(lab: Lab) -> None:
     host = lab.host()
-    started = time.monotonic()
+    # had the timeout not worked, run() would return when the sleeps end, long after WAIT_S
     with pytest.raises(CommandTimeout, match="timed out after 0.5 s on host h2"):
-        await host.run(["sh", "-c", "sleep 37.25 & sleep 37.5; wait"], timeout=0.5)
-    assert time.monotonic() - started < 5
-    deadline = time.monotonic() + 5
-    while processes_matching("sleep\x0037.") and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert processes_matching("sleep\x0037.") == []
+        await asyncio.wait_for(host.run(["sh", "-c", "sleep 937.25 & sleep 937.5; wait"], timeout=0.5), WAIT_S)
+    await wait_until(lambda: not processes_matching("sleep\x00937."), "both sleeps to be killed")
     assert not list((lab.tmp / "runtime-h2").glob(".runner-*"))  # the killed runner's output files went too
 
 
@@ -194,29 +205,67 @@ async def test_missing_command_is_a_host_error(lab: Lab) -> None:
 async def test_stream_yields_lines_and_stopping_early_ends_the_command(lab: Lab) -> None:
     host = lab.host()
     assert [line async for line in host.stream(["printf", "a\\nb b\\nc\\n"])] == ["a", "b b", "c"]
-    async for line in host.stream(["sh", "-c", "echo first; exec sleep 38.5"]):
+    async for line in host.stream(["sh", "-c", "echo first; exec sleep 938.5"]):
         assert line == "first"
         break
-    deadline = time.monotonic() + 5
-    while processes_matching("sleep\x0038.5") and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert processes_matching("sleep\x0038.5") == []
-    with pytest.raises(CommandTimeout):
-        async for _ in host.stream(["sleep", "38.75"], timeout=0.3):
+    await wait_until(lambda: not processes_matching("sleep\x00938.5"), "the abandoned stream's command to end")
+
+    async def stream_all() -> None:
+        async for _ in host.stream(["sleep", "938.75"], timeout=0.3):
             pass
 
+    with pytest.raises(CommandTimeout):
+        await asyncio.wait_for(stream_all(), WAIT_S)
 
-async def test_sftp_round_trip(lab: Lab) -> None:
+
+async def test_file_round_trip_by_sftp_or_over_exec(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SFTP where sshd offers it, else an exec channel: same result, same modes, nothing left behind."""
+    sftp_opened = []
+    real_start = asyncssh.SSHClientConnection.start_sftp_client
+
+    def counting(self, *args, **kwargs):
+        sftp_opened.append(1)
+        return real_start(self, *args, **kwargs)
+
+    monkeypatch.setattr(asyncssh.SSHClientConnection, "start_sftp_client", counting)
     host = lab.host()
-    data = os.urandom(300_000)
+    data = os.urandom(3_000_000)  # many channel windows
     (lab.tmp / "src.bin").write_bytes(data)
-    remote = str(lab.tmp / "remote dir" / "copy.bin")
+    remote_dir = lab.tmp / "remote dir" / "-sub"
+    remote = str(remote_dir / "copy.bin")
     await host.put_file(str(lab.tmp / "src.bin"), remote, mode=0o750)
     assert (await host.run(["stat", "-c", "%a %s", remote])).stdout.split() == ["750", str(len(data))]
+    assert ssh._TRANSFER[host._transfer_key] == ("sftp" if lab.servers["h2"].sftp else "exec")
+    (lab.tmp / "small.txt").write_text("second version")
+    await host.put_file(str(lab.tmp / "small.txt"), remote, mode=0o600)  # replaces the file
+    assert (await host.run(["stat", "-c", "%a %s", remote])).stdout.split() == ["600", "14"]
+    await host.put_file(str(lab.tmp / "src.bin"), remote, mode=0o755)
     await host.get_file(remote, str(lab.tmp / "back" / "copy.bin"))
     assert (lab.tmp / "back" / "copy.bin").read_bytes() == data
-    with pytest.raises(HostError, match="SFTP"):
+    assert sorted(p.name for p in remote_dir.iterdir()) == ["copy.bin"]  # no temporary name left
+    assert sorted(p.name for p in (lab.tmp / "back").iterdir()) == ["copy.bin"]
+    with pytest.raises(HostError, match="host h2: .*(No such file|nope)"):
         await host.get_file(str(lab.tmp / "nope"), str(lab.tmp / "nope2"))
+    assert not (lab.tmp / "nope2").exists() and not list(lab.tmp.glob("nope2*"))
+    with pytest.raises(HostError, match="host h2"):
+        await host.put_file(str(lab.tmp / "src.bin"), str(lab.tmp / "src.bin" / "under-a-file"))
+    fresh = lab.host()  # another host object for the same host: the first one's finding is reused
+    before = len(sftp_opened)
+    await fresh.put_file(str(lab.tmp / "small.txt"), str(remote_dir / "again.txt"))
+    assert (remote_dir / "again.txt").read_text() == "second version"
+    assert (remote_dir / "again.txt").stat().st_mode & 0o777 == 0o644
+    # a refusing host is asked for SFTP once, then never again; an offering one once per transfer
+    assert len(sftp_opened) - before == (1 if lab.servers["h2"].sftp else 0)
+
+
+@pytest.mark.parametrize("size, digest, why", [(5, "0" * 64, "size check failed"), (4, "0" * 64, "SHA-256 check failed")])
+async def test_exec_transfer_checks_size_and_hash(lab: Lab, size: int, digest: str, why: str) -> None:
+    """A put over exec whose bytes do not match what was announced leaves neither file nor temporary name."""
+    dest, tmp = lab.tmp / "checked" / "dest.bin", lab.tmp / "checked" / "dest.bin.partial"
+    result = await lab.host().run(["sh", "-c", ssh_transfer.PUT_SCRIPT, "sh", str(dest), str(tmp), str(size),
+                                   digest, "644"], input=b"abcd")
+    assert result.returncode == 1 and why in result.stderr
+    assert list((lab.tmp / "checked").iterdir()) == []
 
 
 async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -248,10 +297,7 @@ async def test_a_lost_forward_is_replaced_under_a_new_name(lab: Lab) -> None:
         first = await host.unix_socket_path(remote_socket)
         for conn in host._conns:  # the connection carrying the forward drops
             conn.conn.abort()
-        for _ in range(100):
-            if not any(conn.alive for conn in host._conns):
-                break
-            await asyncio.sleep(0.02)
+        await wait_until(lambda: not any(conn.alive for conn in host._conns), "the aborted connection to count as lost")
         second = await host.unix_socket_path(remote_socket)
         assert second != first and not os.path.exists(first)  # the stale listener and its socket are gone
         reader, writer = await asyncio.open_unix_connection(second)
@@ -285,10 +331,7 @@ async def test_samples_come_from_one_long_lived_channel(lab: Lab) -> None:
         assert sample.host == "h2" and sample.cpu_avail is not None and 0 <= sample.cpu_avail <= 1
         assert 0 < sample.mem_avail <= 1 and sample.mem_used_bytes > 0 and sample.load1 >= 0
     await host.close()
-    deadline = time.monotonic() + 5
-    while ours() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert ours() == set()  # closing the host ends the remote loop
+    await wait_until(lambda: not ours(), "closing the host to end the remote sampler loop")
 
 
 async def test_facts_match_the_machine(lab: Lab) -> None:
@@ -403,13 +446,20 @@ async def test_changed_key_is_refused(lab: Lab) -> None:
     assert (await lab.host().run(["true"])).ok
 
 
-async def test_wrong_client_key_is_refused_at_once(lab: Lab) -> None:
+async def test_wrong_client_key_is_refused_at_once(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
     write_key(lab.tmp / "stranger_key")
     lab.write(h2={"identity": str(lab.tmp / "stranger_key")})
-    started = time.monotonic()
-    with pytest.raises(HostError, match="refused authentication with .*stranger_key"):
+    attempts = []
+    real = SSHHost._connect_once
+
+    async def counted(self, *args):
+        attempts.append(1)
+        return await real(self, *args)
+
+    monkeypatch.setattr(SSHHost, "_connect_once", counted)
+    with pytest.raises(HostError, match="refused authentication with .*stranger_key") as refused:
         await lab.host().run(["true"])
-    assert time.monotonic() - started < 3  # not retried with backoff
+    assert attempts == [1] and "gave up" not in str(refused.value)  # not retried with backoff
 
 
 # -- failures -------------------------------------------------------------------
@@ -422,13 +472,13 @@ async def test_sshd_killed_mid_command_is_a_host_error(lab: Lab, own_sshd: list[
     lab.write()
     lab.trust_all()
     host = lab.host("h4")
-    task = asyncio.create_task(host.run(["sleep", "39.5"], timeout=60))
-    await asyncio.sleep(0.5)
+    task = asyncio.create_task(host.run(["sleep", "939.5"], timeout=900))
+    await wait_until(lambda: processes_matching("sleep\x00939.5"), "the command to start on h4")
     server.signal_all(signal.SIGKILL)
     with pytest.raises(HostError, match="h4"):
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, WAIT_S)
     with pytest.raises(HostError, match="cannot connect"):
-        await asyncio.wait_for(host.run(["true"]), 20)
+        await asyncio.wait_for(host.run(["true"]), 2 * WAIT_S)
 
 
 async def test_frozen_host_is_lost_within_the_keepalive_timeout(lab: Lab, own_sshd: list[Sshd], keys: Path) -> None:
@@ -439,13 +489,13 @@ async def test_frozen_host_is_lost_within_the_keepalive_timeout(lab: Lab, own_ss
     lab.trust_all()
     host = lab.host("h5")
     assert (await host.run(["true"])).ok
-    task = asyncio.create_task(host.run(["sleep", "39.75"], timeout=60))
-    await asyncio.sleep(0.3)
+    task = asyncio.create_task(host.run(["sleep", "939.75"], timeout=900))
+    await wait_until(lambda: processes_matching("sleep\x00939.75"), "the command to start on h5")
     server.signal_all(signal.SIGSTOP)
-    started = time.monotonic()
-    with pytest.raises(HostError, match="h5"):
-        await asyncio.wait_for(task, 15)
-    assert time.monotonic() - started < 4  # 3 unanswered keepalives of 0.5 s, plus slack
+    # a frozen host never answers nor closes the socket, and the frozen command never ends by itself:
+    # only the unanswered keepalives can end this call
+    with pytest.raises(HostError, match="host h5: connection lost"):
+        await asyncio.wait_for(task, WAIT_S)
 
 
 # -- backends over SSH ------------------------------------------------------------

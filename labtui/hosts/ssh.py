@@ -23,6 +23,7 @@ import shlex
 import shutil
 import tempfile
 import time
+import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Callable
 import asyncssh
 
 from labtui.events import ResourceSample
-from labtui.hosts import hostkeys, illumos, linux, remote_sampler
+from labtui.hosts import hostkeys, illumos, linux, remote_sampler, ssh_transfer
 from labtui.hosts.ssh_runner import RUNNER_SCRIPT, Runner, RunnerError, one_line_command
 from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
 from labtui.hosts.config import HostConfig
@@ -49,6 +50,35 @@ KILL_TIMEOUT_S = 10.0
 
 #: Exit status of a command whose connection could not make the runtime dir private.
 PREPARE_FAILED = 125
+
+#: SSH handshakes (connect, key exchange, authentication) and session starts (the user's login shell)
+#: one labtui process has under way at once, over all hosts; the rest wait their turn, and their
+#: timeouts start only when it comes.  LABTUI_SSH_HANDSHAKES overrides it.
+MAX_HANDSHAKES = 8
+#: Attempts at starting a runner session that timed out on a live connection (a host merely slow to
+#: start the login shell), each with twice the previous timeout.
+RUNNER_START_ATTEMPTS = 3
+
+
+def max_handshakes() -> int:
+    """MAX_HANDSHAKES, or LABTUI_SSH_HANDSHAKES when that is a positive integer."""
+    try:
+        value = int(os.environ.get("LABTUI_SSH_HANDSHAKES", ""))
+    except ValueError:
+        return MAX_HANDSHAKES
+    return value if value > 0 else MAX_HANDSHAKES
+
+
+_PACERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def _pacer() -> asyncio.Semaphore:
+    """The running loop's bound on handshakes and session starts under way (max_handshakes())."""
+    loop = asyncio.get_running_loop()
+    pacer = _PACERS.get(loop)
+    if pacer is None:
+        pacer = _PACERS[loop] = asyncio.Semaphore(max_handshakes())
+    return pacer
 
 
 class _Client(asyncssh.SSHClient):
@@ -188,17 +218,31 @@ class SSHHost(Host):
         return CommandResult(tuple(argv), status, out.decode(errors="replace"), stderr, time.monotonic() - started)
 
     async def _start_runner(self, conn: _Conn, *, prepare: bool = False) -> Runner:
-        """A new runner on conn, within the connect timeout; with prepare, it first makes the runtime dir private."""
+        """A new runner on conn; with prepare, it first makes the runtime dir private.
+
+        Starts are paced (_pacer) and each is bounded by the connect timeout from
+        its turn on; one that times out on a live connection (a slow host) is
+        tried again with twice the timeout, RUNNER_START_ATTEMPTS in all.
+        """
         launch = remote_command(["sh", "-c", RUNNER_SCRIPT, "sh", self.runtime_dir], None,
                                 prepare_dir=self.runtime_dir if prepare else None, pid=False)
-        try:
-            return await asyncio.wait_for(Runner.start(conn.conn, launch), self.config.connect_timeout_s)
-        except RunnerError as exc:
-            if exc.exit_status == PREPARE_FAILED:
-                raise self._prepare_failure(str(exc).encode()) from None
-            raise HostError(f"host {self.name}: cannot start a command runner: {exc}") from None
-        except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
-            raise HostError(f"host {self.name}: cannot start a command runner: {_reason(exc)}") from exc
+        timeout = self.config.connect_timeout_s
+        for attempt in range(1, RUNNER_START_ATTEMPTS + 1):
+            try:
+                async with _pacer():
+                    return await asyncio.wait_for(Runner.start(conn.conn, launch), timeout)
+            except RunnerError as exc:
+                if exc.exit_status == PREPARE_FAILED:
+                    raise self._prepare_failure(str(exc).encode()) from None
+                raise HostError(f"host {self.name}: cannot start a command runner: {exc}") from None
+            except asyncio.TimeoutError as exc:
+                if not conn.alive or attempt == RUNNER_START_ATTEMPTS:
+                    raise HostError(f"host {self.name}: cannot start a command runner: timed out "
+                                    f"({attempt} attempts, the last {timeout:g} s)") from exc
+                timeout *= 2
+            except (asyncssh.Error, OSError) as exc:
+                raise HostError(f"host {self.name}: cannot start a command runner: {_reason(exc)}") from exc
+        raise AssertionError("unreachable")
 
     async def stream(self, argv: Sequence[str], *, timeout: float | None = None) -> AsyncIterator[str]:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -320,31 +364,104 @@ class SSHHost(Host):
     # -- files ---------------------------------------------------------------
 
     async def put_file(self, local_path: str, remote_path: str, *, mode: int = 0o644) -> None:
+        """Copy local_path to remote_path: to a temporary name beside it, chmod mode, rename.
+
+        Through SFTP where the host offers it, else over an exec channel (size
+        and SHA-256 checked); what the host supports is remembered per host.
+        """
         partial = f"{remote_path}.labtui-{os.getpid()}-{id(self):x}.partial"
-        async with self._sftp() as sftp:
-            parent = str(Path(remote_path).parent)
-            await sftp.makedirs(parent, exist_ok=True)
-            await sftp.put(local_path, partial)
-            await sftp.chmod(partial, mode)
-            await sftp.posix_rename(partial, remote_path)
+        if await self._sftp_supported():
+            async with self._sftp() as sftp:
+                if sftp is not None:
+                    try:
+                        parent = str(Path(remote_path).parent)
+                        await sftp.makedirs(parent, exist_ok=True)
+                        await sftp.put(local_path, partial)
+                        await sftp.chmod(partial, mode)
+                        await sftp.posix_rename(partial, remote_path)
+                    except BaseException:
+                        with contextlib.suppress(Exception):
+                            await asyncio.wait_for(sftp.remove(partial), KILL_TIMEOUT_S)
+                        raise
+                    return
+        size, digest = ssh_transfer.sha256_of(local_path)
+        argv = ["sh", "-c", ssh_transfer.PUT_SCRIPT, "sh", ssh_transfer.safe_path(remote_path),
+                ssh_transfer.safe_path(partial), str(size), digest, f"{mode & 0o7777:o}"]
+        await self._exec_transfer(argv, f"copying {local_path} to {remote_path}",
+                                  lambda proc: ssh_transfer.send(proc, local_path))
 
     async def get_file(self, remote_path: str, local_path: str) -> None:
+        """Copy remote_path to local_path (through a temporary name), by SFTP or over an exec channel."""
         Path(local_path).parent.mkdir(parents=True, exist_ok=True)
         partial = f"{local_path}.tmp-{os.getpid()}"
-        async with self._sftp() as sftp:
-            await sftp.get(remote_path, partial)
-        os.replace(partial, local_path)
+        try:
+            if await self._sftp_supported():
+                async with self._sftp() as sftp:
+                    if sftp is not None:
+                        await sftp.get(remote_path, partial)
+                        os.replace(partial, local_path)
+                        return
+            argv = ["sh", "-c", ssh_transfer.GET_SCRIPT, "sh", ssh_transfer.safe_path(remote_path)]
+            await self._exec_transfer(argv, f"copying {remote_path} from the host",
+                                      lambda proc: ssh_transfer.receive(proc, partial))
+            os.replace(partial, local_path)
+        finally:
+            ssh_transfer.remove_quietly(partial)
+
+    async def _sftp_supported(self) -> bool:
+        """False once this host (address, port, user) has refused the SFTP subsystem."""
+        return _TRANSFER.get(self._transfer_key) != "exec"
+
+    @property
+    def _transfer_key(self) -> tuple[str, int, str, str]:
+        cfg = self.config
+        return (cfg.address, cfg.port, cfg.user or "", self._jump.name if self._jump is not None else "")
 
     @contextlib.asynccontextmanager
-    async def _sftp(self) -> AsyncIterator[asyncssh.SFTPClient]:
+    async def _sftp(self) -> AsyncIterator[asyncssh.SFTPClient | None]:
+        """An SFTP client on a pooled session, or None when the host refuses the subsystem (then remembered)."""
         async with self._slot() as conn:
             await self._ensure_prepared(conn)
             conn.make_room()
+            client = None
             try:
-                async with conn.conn.start_sftp_client() as sftp:
-                    yield sftp
+                client = await conn.conn.start_sftp_client()
+            except (asyncssh.Error, OSError) as exc:
+                if not conn.alive:
+                    raise HostError(f"host {self.name}: SFTP: {_reason(exc)}") from exc
+            if client is None:  # refused, or no sftp-server there: commands still run
+                _TRANSFER[self._transfer_key] = "exec"
+                yield None
+                return
+            _TRANSFER[self._transfer_key] = "sftp"
+            try:
+                async with client:
+                    yield client
             except (asyncssh.Error, OSError) as exc:
                 raise HostError(f"host {self.name}: SFTP: {_reason(exc)}") from exc
+
+    async def _exec_transfer(self, argv: list[str], what: str, move) -> None:
+        """Run a transfer script in a session of its own; move(proc) streams the bytes either way."""
+        pid: int | None = None
+        try:
+            async with self._slot() as conn:
+                proc = await self._start(conn, argv, None)
+                try:
+                    pid = await self._read_pid(proc)
+                    await move(proc)
+                    pid = None
+                except ssh_transfer.TransferError as exc:
+                    pid = None
+                    if proc.returncode is None:
+                        raise HostError(f"host {self.name}: connection lost while {what}") from None
+                    raise HostError(f"host {self.name}: {what}: {exc}") from None
+                except (asyncssh.Error, OSError) as exc:
+                    raise HostError(f"host {self.name}: connection lost while {what}: {_reason(exc)}") from exc
+                finally:
+                    proc.close()
+        finally:
+            if pid is not None:  # cancelled or broken midway: end the remote script
+                await self._kill_group(pid)
 
     # -- sockets -------------------------------------------------------------
 
@@ -407,11 +524,15 @@ class SSHHost(Host):
             conn.busy -= 1
             raise
         try:
-            proc = await conn.conn.create_process(remote_command(["sh", "-c", script], None), encoding=None)
-            await self._read_pid(proc)
+            async with _pacer():
+                proc = await conn.conn.create_process(remote_command(["sh", "-c", script], None), encoding=None)
+                await self._read_pid(proc)
         except (asyncssh.Error, OSError) as exc:
             conn.busy -= 1
             raise HostError(f"host {self.name}: cannot start the resource sampler: {_reason(exc)}") from exc
+        except BaseException:
+            conn.busy -= 1
+            raise
         _release_when_closed(proc, conn)
         self._sampler, self._sampler_os, self._cpu_before = proc, conn.os_name, None
         return proc
@@ -472,22 +593,27 @@ class SSHHost(Host):
         return conn
 
     async def _connect(self) -> _Conn:
-        """Connect with backoff; key and authentication refusals are final, not retried."""
+        """Connect with backoff; key and authentication refusals are final, not retried.
+
+        Handshakes are paced over all hosts (_pacer): the connect timeout runs
+        from a handshake's turn, so 32 hosts at once queue rather than time out.
+        """
         last: Exception | None = None
         for attempt, delay in enumerate((0.0, *RECONNECT_BACKOFF_S)):
             if delay:
                 await asyncio.sleep(delay)
             try:
-                return await self._connect_once()
+                tunnel = await self.jump_connection()  # outside our turn: the jump host paces its own
+                async with _pacer():
+                    return await self._connect_once(tunnel)
             except (hostkeys.HostKeyRefused, _AuthRefused):
                 raise
             except HostError as exc:
                 last = exc
         raise HostError(f"{last} (gave up after {attempt + 1} attempts)")
 
-    async def _connect_once(self) -> _Conn:
+    async def _connect_once(self, tunnel: asyncssh.SSHClientConnection | None) -> _Conn:
         cfg = self.config
-        tunnel = await self.jump_connection()
         client = _Client()
         identity = cfg.identity_path
         try:
@@ -605,6 +731,9 @@ def _release_when_closed(proc: asyncssh.SSHClientProcess, conn: _Conn) -> None:
 
 
 _BACKGROUND: set[asyncio.Task] = set()
+
+#: How each host (address, port, user, jump host) takes files: "sftp", or "exec" once it refused the subsystem.
+_TRANSFER: dict[tuple[str, int, str, str], str] = {}
 
 
 def _not_found(stderr: str, program: str) -> bool:
