@@ -260,3 +260,37 @@ def test_report_with_markup_and_mathtext_names(tmp_path: Path, fmt: str) -> None
     if fmt == "svg":
         svg = "".join(p.read_text() for p in written)
         assert "frac" in svg  # the metric's text, not a typeset fraction
+
+
+def test_console_sessions_view_lists_and_replays_markup_names(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.panes import SlowdownPanel
+
+    db = _store(tmp_path / "lab.duckdb")
+
+    async def scenario() -> tuple[list[str], list[str], str]:
+        app = LabApp(db)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await pilot.press("3")
+            sessions = app.query_one("#sessions", DataTable)
+            deadline = asyncio.get_running_loop().time() + 30
+            while sessions.row_count < 1:
+                assert asyncio.get_running_loop().time() < deadline, "the sessions list"
+                await pilot.pause(0.1)
+            listed = [str(c) for c in sessions.get_row_at(0)]
+            sessions.focus()
+            await pilot.press("enter")
+            replay = app.query_one("#replay", SlowdownPanel)
+            while replay.table.row_count < 2:
+                assert asyncio.get_running_loop().time() < deadline, "the replay"
+                await pilot.pause(0.1)
+            await pilot.pause(0.2)
+            replayed = [str(c) for c in replay.table.get_row_at(0)]
+            return listed, replayed, str(replay.border_title)
+
+    listed, replayed, title = asyncio.run(scenario())
+    _has_all(" ".join(listed), CLOSE, BOLD, LINK)
+    assert replayed[0] == f"{CLOSE} {MATH}"
+    assert title == "session s1"

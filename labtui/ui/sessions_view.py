@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Input
 
 from labtui.store import list_sessions, slowdown_frame
 from labtui.ui.export import open_in_desktop
-from labtui.ui.format import cell
+from labtui.ui.format import cell, plain
 from labtui.ui.panes import SlowdownPanel
 from labtui.ui.replay import replay_availability
 from labtui.ui.sql_view import BUSY, SqlPane
@@ -65,7 +65,7 @@ class SessionsView(Horizontal):
         return bool(getattr(self.app, "run_active", False))
 
     def status(self, message: str, error: bool = False) -> None:
-        self.sql.status(message, error)
+        self.sql.status(plain(message), error)  # ids, paths and errors are shown as written, never as markup
 
     # --- sessions and schema ------------------------------------------------------------
 
@@ -95,7 +95,7 @@ class SessionsView(Horizontal):
         if [str(c.label) for c in table.columns.values()] != frame.columns:
             table.clear(columns=True)
             for name in frame.columns:
-                table.add_column(name, key=name)
+                table.add_column(plain(name), key=name)
         self.render_sessions()
 
     def render_sessions(self) -> None:
@@ -105,9 +105,9 @@ class SessionsView(Horizontal):
             needle = self.filter_text.lower()
             rows = {}
             for row in self.sessions.iter_rows(named=True):
-                cells = tuple(cell(v) for v in row.values())
-                if not needle or needle in " ".join(cells).lower():
-                    rows[str(row["session_id"])] = cells
+                texts = [cell(v) for v in row.values()]
+                if not needle or needle in " ".join(texts).lower():
+                    rows[str(row["session_id"])] = tuple(plain(t) for t in texts)  # a DataTable reads str as markup
         with self.app.batch_update():
             sync_rows(self.query_one("#sessions", DataTable), rows)
 
@@ -137,7 +137,7 @@ class SessionsView(Horizontal):
 
     def _show_replay(self, session_id: str, slow: pl.DataFrame, avail: pl.DataFrame) -> None:
         panel = self.query_one("#replay", SlowdownPanel)
-        panel.border_title = f"session {session_id}"
+        panel.border_title = plain(f"session {session_id}")
         panel.show(slow, avail)
         self.status(f"session {session_id}: {slow.height} slowdown row(s)")
 
