@@ -106,22 +106,22 @@ class LabRun:
         merged: asyncio.Queue[Event | None] = asyncio.Queue()
         forwards = [asyncio.create_task(_forward(r.bus.subscribe(durable=True), merged)) for r in runners]
         store_task = asyncio.create_task(writer.consume(merged))  # commits, then closes the writer
-        async with contextlib.AsyncExitStack() as hosts:
-            for runner in runners:
-                hosts.push_async_callback(runner.ctx.host.close)
-            try:
-                with self._signals():
+        with self._signals():  # until the store has committed each session's end
+            async with contextlib.AsyncExitStack() as hosts:
+                for runner in runners:
+                    hosts.push_async_callback(runner.ctx.host.close)
+                try:
                     await self._reconcile(runners, writer)
                     if not self._stopping:
                         self._tasks = [asyncio.create_task(r.run()) for r in runners]
                     statuses = await asyncio.gather(*self._tasks, return_exceptions=True)
-            finally:
-                for runner in runners:
-                    if not self._tasks:
-                        runner.bus.close()  # never started: let the forwards end
-                await asyncio.gather(*forwards)
-                merged.put_nowait(None)
-                await store_task
+                finally:
+                    for runner in runners:
+                        if not self._tasks:
+                            runner.bus.close()  # never started: let the forwards end
+                    await asyncio.gather(*forwards)
+                    merged.put_nowait(None)
+                    await store_task
         if not self._tasks:
             statuses = ["aborted"] * len(runners)
         self.outcomes = [self._outcome(r, s) for r, s in zip(runners, statuses)]

@@ -1,6 +1,6 @@
 """Suite files: what a benchmark run does, read from TOML and checked."""
 
-from labtui.suites.loader import OVERRIDE, SuiteError, list_suites, load_suite, suite_to_dict
+from labtui.suites.loader import OVERRIDE, SuiteError, list_suites, load_suite, suite_profiles, suite_to_dict
 from labtui.suites.model import (
     SUPPORTED_KINDS,
     WORKER_MEASURES,
@@ -27,5 +27,6 @@ __all__ = [
     "Worker",
     "list_suites",
     "load_suite",
+    "suite_profiles",
     "suite_to_dict",
 ]

@@ -635,6 +635,14 @@ def load_suite(name_or_path: str, overrides: Sequence[str] = (), profile: str | 
     return dataclasses.replace(suite, profile=profile)
 
 
+def suite_profiles(name_or_path: str) -> list[str]:
+    """The names of a suite's ``[profiles.NAME]`` tables, in file order (SuiteError when unreadable)."""
+    path = _resolve(name_or_path)
+    display = _display(path)
+    profiles = _parse(_read(path, display), display).get(PROFILES, {})
+    return list(profiles) if isinstance(profiles, dict) else []
+
+
 def list_suites() -> list[SuiteInfo]:
     """The built-in suites by name; one that fails to load is listed with an "invalid: ..." description."""
     infos = []

@@ -35,6 +35,7 @@ class StartRequest:
     host: str
     manual: bool
     overrides: tuple[str, ...] = ()
+    profile: str | None = None
 
 
 async def backend_choices(host_name: str) -> list[BackendChoice]:

@@ -1,4 +1,4 @@
-"""The start-run dialog: suite (built-in or a file), backend, host, overrides, manual or auto stepping.
+"""The start-run dialog: suite (built-in or a file), profile, backend, host, overrides, stepping, and the plan.
 
 Backends are checked on the chosen host in a worker, so the dialog opens at
 once; the suite with its overrides is checked by labtui.suites.load_suite in a
@@ -18,7 +18,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
 
-from labtui.suites import SuiteError, load_suite
+from labtui.engine.kinds import plan_for
+from labtui.suites import SuiteError, load_suite, suite_profiles
 from labtui.ui.choices import OVERRIDE_KEYS, BackendChoice, StartRequest, overrides_from
 
 Checker = Callable[[str], Awaitable[list[BackendChoice]]]
@@ -44,6 +45,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
     StartDialog RadioSet { layout: horizontal; width: auto; height: auto; border: none; }
     StartDialog #stepping > RadioButton { width: auto; margin-right: 2; }
     StartDialog #stepping-row { height: 1; margin: 1 0; }
+    StartDialog #plan { color: $text-muted; height: auto; max-height: 6; }
     StartDialog #start-error { color: $error; text-style: bold; height: auto; min-height: 1; }
     StartDialog #buttons { height: 3; margin-top: 1; }
     StartDialog Button { margin-right: 2; }
@@ -78,6 +80,9 @@ class StartDialog(ModalScreen[StartRequest | None]):
                 yield Label("or file")
                 yield Input(placeholder="path to a suite .toml (wins over the list)", id="suite-file")
             with Horizontal(classes="row"):
+                yield Label("profile")
+                yield Select([], prompt="none: the suite as written", allow_blank=True, id="profile")
+            with Horizontal(classes="row"):
                 yield Label("host")
                 hosts = self._hosts if self._host in self._hosts else [*self._hosts, self._host]
                 yield Select([(h, h) for h in hosts], value=self._host, allow_blank=False, id="host")
@@ -93,7 +98,8 @@ class StartDialog(ModalScreen[StartRequest | None]):
                 with RadioSet(id="stepping"):
                     yield RadioButton("auto", value=not self._manual, id="auto")
                     yield RadioButton("manual: press n for each step", value=self._manual, id="manual")
-            yield Static("", id="start-error")
+            yield Static("", id="plan", markup=False)
+            yield Static("", id="start-error", markup=False)
             with Horizontal(id="buttons"):
                 yield Button("Start (ctrl+s)", variant="primary", id="start")
                 yield Button("Cancel (esc)", id="cancel")
@@ -132,16 +138,37 @@ class StartDialog(ModalScreen[StartRequest | None]):
     # --- suite defaults as placeholders -----------------------------------------------------
 
     @on(Select.Changed, "#suite")
+    @on(Input.Changed, "#suite-file")
     def _suite_changed(self) -> None:
+        self._profiles()
         self._placeholders()
+
+    @on(Select.Changed, "#profile")
+    def _profile_changed(self) -> None:
+        self._placeholders()
+
+    @work(exclusive=True, group="suite-profiles", exit_on_error=False)
+    async def _profiles(self) -> None:
+        name = self._suite_name()
+        try:
+            names = await asyncio.to_thread(suite_profiles, name) if name else []
+        except SuiteError:
+            names = []
+        select = self.query_one("#profile", Select)
+        select.set_options([(n, n) for n in names])
+
+    def _profile(self) -> str | None:
+        value = self.query_one("#profile", Select).value
+        return None if value is Select.NULL else str(value)
 
     @work(exclusive=True, group="suite-defaults", exit_on_error=False)
     async def _placeholders(self) -> None:
         name = self._suite_name()
         try:
-            suite = await asyncio.to_thread(load_suite, name) if name else None
+            suite = await asyncio.to_thread(load_suite, name, (), self._profile()) if name else None
         except SuiteError:
             suite = None
+        self._show_plan(suite)
         values: dict[str, int] = {}
         if suite is not None:
             values["suite.repetitions"] = suite.repetitions
@@ -157,6 +184,21 @@ class StartDialog(ModalScreen[StartRequest | None]):
             field = self.query_one(f"#{input_id}", Input)
             field.disabled = no_scale and key.startswith("scale.")
             field.placeholder = f"suite: {values[key]}" if key in values else ("not scaling" if field.disabled else "suite's")
+
+    def _show_plan(self, suite) -> None:
+        """What the run will do, from the suite's kind: repetitions and the steps of one."""
+        text = ""
+        if suite is not None:
+            try:
+                plan = plan_for(suite)
+            except ValueError as exc:
+                text = str(exc)
+            else:
+                shown = list(plan.steps[:3]) + ([f"... {len(plan.steps) - 4} more", plan.steps[-1]] if len(plan.steps) > 4
+                                                else list(plan.steps[3:]))
+                text = (f"plan: {suite.kind}, {plan.repetitions} repetition(s) of {len(plan.steps)} step(s) "
+                        f"= {plan.total_steps} steps\n  " + "\n  ".join(shown))
+        self.query_one("#plan", Static).update(text)
 
     # --- start --------------------------------------------------------------------------------
 
@@ -202,9 +244,9 @@ class StartDialog(ModalScreen[StartRequest | None]):
         values = {key: self.query_one(f"#{input_id}", Input).value for key, input_id in INPUT_IDS.items()}
         overrides = overrides_from(values)
         try:
-            suite = await asyncio.to_thread(load_suite, name, overrides)
+            suite = await asyncio.to_thread(load_suite, name, overrides, self._profile())
         except SuiteError as exc:
             self.error(str(exc), exc.key)
             return
         manual = self.query_one("#manual", RadioButton).value
-        self.dismiss(StartRequest(suite, choice.name, self._host, manual, tuple(overrides)))
+        self.dismiss(StartRequest(suite, choice.name, self._host, manual, tuple(overrides), self._profile()))
