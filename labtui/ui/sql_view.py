@@ -11,6 +11,7 @@ row cap comes from `LabApp(sql_row_cap=...)` or `$LABTUI_SQL_ROWS` (default
 from __future__ import annotations
 
 import os
+import re
 import time
 from datetime import timedelta
 from functools import cache
@@ -131,11 +132,23 @@ class SqlEditor(TextArea):
 
 @cache
 def _grid_class() -> type[Widget]:
+    """textual-fastdatatable's DataTable as `ResultGrid`, with its CSS kept to itself.
+
+    Its CSS names the type `DataTable`, as Textual's own DataTable does, so inherited as is it
+    would restyle every other table in the console.  ResultGrid inherits no CSS and carries
+    its bases' rules under its own name instead.
+    """
     from textual_fastdatatable import DataTable
 
-    class ResultGrid(DataTable):
+    bases = [cls for cls in DataTable.__mro__ if "DEFAULT_CSS" in cls.__dict__]
+    names = "|".join(cls.__name__ for cls in bases)
+    css = "\n".join(re.sub(rf"\b({names})\b", "ResultGrid", cls.__dict__["DEFAULT_CSS"]) for cls in reversed(bases))
+
+    class ResultGrid(DataTable, inherit_css=False):
         """`tab` moves the focus on, as everywhere else in the console (not to the next cell)."""
 
+        DEFAULT_CSS = css
+        COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES  # not inherited along with the CSS
         BINDINGS = [Binding("tab", "app.focus_next", show=False), Binding("shift+tab", "app.focus_previous", show=False)]
 
     return ResultGrid
