@@ -48,6 +48,9 @@ KEEPALIVE_COUNT_MAX = 3
 #: Seconds a kill of a timed-out remote process group may take.
 KILL_TIMEOUT_S = 10.0
 
+#: Seconds a short command labtui runs for itself (``uname -s``) may take once its runner is up.
+OUTPUT_TIMEOUT_S = 60.0
+
 #: Exit status of a command whose connection could not make the runtime dir private.
 PREPARE_FAILED = 125
 
@@ -306,15 +309,23 @@ class SSHHost(Host):
                 conn.prepared = True
 
     async def _output_on(self, conn: _Conn, argv: list[str]) -> str:
-        """The stdout of a short argv run on conn (a held slot), within the connect timeout."""
+        """The stdout of a short argv run on conn (a slot the caller holds), by one of its runners.
+
+        A runner rather than a session of its own: no login shell when one is idle,
+        and a new one's start is paced and retried like any runner's.
+        """
+        await self._ensure_prepared(conn)
+        runner = _pop_usable(conn.idle) or await self._start_runner(conn)
+        env = {"PATH": self.config.path} if self.config.path else None
+        timeout = max(self.config.connect_timeout_s, OUTPUT_TIMEOUT_S)
         try:
-            proc = await self._start(conn, argv, None)
-            pid: list[int] = []
-            out, err = await asyncio.wait_for(self._collect(proc, pid, None), self.config.connect_timeout_s)
-        except (asyncssh.Error, OSError, asyncio.TimeoutError) as exc:
+            status, out, err = await asyncio.wait_for(runner.run(one_line_command(command_words(argv, env))), timeout)
+        except (RunnerError, asyncio.TimeoutError) as exc:
+            runner.close()
             raise HostError(f"host {self.name}: cannot run {argv[0]}: {_reason(exc)}") from exc
-        if proc.returncode != 0:
-            detail = err.decode(errors="replace").strip() or f"exit {proc.returncode}"
+        conn.idle.append(runner)
+        if status != 0:
+            detail = err.decode(errors="replace").strip() or f"exit {status}"
             raise HostError(f"host {self.name}: {argv[0]} failed: {detail}")
         return out.decode(errors="replace")
 
