@@ -183,3 +183,12 @@ def test_import_csv_reads_back_an_export(tmp_path: Path, db: Path) -> None:
     assert main(["import", str(exported), "--session", "again", "--db", str(db)]) == 0
     count = "SELECT count(*) FROM results WHERE session_id = ?"
     assert fetch_frame(db, count, ["again"]).rows() == fetch_frame(db, count, ["orig"]).rows() == [(2 * len(printed),)]
+
+
+def test_import_csv_path_is_a_name_not_a_pattern(tmp_path: Path, db: Path, capsys) -> None:
+    folder = tmp_path / "[x]"
+    folder.mkdir()
+    (folder / "r*[a].csv").write_text("benchmark,metric,value,unit,better\nx,m,1,s,lower\n")
+    (folder / "rxa.csv").write_text("benchmark,metric,value,unit,better\nx,m,1,s,lower\nx,m,2,s,lower\n")  # a glob would match
+    assert main(["import", str(folder / "r*[a].csv"), "--session", "glob", "--db", str(db)]) == 0
+    assert "session glob: 1 results" in capsys.readouterr().out
