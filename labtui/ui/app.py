@@ -10,6 +10,7 @@ their data loads in their own workers after that.
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import sys
 from collections.abc import AsyncGenerator, Iterable
@@ -100,6 +101,9 @@ class LabApp(App[int]):
             for tab, (module, name, _, _) in VIEWS.items():
                 cls = getattr(importlib.import_module(module), name)
                 self.call_from_thread(self._mount_view, tab, cls)
+            # What is loaded now lives as long as the console: keep it out of the collector's
+            # full passes, which otherwise walk every module object of polars, DuckDB and pyarrow.
+            gc.freeze()
         finally:
             with suppress(RuntimeError):  # the app may be gone already
                 self.call_from_thread(self.views_loaded.set)

@@ -18,8 +18,9 @@ def sync_rows(table: DataTable, rows: Mapping[str, Sequence[object]]) -> int:
     stays on its row's key when that row is still shown.
     """
     gone = [k.value for k in table.rows if k.value not in rows]
+    cursor_key = _cursor_key(table)
     if len(gone) > REBUILD_AFTER:
-        return _rebuild(table, rows) + len(gone)
+        return _rebuild(table, rows, cursor_key) + len(gone)
     columns = list(table.columns)
     changed = 0
     for key in gone:
@@ -35,18 +36,27 @@ def sync_rows(table: DataTable, rows: Mapping[str, Sequence[object]]) -> int:
             if old != new:
                 table.update_cell(key, column, new)
                 changed += 1
+    _keep_cursor(table, cursor_key)
     return changed
 
 
-def _rebuild(table: DataTable, rows: Mapping[str, Sequence[object]]) -> int:
-    cursor_key = None
-    if table.row_count and table.cursor_row < table.row_count:
-        cursor_key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+def _cursor_key(table: DataTable) -> str | None:
+    if table.row_count and 0 <= table.cursor_row < table.row_count:
+        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+    return None
+
+
+def _keep_cursor(table: DataTable, key: str | None) -> None:
+    """Put the cursor back on its row when rows before it came or went."""
+    if key is not None and key in table.rows and table.get_row_index(key) != table.cursor_row:
+        table.move_cursor(row=table.get_row_index(key), animate=False)
+
+
+def _rebuild(table: DataTable, rows: Mapping[str, Sequence[object]], cursor_key: str | None) -> int:
     table.clear()
     changed = 0
     for key, cells in rows.items():
         table.add_row(*cells, key=key)
         changed += len(cells)
-    if cursor_key in rows:
-        table.move_cursor(row=table.get_row_index(cursor_key), animate=False)
+    _keep_cursor(table, cursor_key)
     return changed
