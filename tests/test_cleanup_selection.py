@@ -223,7 +223,7 @@ async def test_run_cleanup_without_record_leaves_the_store_alone(tmp_path):
     shelf = Shelf([inst(gone, "a")])
     plan = await plan_cleanup([shelf], db, session=gone, orphans=False)
     report = await run_cleanup(plan, db, record=False)
-    assert report.destroyed == 1 and shelf.instances == []
+    assert report.destroyed == 1 and shelf.instances == [] and report.closed == 0
     assert instance_rows(db, gone) == {}
 
 
@@ -231,4 +231,46 @@ async def test_run_cleanup_of_targets_without_a_store_writes_no_file(tmp_path):
     shelf = Shelf([inst(sid(), "a")])
     db = tmp_path / "absent.duckdb"
     report = await run_cleanup(CleanupPlan(targets=[Target(shelf, shelf.instances[0], "picked")]), db)
-    assert report.destroyed == 1 and not db.exists() and report.errors == []
+    assert report.destroyed == 1 and not db.exists() and report.errors == [] and report.closed == 0
+
+
+async def test_destroys_alone_are_recorded_and_nothing_closed_counts_zero(tmp_path):
+    """A cleanup that destroys but finds no row to close still records the destroys."""
+    gone = sid()
+    db = tmp_path / "only.duckdb"
+    record_events(db, [started(gone, dead_pid()),
+                       InstanceCreating(gone, "a", "local", "shelf", "background", f"labtui-{gone}-a"),
+                       InstanceReady(gone, "a", created_at=1.0, ready_at=1.0, boot_s=0.0, state="running")])
+    shelf = Shelf([inst(gone, "a")])
+    plan = await plan_cleanup([shelf], db, session=gone, orphans=False)
+    assert plan.reconciliation.to_close() == []
+    report = await run_cleanup(plan, db)
+    assert (report.destroyed, report.closed, report.errors) == (1, 0, [])
+    assert instance_rows(db, gone) == {"a": ("cleaned", True)}
+
+
+async def test_rows_alone_are_closed_when_nothing_is_destroyed(tmp_path):
+    gone = sid()
+    db = tmp_path / "rows.duckdb"
+    record_events(db, [started(gone, dead_pid()),
+                       InstanceCreating(gone, "x", "local", "shelf", "background", f"labtui-{gone}-x")])
+    plan = await plan_cleanup([Shelf()], db, session=gone, orphans=False)
+    assert plan.targets == []
+    report = await run_cleanup(plan, db)
+    assert (report.destroyed, report.closed) == (0, 1)
+    assert instance_rows(db, gone) == {"x": ("reconciled-create", True)}
+
+
+async def test_a_store_that_cannot_be_opened_is_noted_and_the_cleanup_still_destroys(tmp_path):
+    free = sid()
+    db = tmp_path / "broken.duckdb"
+    db.write_bytes(b"not a duckdb file at all\n" * 100)
+    shelf = Shelf([inst(free, "a")])
+    plan = await plan_cleanup([shelf], db, session=None, orphans=True)
+    assert selected(plan) == {f"labtui-{free}-a": "session not running"}  # nothing reconciled: no "; unrecorded"
+    assert any(n.startswith("store not updated: ") for n in plan.notes), plan.notes
+    assert any(n.startswith("store not reconciled: ") for n in plan.notes), plan.notes
+    report = await run_cleanup(plan, db)
+    assert report.destroyed == 1 and shelf.instances == []
+    assert len(report.errors) == 1 and report.errors[0].startswith("destroys not recorded in the store: ")
+    assert report.closed == 0

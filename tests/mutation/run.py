@@ -1,0 +1,239 @@
+"""Mutation testing of labtui's core with cosmic-ray, one target module at a time.
+
+Each target names a source file (or the lines of one function in it) and the
+fast tests that guard it.  The committed tree (``git archive HEAD``) is copied
+to a work dir first, so the mutants never touch a working tree someone edits.
+For every target: ``cosmic-ray init``, the operator filter (a core set, see
+OPERATORS), the line filter where only one function is in scope, ``cosmic-ray
+exec``, then a summary: mutants, killed, survived, and each survivor's diff.
+
+    python tests/mutation/run.py                 # every target
+    python tests/mutation/run.py stats cleanup   # some
+    python tests/mutation/run.py --list
+
+Needs cosmic-ray (``pip install cosmic-ray``).  docs/testing.md has the figures
+of the last run and why each survivor left is equivalent or harmless.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The operators applied: one plausible slip per construct (a flipped or off-by-one comparison, a swapped
+#: arithmetic operator, a dropped or added `not`, swapped and/or, a changed constant, a loop that never runs,
+#: an exception class replaced).  The other 150-odd operator variants (x << y for x + y, and so on) mostly add
+#: mutants any test kills and that no one would write by mistake.
+OPERATORS = (
+    r"ReplaceComparisonOperator_(Eq_NotEq|NotEq_Eq|Lt_LtE|LtE_Lt|Gt_GtE|GtE_Gt|Is_IsNot|IsNot_Is)",
+    r"ReplaceBinaryOperator_(Add_Sub|Sub_Add|Mul_Div|Div_Mul)",
+    r"ReplaceUnaryOperator_(USub_UAdd|Delete_Not)",
+    r"AddNot", r"ReplaceTrueWithFalse", r"ReplaceFalseWithTrue", r"ReplaceAndWithOr", r"ReplaceOrWithAnd",
+    r"ReplaceBreakWithContinue", r"ExceptionReplacer", r"NumberReplacer", r"ZeroIterationForLoop",
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    path: str
+    #: pytest arguments: fast, in-process tests of this module
+    tests: tuple[str, ...]
+    #: only mutate these functions (qualified names, Class.method); all of the file when empty
+    functions: tuple[str, ...] = field(default=())
+    #: seconds one test run of a mutant may take before it counts as killed (a hang)
+    timeout: float = 120.0
+
+
+RECONCILE_UNIT = (
+    "tests/test_reconcile.py::test_reconcile_judges_a_session_only_when_its_lock_is_free",
+    "tests/test_reconcile.py::test_reconcile_leaves_an_ended_session_alone_while_its_lock_is_held",
+)
+
+TARGETS = {t.name: t for t in (
+    Target("stats", "labtui/stats.py", ("tests/test_stats.py",)),
+    Target("reconcile", "labtui/reconcile.py",
+           (*RECONCILE_UNIT, "tests/test_cleanup_selection.py")),
+    Target("cleanup", "labtui/cleanup.py", ("tests/test_cleanup_selection.py",)),
+    Target("suite-validator", "labtui/suites/model.py",
+           ("tests/test_suites.py", "-k", "not run_with and not suites_command")),
+    Target("docker-label-filter", "plugins/docker/__init__.py",
+           ("tests/test_docker_backend.py::test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_"
+            "labelled_containers",), functions=("DockerBackend.list",)),
+    Target("docker-labels", "plugins/docker/containers.py",
+           ("tests/test_docker_backend.py::test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_"
+            "labelled_containers",), functions=("labels_of", "lab_labels")),
+)}
+
+
+def cosmic(tool: str) -> str:
+    """The path of a cosmic-ray console script beside this Python (a pyenv shim may not know it yet)."""
+    beside = Path(sys.executable).parent / tool
+    return str(beside) if beside.exists() else tool
+
+
+def function_lines(source: Path, names: tuple[str, ...]) -> list[str]:
+    """'first-last' line ranges of the named functions (Class.method or function)."""
+    tree = ast.parse(source.read_text())
+    found: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found[f"{node.name}.{item.name}"] = item
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[node.name] = node
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise SystemExit(f"{source}: no function {', '.join(missing)}")
+    return [f"{found[n].lineno}-{found[n].end_lineno}" for n in names]
+
+
+def toml_str(value: str) -> str:
+    return json.dumps(value)
+
+
+def write_config(target: Target, work: Path, cfg: Path) -> None:
+    tests = " ".join(toml_quote_arg(a) for a in target.tests)
+    command = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -p no:randomly {tests}"
+    lines = [
+        "[cosmic-ray]",
+        f"module-path = {toml_str(target.path)}",
+        f"timeout = {target.timeout}",
+        "excluded-modules = []",
+        f"test-command = {toml_str(command)}",
+        "",
+        "[cosmic-ray.distributor]",
+        'name = "local"',
+        "",
+        "[cosmic-ray.filters.operators-filter]",
+        # excluded: every core operator but those listed in OPERATORS
+        f"exclude-operators = [{toml_str('core/(?!(' + '|'.join(OPERATORS) + ')$)')}]",
+    ]
+    if target.functions:
+        ranges = function_lines(work / target.path, target.functions)
+        lines += ["", "[cosmic-ray.filters.line-filter.lines]", f"{toml_str(target.path)} = {json.dumps(ranges)}"]
+    cfg.write_text("\n".join(lines) + "\n")
+
+
+def toml_quote_arg(arg: str) -> str:
+    return f"'{arg}'" if " " in arg else arg
+
+
+def prepare(work: Path) -> None:
+    """The committed tree, with the tests and this script as they are in the working tree."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+    shutil.copytree(ROOT / "tests", work / "tests", dirs_exist_ok=True)
+
+
+def run_target(target: Target, work: Path, out: Path) -> dict:
+    cfg, session = out / f"{target.name}.toml", out / f"{target.name}.sqlite"
+    session.unlink(missing_ok=True)
+    write_config(target, work, cfg)
+    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(out / "runtime"), "LABTUI_LOCK_DIR": str(out / "locks")}
+    started = time.monotonic()
+
+    def step(*argv: str) -> None:
+        subprocess.run(argv, cwd=work, env=env, check=True)
+
+    step(cosmic("cosmic-ray"), "init", str(cfg), str(session))
+    step(cosmic("cr-filter-operators"), str(session), str(cfg))
+    if target.functions:
+        step(cosmic("cr-filter-lines"), "--config", str(cfg), str(session))
+    base = subprocess.run(f"{json.loads(toml_cmd(cfg))}", shell=True, cwd=work, env=env, capture_output=True, text=True)
+    if base.returncode != 0:
+        raise SystemExit(f"{target.name}: the tests fail without any mutation:\n{base.stdout[-3000:]}{base.stderr[-2000:]}")
+    step(cosmic("cosmic-ray"), "exec", str(cfg), str(session))
+    summary = summarize(target, session)
+    summary["seconds"] = round(time.monotonic() - started)
+    return summary
+
+
+def toml_cmd(cfg: Path) -> str:
+    for line in cfg.read_text().splitlines():
+        if line.startswith("test-command = "):
+            return line.split(" = ", 1)[1]
+    raise AssertionError(cfg)
+
+
+def summarize(target: Target, session: Path) -> dict:
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
+    counts = {"mutants": 0, "killed": 0, "survived": 0, "incompetent": 0, "skipped": 0}
+    survivors = []
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            if result.worker_outcome == WorkerOutcome.SKIPPED:
+                counts["skipped"] += 1
+                continue
+            counts["mutants"] += 1
+            if result.test_outcome == TestOutcome.SURVIVED:
+                counts["survived"] += 1
+                m = item.mutations[0]
+                survivors.append({"line": m.start_pos[0], "operator": m.operator_name.removeprefix("core/"),
+                                  "occurrence": m.occurrence, "diff": result.diff})
+            elif result.test_outcome == TestOutcome.INCOMPETENT:
+                counts["incompetent"] += 1
+            else:
+                counts["killed"] += 1
+        pending = sum(1 for _ in db.pending_work_items)
+    return {"target": target.name, "path": target.path, "functions": list(target.functions), **counts,
+            "pending": pending, "survivors": sorted(survivors, key=lambda s: s["line"])}
+
+
+def report(summary: dict) -> str:
+    scored = summary["mutants"] - summary["incompetent"]
+    score = 100.0 * (scored - summary["survived"]) / scored if scored else 100.0
+    where = summary["path"] + (f" ({', '.join(summary['functions'])})" if summary["functions"] else "")
+    head = (f"{summary['target']}: {where}: {summary['mutants']} mutants, {summary['killed']} killed, "
+            f"{summary['survived']} survived, {summary['incompetent']} incompetent, score {score:.1f}% "
+            f"in {summary.get('seconds', '?')} s")
+    body = [f"  line {s['line']}: {s['operator']}\n" + "".join(f"      {d}\n" for d in s["diff"].splitlines()
+                                                             if d.startswith(("+", "-")) and not d.startswith(("+++", "---")))
+            for s in summary["survivors"]]
+    return "\n".join([head, *body])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("targets", nargs="*", help="target names (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the targets and their tests")
+    parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "labtui-mutation",
+                        help="where the copy of the tree and the sessions go")
+    args = parser.parse_args()
+    if args.list:
+        for t in TARGETS.values():
+            print(f"{t.name}: {t.path} {' '.join(t.functions)} <- {' '.join(t.tests)}")
+        return 0
+    unknown = [n for n in args.targets if n not in TARGETS]
+    if unknown:
+        parser.error(f"unknown target(s) {', '.join(unknown)}; known: {', '.join(TARGETS)}")
+    tree, out = args.work / "tree", args.work / "sessions"
+    prepare(tree)
+    out.mkdir(parents=True, exist_ok=True)
+    summaries = []
+    for name in args.targets or list(TARGETS):
+        summary = run_target(TARGETS[name], tree, out)
+        (out / f"{name}.json").write_text(json.dumps(summary, indent=1))
+        print(report(summary), flush=True)
+        summaries.append(summary)
+    return 1 if any(s["survived"] for s in summaries) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
