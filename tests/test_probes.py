@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,9 +29,17 @@ PROBES = [
     ("syscall", ["openclose", "0.1"], ("syscall", "openclose_ns", "ns", "lower")),
     ("syscall", ["mix", "0.1"], ("syscall", "mix_ns", "ns", "lower")),
     ("proc", ["fork", "0.1"], ("proc", "fork_us", "us", "lower")),
+    ("proc", ["fork", "0.1", "pin"], ("proc", "fork_pinned_us", "us", "lower")),
     ("proc", ["exec", "0.1"], ("proc", "exec_us", "us", "lower")),
+    ("proc", ["exec", "0.1", "static"], ("proc", "exec_static_us", "us", "lower")),
     ("proc", ["shell", "0.1"], ("proc", "shell_us", "us", "lower")),
-    ("ctxsw", ["0.1"], ("ctxsw", "ctxsw_ns", "ns", "lower")),
+    ("proc", ["spawn", "0.1"], ("proc", "spawn_lps", "lps", "higher")),
+    ("proc", ["execl", "0.1"], ("proc", "execl_lps", "lps", "higher")),
+    ("proc", ["multi", "0.1", "2", SHM], ("proc", "shell2_lpm", "lpm", "higher")),
+    ("ctxsw", ["context1", "0.1"], ("ctxsw", "context1_lps", "lps", "higher")),
+    ("ctxsw", ["context1", "0.1", "pin"], ("ctxsw", "context1_pinned_lps", "lps", "higher")),
+    ("ctxsw", ["lat_ctx", "0.1"], ("ctxsw", "ctx_2p_0k_us", "us", "lower")),
+    ("ctxsw", ["lat_ctx", "0.2", "16", "4"], ("ctxsw", "ctx_4p_16k_us", "us", "lower")),
     ("pipe", ["0.1"], ("pipe", "pipe_mb_s", "MB/s", "higher")),
     ("arith", ["int", "0.1"], ("arith", "int_mops", "Mops/s", "higher")),
     ("arith", ["double", "0.1"], ("arith", "double_mops", "Mops/s", "higher")),
@@ -36,8 +47,10 @@ PROBES = [
     ("filecopy", ["256", "0.1", SHM, "256"], ("filecopy", "copy_256_kb_s", "KB/s", "higher")),
     ("filecopy", ["1024", "0.1", SHM, "256"], ("filecopy", "copy_1024_kb_s", "KB/s", "higher")),
     ("filecopy", ["4096", "0.1", SHM, "256"], ("filecopy", "copy_4096_kb_s", "KB/s", "higher")),
-    ("mmap", ["map", "0.1", "1024"], ("mmap", "mmap_1024k_us", "us", "lower")),
-    ("mmap", ["pagefault", "0.1", "1024"], ("mmap", "pagefault_ns", "ns", "lower")),
+    ("mmap", ["map", "0.1", "1024", SHM], ("mmap", "mmap_1024k_us", "us", "lower")),
+    ("mmap", ["pagefault", "0.1", "1024", SHM], ("mmap", "pagefault_us", "us", "lower")),
+    ("mmap", ["anon-map", "0.1", "1024"], ("mmap", "anon_mmap_1024k_us", "us", "lower")),
+    ("mmap", ["anon-pagefault", "0.1", "1024"], ("mmap", "anon_pagefault_ns", "ns", "lower")),
     ("stream", ["copy", "0.1", "8"], ("stream", "copy_mb_s", "MB/s", "higher")),
     ("stream", ["scale", "0.1", "8"], ("stream", "scale_mb_s", "MB/s", "higher")),
     ("stream", ["add", "0.1", "8"], ("stream", "add_mb_s", "MB/s", "higher")),
@@ -63,13 +76,13 @@ async def run_probe(lab: Lab, program: str, args: list[str], cpus: str | None = 
     return instance.output
 
 
-@pytest.mark.parametrize(("program", "args", "expected"), PROBES, ids=[f"{p}-{a[0]}" for p, a, _ in PROBES])
+@pytest.mark.parametrize(("program", "args", "expected"), PROBES, ids=[f"{p}-{e[1]}" for p, _, e in PROBES])
 async def test_probe_prints_one_reading(lab: Lab, program: str, args: list[str], expected: tuple) -> None:
     output = await run_probe(lab, program, args)
     assert len(output.strip().splitlines()) == 1, output
     (reading,) = parse_probe_output(output)
     assert (reading.benchmark, reading.metric, reading.unit, reading.better) == expected
-    if reading.metric == "maxgap_us":
+    if reading.metric in ("maxgap_us", "ctx_2p_0k_us", "ctx_4p_16k_us", "pagefault_us"):  # differences of two times may be 0
         assert reading.value >= 0  # 0 when nothing preempted the spinner for longer than the gap threshold
     else:
         assert reading.value > 0
@@ -140,3 +153,153 @@ async def test_attacker_runs_until_killed_and_cleans_up(lab: Lab, program: str, 
     assert await lab.backend.list(session) == []
     leftovers = [p for p in Path(SHM).glob("labtui-*") if p.name.endswith(f"-{pid}") or f"-{pid}." in p.name]
     assert leftovers == []
+
+
+# --- each named probe's definition (what it does, not how fast) ------------------------------
+# The probes are compiled here as labtui.native compiles them and run directly, with
+# LABTUI_PROBE_COUNTS=1: they then also write one JSON line of counts to stderr.
+
+
+@pytest.fixture(scope="module")
+def probe_bin(tmp_path_factory: pytest.TempPathFactory):
+    from labtui.native import FLAGS, probe_source
+
+    built: dict[str, str] = {}
+    out = tmp_path_factory.mktemp("probes")
+
+    def build(name: str) -> str:
+        if name not in built:
+            binary = out / name
+            for flags in ([*FLAGS, "-static"], list(FLAGS)):
+                if subprocess.run(["cc", *flags, "-o", str(binary), str(probe_source(name))], capture_output=True).returncode == 0:
+                    break
+            else:
+                pytest.skip("no C compiler")
+            built[name] = str(binary)
+        return built[name]
+
+    return build
+
+
+def run_counted(binary: str, *args: str, cwd: str | None = None) -> tuple[dict, dict]:
+    """The probe's reading and its counts."""
+    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
+                          env={**os.environ, "LABTUI_PROBE_COUNTS": "1"})
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stderr.strip().splitlines()[-1])
+    return json.loads(done.stdout), counts
+
+
+def test_context_switch_round_trip_is_two_switches(probe_bin) -> None:
+    # pinned to one CPU, every hand-over is a switch: one round trip of context1 is two,
+    # whether the woken side preempts the writer (involuntary) or the writer blocks (voluntary)
+    reading, counts = run_counted(probe_bin("ctxsw"), "context1", "0.3", "pin")
+    assert reading["metric"] == "context1_pinned_lps" and counts["rounds"] > 100
+    switches = counts["nvcsw"] + counts["nivcsw"]
+    assert 1.9 <= switches / counts["rounds"] <= 2.4, counts  # other load on the CPU adds a few preemptions
+    # unpinned, as the originals: each side still sleeps at most once per round trip
+    _, free = run_counted(probe_bin("ctxsw"), "context1", "0.3")
+    assert free["nvcsw"] <= 2 * free["rounds"] + 20, free
+
+
+def test_lat_ctx_ring_passes_the_token_through_every_process(probe_bin) -> None:
+    reading, counts = run_counted(probe_bin("ctxsw"), "lat_ctx", "0.3", "0", "3", "pin")
+    assert reading["metric"] == "ctx_pinned_3p_0k_us" and counts["procs"] == 3
+    # a trip around a ring of 3 on one CPU switches at least 3 times (the token visits each process)
+    assert (counts["nvcsw"] + counts["nivcsw"]) / counts["rounds"] >= 2.9, counts
+
+
+def test_shell_probe_execs_its_program_every_round(probe_bin, tmp_path: Path) -> None:
+    log = tmp_path / "ran"
+    program = tmp_path / "program"
+    program.write_text(f"#!/bin/sh\necho $$ >> {log}\n")
+    program.chmod(0o755)
+    for mode in ("shell", "exec"):
+        log.unlink(missing_ok=True)
+        reading, counts = run_counted(probe_bin("proc"), mode, "0.2", str(program))
+        assert reading["metric"] == f"{mode}_us"
+        pids = log.read_text().split()
+        assert len(pids) == counts["rounds"] > 0 and len(set(pids)) == len(pids)  # a new process each round
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_shell_probe_default_execs_sh_then_a_program(probe_bin, tmp_path: Path) -> None:
+    # lat_proc shell: /bin/sh -c PROGRAM, and the shell execs PROGRAM (not a builtin)
+    trace = tmp_path / "trace"
+    done = subprocess.run(["strace", "-f", "-qq", "-z", "-e", "trace=execve", "-o", str(trace), probe_bin("proc"), "shell", "0.1"],
+                          capture_output=True, text=True, env={**os.environ, "LABTUI_PROBE_COUNTS": "1"})
+    assert done.returncode == 0, done.stderr
+    rounds = json.loads(done.stderr.strip().splitlines()[-1])["rounds"]
+    lines = trace.read_text().splitlines()
+    assert sum('execve("/bin/sh", ["sh", "-c", "/bin/true"]' in line for line in lines) == rounds
+    assert sum('execve("/bin/true", ["/bin/true"]' in line for line in lines) == rounds
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_multi_runs_unixbench_pipeline_in_every_copy(probe_bin, tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    # -z: successful calls only (a shell's PATH search fails first in other directories)
+    done = subprocess.run(["strace", "-f", "-qq", "-z", "-e", "trace=execve", "-o", str(trace), probe_bin("proc"), "multi", "0.1",
+                           "3", str(tmp_path)], capture_output=True, text=True, env={**os.environ, "LABTUI_PROBE_COUNTS": "1"})
+    assert done.returncode == 0, done.stderr
+    rounds = json.loads(done.stderr.strip().splitlines()[-1])["rounds"]
+    execs = [line.split('execve("', 1)[1].split('"', 1)[0].rsplit("/", 1)[-1] for line in trace.read_text().splitlines()
+             if 'execve("' in line]
+    # per round: 3 copies, each one sort, od, sort -n, grep, tee, wc and rm
+    for tool, per_copy in (("sort", 2), ("od", 1), ("grep", 1), ("tee", 1), ("wc", 1), ("rm", 1)):
+        assert execs.count(tool) == 3 * per_copy * rounds, (tool, execs)
+    assert [p.name for p in tmp_path.iterdir()] == ["trace"]  # its directory is gone
+
+
+def test_spawn_and_fork_children_exit_as_the_originals(probe_bin) -> None:
+    for mode, metric in (("spawn", "spawn_lps"), ("fork", "fork_us")):
+        reading, counts = run_counted(probe_bin("proc"), mode, "0.2")
+        assert reading["metric"] == metric and counts["rounds"] > 0
+
+
+def test_execl_chains_execs_without_forking(probe_bin, tmp_path: Path) -> None:
+    reading, counts = run_counted(probe_bin("proc"), "execl", "0.3")
+    assert reading["metric"] == "execl_lps" and counts["rounds"] > 1
+    if shutil.which("strace"):
+        trace = tmp_path / "trace"
+        subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve,clone,clone3,fork,vfork", "-o", str(trace), probe_bin("proc"),
+                        "execl", "0.2"], capture_output=True, check=True)
+        lines = trace.read_text().splitlines()
+        assert not [line for line in lines if "clone" in line or "fork" in line]
+        assert len({line.split()[0] for line in lines}) == 1  # one process, exec'd over and over
+
+
+def test_mmap_touches_exactly_the_pages_lat_mmap_touches(probe_bin, tmp_path: Path) -> None:
+    # lat_mmap: a shared, writable mapping of the file; one byte every 16 KB over the first tenth
+    kb = 4096
+    done = subprocess.run([probe_bin("mmap"), "map", "0.1", str(kb), str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "LABTUI_PROBE_COUNTS": "1", "LABTUI_PROBE_KEEP": "1"})
+    assert done.returncode == 0, done.stderr
+    (kept,) = tmp_path.iterdir()
+    data = kept.read_bytes()
+    kept.unlink()
+    size = kb * 1024
+    assert len(data) == size
+    written = [i for i, byte in enumerate(data) if byte != ord("x")]  # the file is written with 'x' first
+    assert written == list(range(0, size // 10, 16384))  # 0, 16K, ... below a tenth: 26 bytes for 4 MB
+    assert set(data[i] for i in written) == {size & 0xFF}
+    counts = json.loads(done.stderr.strip().splitlines()[-1])
+    assert counts["touched_per_round"] == len(written) and counts["majflt"] == 0
+
+
+def test_pagefault_reads_every_page_of_a_cached_file(probe_bin, tmp_path: Path) -> None:
+    kb = 2048
+    reading, counts = run_counted(probe_bin("mmap"), "pagefault", "0.2", str(kb), str(tmp_path))
+    pages = kb * 1024 // os.sysconf("SC_PAGE_SIZE")
+    assert reading["metric"] == "pagefault_us" and reading["unit"] == "us"
+    assert counts["pages"] == counts["touched_per_round"] == pages
+    # every round maps the file afresh, so it faults again; a fault may map cached neighbours
+    # too (fault-around), so there are at most as many faults as pages, and none is major
+    assert counts["rounds"] <= counts["minflt"] <= counts["rounds"] * pages + 64 and counts["majflt"] == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_anonymous_pagefault_writes_every_page(probe_bin) -> None:
+    reading, counts = run_counted(probe_bin("mmap"), "anon-pagefault", "0.1", "1024")
+    pages = 1024 * 1024 // os.sysconf("SC_PAGE_SIZE")
+    assert reading["metric"] == "anon_pagefault_ns" and counts["touched_per_round"] == pages

@@ -32,7 +32,9 @@
  *
  * With LABTUI_PROBE_COUNTS=1 in the environment the probe also writes one JSON
  * line of counts to stderr (rounds, bytes touched per round, and the minor and
- * major page faults of the timed rounds) for tests that check the definition. */
+ * major page faults of the timed rounds) for tests that check the definition;
+ * with LABTUI_PROBE_KEEP=1 map leaves its file behind, so a test can see which
+ * bytes the rounds wrote. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -156,7 +158,8 @@ static int file_map(double seconds, size_t size, const char *dir, long kb)
     }
     long major1, minor1 = minor_faults(&major1);
     close(fd);
-    unlink(path);
+    if (!getenv("LABTUI_PROBE_KEEP")) /* tests keep the file to see which bytes were written */
+        unlink(path);
     report_counts(rounds, (size / PART + STRIDE - 1) / STRIDE, minor1 - minor0, major1 - major0, 0);
     char metric[64];
     snprintf(metric, sizeof metric, "mmap_%ldk_us", kb);

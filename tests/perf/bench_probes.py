@@ -34,9 +34,12 @@ def cases(seconds: str) -> list[tuple[str, list[str]]]:
         ("syscall", ["getppid", seconds]), ("syscall", ["read", seconds]), ("syscall", ["write", seconds]),
         ("syscall", ["stat", seconds]), ("syscall", ["openclose", seconds]), ("syscall", ["mix", seconds]),
         ("proc", ["fork", seconds]), ("proc", ["exec", seconds]), ("proc", ["shell", seconds]),
-        ("ctxsw", [seconds]), ("pipe", [seconds]), ("arith", ["int", seconds]), ("arith", ["double", seconds]),
+        ("proc", ["spawn", seconds]), ("proc", ["execl", seconds]), ("proc", ["multi", seconds]),
+        ("ctxsw", ["context1", seconds]), ("ctxsw", ["lat_ctx", seconds]), ("ctxsw", ["context1", seconds, "pin"]),
+        ("pipe", [seconds]), ("arith", ["int", seconds]), ("arith", ["double", seconds]),
         ("filecreate", [seconds, SHM]), ("filecopy", ["256", seconds, SHM]), ("filecopy", ["1024", seconds, SHM]),
         ("filecopy", ["4096", seconds, SHM]), ("mmap", ["map", seconds]), ("mmap", ["pagefault", seconds]),
+        ("mmap", ["anon-map", seconds]), ("mmap", ["anon-pagefault", seconds]),
         ("stream", ["copy", seconds]), ("stream", ["scale", seconds]), ("stream", ["add", seconds]),
         ("stream", ["triad", seconds]), ("hourglass", ["share", seconds]), ("sqlite", ["20000", SHM]),
     ]
