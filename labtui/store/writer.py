@@ -20,7 +20,7 @@ import stat
 import threading
 import time
 from operator import attrgetter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,9 @@ from labtui.store.schema import (
     check_store,
     check_version,
     connect,
+    attach,
     ensure_schema,
+    memory_connection,
     writing_turn,
 )
 
@@ -364,6 +366,7 @@ class StoreWriter:
         self._appends: dict[str, list[Event]] = {}  # append-only tables keep the events themselves
         self._upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {}
         self._pending = 0
+        self._memory: duckdb.DuckDBPyConnection | None = None  # flushes attach the store to it
         #: seconds each flush held the file (open, write, close), newest last; for benchmarks
         self.flush_times: collections.deque[float] = collections.deque(maxlen=1000)
 
@@ -436,27 +439,53 @@ class StoreWriter:
             if not self._pending:
                 return 0
             began = time.perf_counter()
-            with writing_turn(self.path):
-                con = connect(self.path, read_only=False)
+            with writing_turn(self.path), self._attached() as con:
+                with self._lock:
+                    appends, upserts = self._appends, self._upserts
+                    count, self._pending = self._pending, 0
+                    self._appends, self._upserts = {}, {}
                 try:
-                    with self._lock:
-                        appends, upserts = self._appends, self._upserts
-                        count, self._pending = self._pending, 0
-                        self._appends, self._upserts = {}, {}
-                    try:
-                        _check_version_fast(con, self.path)
-                        self._write(con, appends, upserts)
-                    except duckdb.Error as exc:
-                        raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
-                finally:
-                    con.close()
+                    _check_version_fast(con, self.path)
+                    self._write(con, appends, upserts)
+                except duckdb.Error as exc:
+                    raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
             self.flush_times.append(time.perf_counter() - began)
             _restrict_files(self.path)
             return count
 
     def close(self) -> None:
-        """Flush what is buffered (the file is not held between flushes)."""
-        self.flush()
+        """Flush what is buffered and let go of the in-memory DuckDB (the store is not held between flushes)."""
+        try:
+            self.flush()
+        finally:
+            with self._write_lock:
+                if self._memory is not None:
+                    self._memory.close()
+                    self._memory = None
+
+    @contextlib.contextmanager
+    def _attached(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The store attached (read-write, as the default catalog) to the writer's in-memory DuckDB.
+
+        DETACH releases the file and checkpoints the write into it.  Should
+        DETACH fail (a full disk), the in-memory DuckDB is closed instead, which
+        releases the file too, and a new one serves the next flush.
+        """
+        if self._memory is None:
+            self._memory = memory_connection()
+        con = self._memory
+        attach(con, self.path, "lab")
+        try:
+            con.execute("USE lab")
+            yield con
+        finally:
+            try:
+                con.execute("USE memory")
+                con.execute("DETACH lab")
+            except duckdb.Error:
+                self._memory = None
+                with contextlib.suppress(duckdb.Error):
+                    con.close()
 
     def insert_arrow(self, table: str, batch: pa.Table) -> int:
         """Bulk load: insert an Arrow table into an append-only table in one transaction.
@@ -473,8 +502,7 @@ class StoreWriter:
         view = f"_labtui_bulk_{table}"
         with self._write_lock:
             began = time.perf_counter()
-            with writing_turn(self.path):
-                con = connect(self.path, read_only=False)
+            with writing_turn(self.path), self._attached() as con:
                 try:
                     _check_version_fast(con, self.path)
                     con.register(view, batch)
@@ -484,8 +512,6 @@ class StoreWriter:
                         con.unregister(view)
                 except duckdb.Error as exc:
                     raise StoreError(f"could not write {batch.num_rows} rows to {self.path}: {exc}") from exc
-                finally:
-                    con.close()
             self.flush_times.append(time.perf_counter() - began)
         _restrict_files(self.path)
         return batch.num_rows
