@@ -3,12 +3,18 @@
 - batched ingest of result and resource rows through StoreWriter: >= 300,000 rows/s,
   >= 30x a naive row-by-row executemany, within 2x DuckDB's own CSV COPY of the same rows;
 - `labtui sql` of a grouped aggregate over 10 million resource rows: < 1 s.
+- sharing: the writer holds the file only while it flushes.  Per flush of one step's rows
+  (1 step, 20 instances, 200 results, 20 samples): the open-write-close flush against a
+  connection held for the whole run, on an empty store and a large one; its CPU time (what the
+  run costs the measured host); and a reader's open-and-query latency while another process
+  flushes back to back (how long a reader waits; ceiling 2 s, the staleness bound).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
 from common import median_time, report  # noqa: E402
 
-from labtui.events import ResourceSample, Result  # noqa: E402
-from labtui.store import StoreWriter  # noqa: E402
+from labtui.events import InstanceCreating, ResourceSample, Result, SessionStarted, StepEnded, StepStarted  # noqa: E402
+from labtui.store import StoreWriter, run_sql  # noqa: E402
 
 
 def make_events(n: int) -> list:
@@ -112,10 +118,123 @@ def sql_aggregate_time(tmp: Path, rows: int) -> float:
     return median_time(lambda: subprocess.run(cmd, check=True, capture_output=True), 3)
 
 
+def step_events(step: int) -> list:
+    """One step's rows: what a StepEnded flush of a scaling run writes."""
+    sid, base = "share", 1_790_000_000.0 + step
+    return (
+        [StepStarted(sid, 1, step, 100, step * 20, base)]
+        + [InstanceCreating(sid, f"i{step}-{n}", "local", "process", "background", f"i{step}-{n}", base) for n in range(20)]
+        + [Result(sid, 1, step, step * 20, "local", f"i{step}-{n % 20}", "boot", "boot_time", 0.01, "s", "lower", base)
+           for n in range(200)]
+        + [ResourceSample("local", 0.9, 0.8, None, 1 << 30, 0.5, base, sid, 20) for _ in range(20)]
+        + [StepEnded(sid, 1, step, step * 20, ts=base + 1)]
+    )
+
+
+def grow(db: Path, rows: int) -> None:
+    """A store that has seen many runs: `rows` results and as many samples, rows/100 instances."""
+    StoreWriter.open(db).close()
+    con = duckdb.connect(str(db))
+    con.execute(f"""insert into results select 's' || (i % 500), 1, i % 100, i % 100, 'local', 'i' || i, 'b', 'm',
+                    random(), 's', 'lower', to_timestamp(1.7e9 + i), null from range({rows}) t(i)""")
+    con.execute(f"""insert into resources select 's' || (i % 500), 'local', to_timestamp(1.7e9 + i), random(),
+                    random(), null, 1, 1, 1 from range({rows}) t(i)""")
+    con.execute(f"""insert into instances select 's' || (i % 500), 'i' || i, 'local', 'process', 'bg', 'n' || i,
+                    to_timestamp(1.7e9 + i), to_timestamp(1.7e9 + i), null, 0.1, 'running' from range({rows // 100}) t(i)""")
+    con.close()
+
+
+def flush_costs(db: Path, flushes: int) -> dict[str, float]:
+    """Median wall and CPU seconds of a step's flush: open-write-close (now) and on a held connection (before)."""
+    writer = StoreWriter.open(db)
+    writer.add(SessionStarted("share", "boot", "scaling", "process", "local", {}, 1))
+    writer.flush()
+    walls, cpus = [], []
+    for step in range(flushes):
+        for event in step_events(step):
+            writer.add(event)
+        wall, cpu = time.perf_counter(), time.process_time()
+        writer.flush()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    held = duckdb.connect(str(db))
+    held_walls, held_cpus = [], []
+    for step in range(flushes, 2 * flushes):
+        for event in step_events(step):
+            writer.add(event)
+        appends, upserts = writer._appends, writer._upserts  # noqa: SLF001 - the old way, for comparison
+        writer._appends, writer._upserts, writer._pending = {}, {}, 0  # noqa: SLF001
+        wall, cpu = time.perf_counter(), time.process_time()
+        writer._write(held, appends, upserts)  # noqa: SLF001
+        held_walls.append(time.perf_counter() - wall)
+        held_cpus.append(time.process_time() - cpu)
+    held.close()
+    quantile = statistics.quantiles(walls, n=20)[-1] if len(walls) >= 20 else max(walls)
+    return {"wall": statistics.median(walls), "p95": quantile, "cpu": statistics.median(cpus),
+            "held": statistics.median(held_walls), "held_cpu": statistics.median(held_cpus)}
+
+
+def reader_wait(db: Path, reads: int) -> tuple[float, float, float]:
+    """A reader's open+query+close latency (median, p95, max) while another process flushes back to back."""
+    code = f"""
+import sys, time
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from labtui.events import Result, StepEnded, StepStarted
+from labtui.store import StoreWriter
+w = StoreWriter.open({str(db)!r})
+print("ready", flush=True)
+step = 0
+deadline = time.monotonic() + 600
+while time.monotonic() < deadline:
+    step += 1
+    w.add(StepStarted("hammer", 1, step, 0, 0))
+    for n in range(200):
+        w.add(Result("hammer", 1, step, 0, "local", "i", "b", "m", 1.0, "s", "lower"))
+    w.add(StepEnded("hammer", 1, step, 0))
+    w.flush()
+"""
+    writer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        times = []
+        for _ in range(reads):
+            start = time.perf_counter()
+            run_sql(db, "select count(*) from results")
+            times.append(time.perf_counter() - start)
+    finally:
+        writer.kill()
+        writer.wait()
+    return statistics.median(times), statistics.quantiles(times, n=20)[-1], max(times)
+
+
+def sharing(tmp: Path, quick: bool) -> None:
+    flushes = 20 if quick else 50
+    small, big = tmp / "share-small.duckdb", tmp / "share-big.duckdb"
+    rows = 1_000_000 if quick else 5_000_000
+    grow(big, rows)
+    for name, db in (("empty", small), (f"{rows // 1_000_000}M rows", big)):
+        costs = flush_costs(db, flushes)
+        report(f"store_flush_{'small' if db is small else 'big'}", costs["wall"] * 1000, "ms",
+               f"a step's flush into an {name} store; p95 {costs['p95'] * 1000:.1f} ms; "
+               f"{costs['held'] * 1000:.1f} ms on a connection held all run")
+        report(f"store_flush_cpu_{'small' if db is small else 'big'}", costs["cpu"] * 1000, "ms CPU",
+               f"per flush ({costs['held_cpu'] * 1000:.1f} ms on a held connection); at one flush every 2 s "
+               f"that is {costs['cpu'] / 2 * 100:.2f}% of a core")
+    median, p95, worst = reader_wait(big, 40 if quick else 100)
+    report("store_reader_wait", median * 1000, "ms",
+           f"open+count+close while another process flushes back to back; p95 {p95 * 1000:.0f} ms, "
+           f"max {worst * 1000:.0f} ms; ceiling 2000 ms", 2.0 / worst, worst < 2.0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, same figures")
+    parser.add_argument("--sharing", action="store_true", help="only the sharing figures (flush cost, reader wait)")
     args = parser.parse_args()
+    if args.sharing:
+        with tempfile.TemporaryDirectory() as d:
+            sharing(Path(d), args.quick)
+        return
     n = 200_000 if args.quick else 1_000_000
     naive_n = 20_000 if args.quick else 50_000
     events = make_events(n)
@@ -130,6 +249,7 @@ def main() -> None:
         rows = 2_000_000 if args.quick else 10_000_000
         elapsed = sql_aggregate_time(tmp, rows)
         report("sql_grouped_aggregate", elapsed * 1000, "ms", f"{rows:,} resource rows via `labtui sql`, ceiling 1000 ms", 1.0 / elapsed, elapsed < 1.0)
+        sharing(tmp, args.quick)
 
 
 if __name__ == "__main__":
