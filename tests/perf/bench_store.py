@@ -4,7 +4,7 @@
   >= 30x a naive row-by-row executemany, within 2x DuckDB's own CSV COPY of the same rows;
 - `labtui sql` of a grouped aggregate over 10 million resource rows: < 1 s.
 - sharing: the writer holds the file only while it flushes.  Per flush of one step's rows
-  (1 step, 20 instances, 200 results, 20 samples): the open-write-close flush against a
+  (1 step, 20 instances, 200 results, 20 samples): the attach-write-detach flush against a
   connection held for the whole run, on an empty store and a large one; its CPU time (what the
   run costs the measured host); and a reader's open-and-query latency while another process
   flushes back to back (how long a reader waits; ceiling 2 s, the staleness bound).
