@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", help="the SQL text")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--limit", type=int, default=500, help="at most this many rows (default 500)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="stop the query after S seconds (default 60); Ctrl-C stops it too")
 
     p = sub.add_parser("instances", help="labtui instances alive on a backend/host")
     _target_options(p)
