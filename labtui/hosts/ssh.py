@@ -58,6 +58,8 @@ PREPARE_FAILED = 125
 #: one labtui process has under way at once, over all hosts; the rest wait their turn, and their
 #: timeouts start only when it comes.  LABTUI_SSH_HANDSHAKES overrides it.
 MAX_HANDSHAKES = 8
+#: Runners one connection starts at once; more commands wait for one of them or an idle runner.
+RUNNER_STARTS_AHEAD = 2
 #: Attempts at starting a runner session that timed out on a live connection (a host merely slow to
 #: start the login shell), each with twice the previous timeout.
 RUNNER_START_ATTEMPTS = 3
@@ -107,6 +109,27 @@ class _Conn:
     os_name: str = ""
     #: Runners waiting for their next command (each holds an open session).
     idle: list[Runner] = field(default_factory=list)
+    #: Runners being started on this connection right now.
+    starting: int = 0
+    #: Commands waiting for an idle runner or the end of a start.
+    waiters: list[asyncio.Future] = field(default_factory=list)
+
+    def give_back(self, runner: Runner) -> None:
+        """runner is free for the next command."""
+        self.idle.append(runner)
+        self.wake()
+
+    def wake(self) -> None:
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def changed(self) -> None:
+        """Return when a runner is given back or a start ends."""
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        await waiter
 
     def make_room(self) -> None:
         """Close idle runners until a new session fits within MAX_CHANNELS."""
@@ -199,7 +222,7 @@ class SSHHost(Host):
         try:
             async with self._slot() as conn:
                 await self._ensure_prepared(conn)
-                runner = _pop_usable(conn.idle) or await self._start_runner(conn)
+                runner = await self._runner_on(conn)
                 try:
                     status, out, err = await asyncio.wait_for(runner.run(one_line_command(command_words(argv, env))), timeout)
                 except (asyncio.TimeoutError, asyncio.CancelledError):
@@ -208,7 +231,7 @@ class SSHHost(Host):
                     raise
                 except RunnerError as exc:
                     raise HostError(f"host {self.name}: connection lost while running {argv[0]}: {exc}") from exc
-                conn.idle.append(runner)
+                conn.give_back(runner)
         except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
             if lost is not None:  # the runner leads its session: its group is the command and the runner
                 await self._kill_group(lost.pid, files=lost.files(self.runtime_dir))
@@ -219,6 +242,28 @@ class SSHHost(Host):
         if status == 127 and _not_found(stderr, argv[0]):
             raise HostError(f"{argv[0]}: command not found on host {self.name}")
         return CommandResult(tuple(argv), status, out.decode(errors="replace"), stderr, time.monotonic() - started)
+
+    async def _runner_on(self, conn: _Conn) -> Runner:
+        """An idle runner of conn, else a new one; at most RUNNER_STARTS_AHEAD start at once per connection.
+
+        A command that finds none idle while that many are starting waits for
+        whichever comes first: a runner done with its command, or a start ending.
+        Short commands then share a few runners instead of paying a login shell each.
+        """
+        while True:
+            runner = _pop_usable(conn.idle)
+            if runner is not None:
+                return runner
+            if conn.starting < RUNNER_STARTS_AHEAD:
+                conn.starting += 1
+                try:
+                    return await self._start_runner(conn)
+                finally:
+                    conn.starting -= 1
+                    conn.wake()
+            if not conn.alive:
+                raise HostError(f"host {self.name}: connection lost while waiting for a command runner")
+            await conn.changed()
 
     async def _start_runner(self, conn: _Conn, *, prepare: bool = False) -> Runner:
         """A new runner on conn; with prepare, it first makes the runtime dir private.
@@ -305,7 +350,7 @@ class SSHHost(Host):
             return
         async with conn.prepare_lock:
             if not conn.prepared:
-                conn.idle.append(await self._start_runner(conn, prepare=True))
+                conn.give_back(await self._start_runner(conn, prepare=True))
                 conn.prepared = True
 
     async def _output_on(self, conn: _Conn, argv: list[str]) -> str:
@@ -315,7 +360,7 @@ class SSHHost(Host):
         and a new one's start is paced and retried like any runner's.
         """
         await self._ensure_prepared(conn)
-        runner = _pop_usable(conn.idle) or await self._start_runner(conn)
+        runner = await self._runner_on(conn)
         env = {"PATH": self.config.path} if self.config.path else None
         timeout = max(self.config.connect_timeout_s, OUTPUT_TIMEOUT_S)
         try:
@@ -323,7 +368,7 @@ class SSHHost(Host):
         except (RunnerError, asyncio.TimeoutError) as exc:
             runner.close()
             raise HostError(f"host {self.name}: cannot run {argv[0]}: {_reason(exc)}") from exc
-        conn.idle.append(runner)
+        conn.give_back(runner)
         if status != 0:
             detail = err.decode(errors="replace").strip() or f"exit {status}"
             raise HostError(f"host {self.name}: {argv[0]} failed: {detail}")
@@ -587,6 +632,7 @@ class SSHHost(Host):
                 yield conn
             finally:
                 conn.busy -= 1
+                conn.wake()  # a waiting command looks again (this one may have lost its runner)
 
     async def _pick_locked(self, *, reserve: bool) -> _Conn:
         """A live connection with a free session (reserved when asked); opens one if needed."""
