@@ -256,6 +256,7 @@ async def test_rows_alone_are_closed_when_nothing_is_destroyed(tmp_path):
                        InstanceCreating(gone, "x", "local", "shelf", "background", f"labtui-{gone}-x")])
     plan = await plan_cleanup([Shelf()], db, session=gone, orphans=False)
     assert plan.targets == []
+    assert not any("still running" in note for note in plan.notes)  # nothing listed says nothing about running
     report = await run_cleanup(plan, db)
     assert (report.destroyed, report.closed) == (0, 1)
     assert instance_rows(db, gone) == {"x": ("reconciled-create", True)}

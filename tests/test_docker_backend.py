@@ -307,8 +307,9 @@ def lab_labelled(session: str, instance: str) -> dict[str, str]:
 async def test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_labelled_containers():
     backend = open_backend("docker", LocalHost())
     canned = CannedEngine([
-        listed_entry("a", lab_labelled("sa", "s0"), name="labtui-sa-s0"),
-        listed_entry("b", lab_labelled("sb", "s0")),                               # another session, no name
+        {**listed_entry("a", lab_labelled("sa", "s0"), name="labtui-sa-s0"),
+         "Names": ["/labtui-sa-s0", "/linked/alias"]},                              # a link's alias comes second
+        {k: v for k, v in listed_entry("b", lab_labelled("sb", "s0")).items() if k != "Created"},  # no name, no time
         listed_entry("c", {"labtui.session": "sa"}),                                # only some lab labels
         listed_entry("d", {"labtui.session": "sa", "labtui.role": "idle"}),
         listed_entry("e", {"purpose": "stranger"}),                                 # no lab labels
@@ -325,8 +326,8 @@ async def test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_l
 
     everything = await backend.list()
     assert canned.queries[-1] == ("GET", "containers/json", {"all": True, "filters": {"label": ["labtui.session"]}})
-    assert [(i.labels, i.name) for i in everything] == [(Labels("sa", "idle", "s0"), "labtui-sa-s0"),
-                                                        (Labels("sb", "idle", "s0"), "b" * 12)]
+    assert [(i.labels, i.name, i.created_at) for i in everything] == [
+        (Labels("sa", "idle", "s0"), "labtui-sa-s0", 1700000000.0), (Labels("sb", "idle", "s0"), "b" * 12, None)]
 
 
 @needs_engine
