@@ -64,6 +64,8 @@ TARGETS = {t.name: t for t in (
     Target("stats", "labtui/stats.py", ("tests/test_stats.py",)),
     Target("reconcile", "labtui/reconcile.py",
            (*RECONCILE_UNIT, "tests/test_cleanup_selection.py")),
+    Target("reconcile-selection", "labtui/reconcile.py", (*RECONCILE_UNIT, "tests/test_cleanup_selection.py"),
+           functions=("StoreView.ended", "reconcile", "_active", "_row_finding")),
     Target("cleanup", "labtui/cleanup.py", ("tests/test_cleanup_selection.py",)),
     Target("suite-validator", "labtui/suites/model.py",
            ("tests/test_suites.py", "-k", "not run_with and not suites_command")),
