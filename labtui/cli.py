@@ -81,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json"], default="table")
 
     p = sub.add_parser("cleanup", help="destroy labtui instances")
-    _target_options(p)
+    p.add_argument("--backend", metavar="B", help="backend to use (default: every usable one)")
+    p.add_argument("--host", metavar="H", help="only this host (default: local, every lab config host, and every "
+                   "host the store has open instance rows or running sessions on)")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--session", metavar="ID", help="every instance of this session")
     which.add_argument("--orphans", action="store_true", help="instances whose session is no longer running")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -13,7 +14,8 @@ from rich.text import Text
 from labtui.backends import Backend, Instance
 from labtui.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
 from labtui.commands.common import UsageError, backends_for, db_path, host_from
-from labtui.store import StoreError
+from labtui.hosts import HostError, known_hosts
+from labtui.store import StoreError, fetch_frame
 
 
 def cmd_instances(args) -> int:
@@ -33,21 +35,50 @@ def cmd_instances(args) -> int:
 
 
 def cmd_cleanup(args) -> int:
-    host = host_from(args.host)
-    backends = backends_for(args, host)
+    """Clean up on one host (--host), or on every host labtui knows of: local, the lab config's, the store's."""
     console = Console()
-    try:
-        # one event loop for planning and destroying: an SSH host's connections belong to the loop that opened them
-        report = asyncio.run(_plan_and_clean(args, backends, console))
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
-    if report is None:
-        return 0
-    console.print(f"destroyed {report.destroyed}, failed {report.failed}, store rows closed {report.closed}",
-                  markup=False)
-    for message in report.errors:
-        console.print(Text(str(message), "red"), highlight=False)
-    return 0 if report.failed == 0 else 1
+    names = [args.host] if args.host else cleanup_hosts(db_path(args))
+    failed = 0
+    for name in names:
+        if len(names) > 1:
+            console.print(Text(f"== host {name}", "bold"))
+        try:
+            host = host_from(name)
+            backends = backends_for(args, host)
+            # one event loop for planning and destroying: an SSH host's connections belong to the loop that opened them
+            report = asyncio.run(_plan_and_clean(args, backends, console))
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
+        except (UsageError, HostError, OSError) as exc:
+            if len(names) == 1:
+                raise UsageError(str(exc)) from None
+            console.print(Text(f"host {name}: could not be reached: {exc}", "red"))
+            failed += 1
+            continue
+        if report is None:
+            continue
+        where = f"host {name}: " if len(names) > 1 else ""
+        console.print(Text(f"{where}destroyed {report.destroyed}, failed {report.failed}, "
+                           f"store rows closed {report.closed}"))
+        for message in report.errors:
+            console.print(Text(str(message), "red"))
+        failed += report.failed
+    return 0 if failed == 0 else 1
+
+
+def cleanup_hosts(db: Path) -> list[str]:
+    """Every host a cleanup without --host visits: local, the lab config's hosts, and the store's hosts
+    that have open instance rows or running sessions (a config may have lost a host the store remembers)."""
+    names = ["local", *known_hosts()]
+    if db.exists():
+        try:
+            frame = fetch_frame(db, "SELECT host FROM instances WHERE destroyed_at IS NULL UNION "
+                                    "SELECT host FROM sessions WHERE status = 'running'")
+        except StoreError:
+            frame = None
+        if frame is not None:
+            names += sorted(h for h in frame["host"].to_list() if h)
+    return list(dict.fromkeys(names))
 
 
 async def _plan_and_clean(args, backends: list[Backend], console: Console) -> CleanupReport | None:
