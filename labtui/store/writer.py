@@ -353,9 +353,10 @@ _CHECK_CONFIG = {"enable_external_access": False}
 class StoreWriter:
     """Buffers events and writes them to one DuckDB store in batches.
 
-    The writer holds the DuckDB file only while it writes: `flush` opens it
-    (waiting briefly while a reader or another writer has it), writes one
-    transaction and closes it again, so readers and other runs share the store.
+    The writer holds the DuckDB file only while it writes: `flush` attaches
+    it to the writer's in-memory DuckDB (waiting briefly while a reader or
+    another writer has it), writes one transaction and detaches it again, so
+    readers and other runs share the store (docs/store.md).
     """
 
     def __init__(self, path: Path, crashed: list[str]) -> None:
@@ -367,7 +368,7 @@ class StoreWriter:
         self._upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {}
         self._pending = 0
         self._memory: duckdb.DuckDBPyConnection | None = None  # flushes attach the store to it
-        #: seconds each flush held the file (open, write, close), newest last; for benchmarks
+        #: seconds each flush took (turnstile, attach, write, detach), newest last; for benchmarks
         self.flush_times: collections.deque[float] = collections.deque(maxlen=1000)
 
     @classmethod
@@ -429,9 +430,9 @@ class StoreWriter:
     def flush(self) -> int:
         """Write every buffered row in one transaction; returns the number of rows.
 
-        Opens the store (waiting up to WRITE_WAIT_S while others hold it),
-        writes and closes it.  When the store stays busy, StoreBusy is raised
-        and the rows stay buffered.  When the write fails, the transaction is
+        Attaches the store (waiting up to WRITE_WAIT_S while others hold it),
+        writes and detaches it.  When the store stays busy, StoreBusy is
+        raised and the rows stay buffered.  When the write fails, the transaction is
         rolled back, the batch is dropped (so one bad row cannot block every
         later write) and StoreError is raised.
         """
@@ -458,10 +459,15 @@ class StoreWriter:
         try:
             self.flush()
         finally:
-            with self._write_lock:
-                if self._memory is not None:
+            self._release()
+
+    def _release(self) -> None:
+        """Close the in-memory DuckDB (a later flush makes a new one)."""
+        with self._write_lock:
+            if self._memory is not None:
+                with contextlib.suppress(duckdb.Error):
                     self._memory.close()
-                    self._memory = None
+                self._memory = None
 
     @contextlib.contextmanager
     def _attached(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -556,6 +562,8 @@ class StoreWriter:
         finally:
             if failure is None:
                 await asyncio.to_thread(self.close)
+            else:
+                self._release()
         if failure is not None:
             raise failure
 
