@@ -28,6 +28,10 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # --- summaries ---------------------------------------------------------------
 
@@ -395,3 +399,21 @@ def aggregate_readings(readings: Iterable) -> list[tuple[str, Aggregate]]:
         if (agg := aggregate_metric(metric, unit, better, found)) is not None:
             out.append((benchmark, agg))
     return out
+
+
+def slowdown_table(results: pl.DataFrame) -> pl.DataFrame:
+    """The store's slowdown view, computed over a results frame (the live panes' results).
+
+    One definition: the SQL of the ``slowdown`` view (labtui.store.schema.SLOWDOWN_SELECT)
+    runs over the frame in an in-memory DuckDB, so a live pane and a report of the
+    same session agree number for number.  The frame needs the results table's columns
+    session_id, repetition, step, background, benchmark, metric, unit, better, value
+    and placement.
+    """
+    import duckdb
+
+    from labtui.store.schema import SLOWDOWN_SELECT
+
+    with duckdb.connect() as con:
+        con.register("results", results.to_arrow())
+        return con.sql(SLOWDOWN_SELECT + " ORDER BY benchmark, metric, step, background").pl()

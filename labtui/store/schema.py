@@ -19,8 +19,9 @@ from typing import Any, TypeVar
 import duckdb
 
 #: 2 added results.placement (where an isolation run put the attacker) and
-#: made the slowdown view group by it.
-SCHEMA_VERSION = 2
+#: made the slowdown view group by it; 3 made the slowdown view's samples
+#: repetitions (each repetition's values averaged first), not instances.
+SCHEMA_VERSION = 3
 
 STATUSES = ("running", "completed", "failed", "aborted", "crashed")
 
@@ -122,14 +123,21 @@ CREATE TABLE IF NOT EXISTS hosts (
 """
 
 VIEWS = ("slowdown", "results_by_step")
-VIEWS_DDL = """
-CREATE VIEW IF NOT EXISTS slowdown AS
-WITH stats AS (
-    SELECT session_id, benchmark, metric, unit, better, background, placement,
-           min(step) AS step,
-           avg(value) AS mean, stddev_samp(value) AS std, count(value) AS n
+#: THE definition of slowdown (labtui.stats.slowdown_table runs it over live results too).
+#: A sample is a repetition: each repetition's values at a condition (placement, background) are
+#: averaged first, so the instances of one step are never counted as independent samples; mean,
+#: std and n are across repetitions; the baseline is the session's first condition of the metric.
+SLOWDOWN_SELECT = """
+WITH per_repetition AS (
+    SELECT session_id, benchmark, metric, unit, better, coalesce(placement, '') AS placement,
+           background, repetition, min(step) AS step, avg(value) AS value
     FROM results
-    GROUP BY session_id, benchmark, metric, unit, better, background, placement
+    GROUP BY session_id, benchmark, metric, unit, better, coalesce(placement, ''), background, repetition
+), stats AS (
+    SELECT session_id, benchmark, metric, unit, better, placement, background,
+           min(step) AS step, avg(value) AS mean, stddev_samp(value) AS std, count(value) AS n
+    FROM per_repetition
+    GROUP BY session_id, benchmark, metric, unit, better, placement, background
 ), based AS (
     SELECT *, first_value(mean) OVER (
         PARTITION BY session_id, benchmark, metric, unit, better ORDER BY step, background
@@ -143,7 +151,10 @@ SELECT session_id, benchmark, metric, unit, better, background, mean, std, n,
            ELSE (mean / nullif(mean0, 0) - 1) * 100
        END AS slowdown_pct,
        placement, step
-FROM based;
+FROM based
+"""
+VIEWS_DDL = f"""
+CREATE VIEW IF NOT EXISTS slowdown AS {SLOWDOWN_SELECT};
 CREATE VIEW IF NOT EXISTS results_by_step AS
 SELECT session_id, repetition, step, background, benchmark, metric, unit, better,
        count(value) AS n, avg(value) AS mean, stddev_samp(value) AS std,

@@ -59,7 +59,7 @@ def render_chart(slow: pl.DataFrame, avail: pl.DataFrame, metric: str, *, width:
         return out
     by_level = {r["background"]: r for r in one.iter_rows(named=True)}
     resources = {r["background"]: r for r in avail.iter_rows(named=True)} if not avail.is_empty() else {}
-    scale = max((r["normalized"] or 0) + (r["std"] / r["mean"] if r["mean"] else 0) for r in by_level.values())
+    scale = max((r["normalized"] or 0) + _relative_std(r) for r in by_level.values())
     scale = max(scale, 1.0) * 1.05
     bar_width = max(10, width - 40)
     out.append(f"{metric} normalized to first step (mean, ±1 std band) · scale 0–{scale:.2f}\n", "bold")
@@ -67,7 +67,7 @@ def render_chart(slow: pl.DataFrame, avail: pl.DataFrame, metric: str, *, width:
     for level in thin(sorted(by_level), rows):
         r = by_level[level]
         norm = r["normalized"] if r["normalized"] is not None else float("nan")
-        rel_std = r["std"] / r["mean"] if r["mean"] else 0.0
+        rel_std = _relative_std(r)
         out.append(f"{level:>6} ")
         out.append_text(bar(norm, rel_std, scale, bar_width))
         out.append(f" {norm:>6.3f} {rel_std:>6.3f} ")
@@ -77,3 +77,8 @@ def render_chart(slow: pl.DataFrame, avail: pl.DataFrame, metric: str, *, width:
             out.append_text(_avail_cell(res.get(key)))
         out.append("\n")
     return out
+
+
+def _relative_std(row: dict) -> float:
+    """std / mean of a slowdown row; 0 where there is no spread to show (one repetition: std is null)."""
+    return row["std"] / row["mean"] if row["mean"] and row["std"] is not None else 0.0

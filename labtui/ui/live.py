@@ -41,6 +41,7 @@ RESULT_SCHEMA = {
     "unit": pl.String,
     "better": pl.String,
     "value": pl.Float64,
+    "placement": pl.String,
 }
 AVAIL_SCHEMA = {
     "host": pl.String,
@@ -135,7 +136,7 @@ class RunModel:
             case Result():
                 self.results.append(
                     (event.session_id, event.repetition, event.step, event.background, event.benchmark,
-                     event.metric, event.unit, event.better, event.value)
+                     event.metric, event.unit, event.better, event.value, event.placement)
                 )
             case ResourceSample():
                 self.add_sample(event)
