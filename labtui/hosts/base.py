@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from labtui.events import ResourceSample
+
+if TYPE_CHECKING:
+    from labtui.hosts.config import HostConfig
 
 
 class HostError(Exception):
@@ -108,6 +113,33 @@ class Host(abc.ABC):
         LocalHost returns the path itself; an SSH host forwards a local socket
         through its connection (how the Docker API is reached on a remote host).
         """
+
+    @contextlib.asynccontextmanager
+    async def connect(self, address: str, port: int) -> AsyncIterator[tuple[Any, Any]]:
+        """A TCP connection from this host to address:port, as (reader, writer); closed on exit.
+
+        The local machine connects directly; an SSH host forwards the connection
+        through its own (how a guest behind Domain-0 is reached).  Failing to
+        connect, or the connection failing in use, raises HostError (or OSError).
+        """
+        try:
+            reader, writer = await asyncio.open_connection(address, port)
+        except OSError as exc:
+            raise HostError(f"host {self.name}: cannot connect to {address}:{port}: {exc}") from exc
+        try:
+            yield reader, writer
+        finally:
+            writer.close()
+
+    def ssh_login(self, config: HostConfig) -> Host:
+        """An SSH host for a machine reached from this one (a guest behind it), as config describes it.
+
+        From the local machine the login connects directly; an SSH host tunnels it
+        through its own connection, which closing the login leaves open.
+        """
+        from labtui.hosts.ssh import SSHHost
+
+        return SSHHost(config)
 
     @property
     @abc.abstractmethod

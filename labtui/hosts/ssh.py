@@ -27,7 +27,7 @@ import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import asyncssh
 
@@ -709,6 +709,24 @@ class SSHHost(Host):
         """A live connection to this host for tunnelling to a host behind it."""
         async with self._pool_lock:
             return (await self._pick_locked(reserve=False)).conn
+
+    @contextlib.asynccontextmanager
+    async def connect(self, address: str, port: int) -> AsyncIterator[tuple[Any, Any]]:
+        """A TCP connection to address:port forwarded through this host's connection; closed on exit."""
+        try:
+            reader, writer = await (await self.tunnel()).open_connection(address, port)
+        except (asyncssh.Error, OSError) as exc:
+            raise HostError(f"host {self.name}: cannot connect to {address}:{port}: {_reason(exc)}") from exc
+        try:
+            yield reader, writer
+        except asyncssh.Error as exc:
+            raise HostError(f"host {self.name}: connection to {address}:{port} failed: {_reason(exc)}") from exc
+        finally:
+            writer.close()
+
+    def ssh_login(self, config: HostConfig) -> SSHHost:
+        """An SSH host for a machine behind this one, tunnelled through this host's connection."""
+        return SSHHost(config, via=self)
 
     async def close(self) -> None:
         """Stop the sampler and forwards, close every connection, then the jump host's."""

@@ -17,13 +17,15 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
-import asyncssh
-
-from labtui import runat
-from labtui.backends import BackendError
-from labtui.hosts.base import CommandResult, Host, HostError
-from labtui.hosts.config import GuestLogin, HostConfig
-from labtui.hosts.ssh import SSHHost
+from labtui.plugin_kit import (
+    BackendError,
+    CommandResult,
+    GuestLogin,
+    Host,
+    HostConfig,
+    HostError,
+    runat,
+)
 
 #: ``spec.image`` that boots the lab config's guest kernel.
 GUEST_IMAGE = "guest"
@@ -43,7 +45,7 @@ class Guests:
         self.login = login
         self._claimed: set[str] = set()
         self._claim_lock = asyncio.Lock()
-        self._logins: dict[str, SSHHost] = {}
+        self._logins: dict[str, Host] = {}
         self._staged: dict[tuple[str, str], str] = {}
         self._offsets: dict[str, int] = {}
 
@@ -98,29 +100,21 @@ class Guests:
     async def _banner(self, address: str) -> str:
         """Empty when an SSH server answers at address, else why not."""
         try:
-            async with asyncio.timeout(PROBE_TIMEOUT_S):
-                tunnel = await self.host.tunnel() if isinstance(self.host, SSHHost) else None
-                if tunnel is not None:
-                    reader, writer = await tunnel.open_connection(address, self.login.port)
-                else:
-                    reader, writer = await asyncio.open_connection(address, self.login.port)
-                try:
-                    line = await reader.readline()
-                finally:
-                    writer.close()
-        except (OSError, asyncssh.Error, TimeoutError, HostError) as exc:
+            async with asyncio.timeout(PROBE_TIMEOUT_S), self.host.connect(address, self.login.port) as (reader, _):
+                line = await reader.readline()
+        except (OSError, TimeoutError, HostError) as exc:
             return str(exc) or type(exc).__name__
         text = line.decode() if isinstance(line, bytes) else line
         return "" if text.startswith("SSH-") else f"not an SSH server: {text.strip()[:60]!r}"
 
-    def guest(self, name: str, address: str) -> SSHHost:
+    def guest(self, name: str, address: str) -> Host:
         """The SSH login into a guest (opened on first use, through Domain-0 when it is remote)."""
         login = self._logins.get(name)
         if login is None:
             config = HostConfig(name=f"{self.host.name}/{name}", address=address, port=self.login.port,
                                 user=self.login.user, identity=self.login.identity,
                                 known_hosts=self.login.known_hosts)
-            login = SSHHost(config, via=self.host if isinstance(self.host, SSHHost) else None)
+            login = self.host.ssh_login(config)
             self._logins[name] = login
         return login
 
