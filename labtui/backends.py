@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import importlib
 import importlib.metadata
-import importlib.util
-import sys
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -259,7 +258,7 @@ def load_backend_class(name: str) -> type[Backend]:
         raise BackendUnavailable(f"unknown backend {name!r}; available: {', '.join(backend_names())}")
     try:
         if info.source == "builtin":
-            cls = _import_builtin(name, Path(info.location))
+            cls = _import_builtin(Path(info.location))
         else:
             (ep,) = [e for e in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if e.name == name]
             cls = ep.load()
@@ -270,21 +269,15 @@ def load_backend_class(name: str) -> type[Backend]:
     return cls
 
 
-def _import_builtin(name: str, directory: Path) -> type[Backend]:
-    module_name = f"labtui._plugins.{name}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(
-            module_name, directory / "__init__.py", submodule_search_locations=[str(directory)]
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[module_name]
-            raise
+def _import_builtin(directory: Path) -> type[Backend]:
+    """The BACKEND class of the built-in plugin in directory, imported as labtui._plugins.<directory name>.
+
+    That package's search path is the built-in plugins directory, so this is the
+    same module a direct ``import labtui._plugins.<name>`` gives: one name per file.
+    """
+    module = importlib.import_module(f"labtui._plugins.{directory.name}")
+    if Path(module.__file__ or "").resolve().parent != directory.resolve():
+        raise ImportError(f"labtui._plugins.{directory.name} is {module.__file__}, not the plugin in {directory}")
     return module.BACKEND
 
 

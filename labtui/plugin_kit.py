@@ -1,8 +1,38 @@
-"""Plumbing shared by backend plugins that drive tools on their host.
+"""labtui's public plugin kit: the one labtui module a backend plugin imports.
 
-Batching helpers, the tab-separated line protocol of labtui's C helpers, the
-naming of lab instances, and `HostTools`: running a backend's commands under
-a deadline with failures worded the same way by every backend.
+A backend plugin (a built-in one in ``plugins/<name>/``, imported as
+``labtui._plugins.<name>``, or a third-party package registered under the
+``labtui.backends`` entry-point group) imports labtui only from here, so labtui
+can reorganise everything else without breaking a plugin.  For the built-in
+plugins an import-linter contract in ``pyproject.toml`` holds them to it.
+
+What the kit offers (see ``__all__``):
+
+- The backend contract: ``Backend``, ``Availability``, ``Instance``,
+  ``InstanceSpec``, ``Labels``, the capability names (``PINNING``,
+  ``CPU_LIMIT``, ``CPU_WEIGHT``, ``MEM_LIMIT``, ``TMPFS``, ``EXEC``,
+  ``NETWORKING``), and the errors ``BackendError`` and ``BackendUnavailable``.
+- The host seam, the only way a plugin touches a machine: ``Host`` (run, stream,
+  copy files, unix sockets, ``connect`` to a TCP port the host reaches,
+  ``ssh_login`` into a machine behind it), ``CommandResult``, ``HostError``,
+  ``CommandTimeout``, and ``HostConfig``/``GuestLogin``, a lab config's
+  description of a machine and of the guests behind a host.
+- Programs built on the host: ``ensure_program``, ``probe_source``,
+  ``cached_name``, ``ProgramUnavailable``, ``ensure_kernel`` (the test
+  unikernels), ``runat`` (labtui-runat: ``build``, ``at_ns``,
+  ``closing_line``, ``complaint``, ``NAME``) and ``bundled_dir`` (the built-in
+  ``suites``/``plugins`` directories).
+- Parsing what hosts print: ``parse_kstat`` (illumos ``kstat -p``).
+- Plumbing for backends that drive tools on their host: batching
+  (``chunks``, ``gather_limited``, ``raise_first``), the tab-separated line
+  protocol of labtui's C helpers (``tab_records``), lab instance names
+  (``lab_name``), a tool's last line of output (``last_line``), and
+  ``HostTools``, which runs a backend's commands under a deadline with
+  failures worded the same way by every backend.
+
+The kit imports only modules below the engine (the backend contract, hosts,
+native programs), never the engine, store or faces, so importing it cannot
+form a cycle with them.  Nothing heavy (asyncssh, Textual) is imported here.
 """
 
 from __future__ import annotations
@@ -12,9 +42,67 @@ import time
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
-from labtui.backends import BackendError, Labels
+from labtui import runat
+from labtui.backends import (
+    CPU_LIMIT,
+    CPU_WEIGHT,
+    EXEC,
+    MEM_LIMIT,
+    NETWORKING,
+    PINNING,
+    TMPFS,
+    Availability,
+    Backend,
+    BackendError,
+    BackendUnavailable,
+    Instance,
+    InstanceSpec,
+    Labels,
+)
 from labtui.hosts.base import CommandResult, CommandTimeout, Host, HostError
-from labtui.native import ProgramUnavailable, ensure_program, probe_source
+from labtui.hosts.config import GuestLogin, HostConfig
+from labtui.hosts.illumos import parse_kstat
+from labtui.kernels import ensure_kernel
+from labtui.native import ProgramUnavailable, cached_name, ensure_program, probe_source
+from labtui.paths import bundled_dir
+
+__all__ = [
+    "CPU_LIMIT",
+    "CPU_WEIGHT",
+    "EXEC",
+    "MEM_LIMIT",
+    "NETWORKING",
+    "PINNING",
+    "TMPFS",
+    "Availability",
+    "Backend",
+    "BackendError",
+    "BackendUnavailable",
+    "CommandResult",
+    "CommandTimeout",
+    "GuestLogin",
+    "Host",
+    "HostConfig",
+    "HostError",
+    "HostTools",
+    "Instance",
+    "InstanceSpec",
+    "Labels",
+    "ProgramUnavailable",
+    "bundled_dir",
+    "cached_name",
+    "chunks",
+    "ensure_kernel",
+    "ensure_program",
+    "gather_limited",
+    "lab_name",
+    "last_line",
+    "parse_kstat",
+    "probe_source",
+    "raise_first",
+    "runat",
+    "tab_records",
+]
 
 T = TypeVar("T")
 

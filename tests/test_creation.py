@@ -30,12 +30,11 @@ from labtui.hosts.base import CommandResult, Host
 from labtui.hosts.local import LocalHost
 from labtui.suites import SuiteError, load_suite
 from labtui.suites.model import Suite
+from labtui._plugins.zones.listing import parse_zoneadm_list
 
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
-from zones.listing import parse_zoneadm_list  # noqa: E402
 
 needs_sshd = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")
 

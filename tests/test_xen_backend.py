@@ -20,13 +20,12 @@ import pytest
 from labtui.backends import Backend, BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.hosts.ssh import SSHHost
+from labtui._plugins.xen.domconfig import DomainConfig, domain_name, labels_from_name, render
+from labtui._plugins.xen.listing import XL_HEADER, parse_info, parse_list, parse_long
 
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
-from xen.domconfig import DomainConfig, domain_name, labels_from_name, render  # noqa: E402
-from xen.listing import XL_HEADER, parse_info, parse_list, parse_long  # noqa: E402
 
 ADDRESS = "127.0.0.22"
 needs_sshd = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")

@@ -24,13 +24,12 @@ from labtui.hosts import get_host
 from labtui.hosts.config import ConfigError, GuestLogin, load_lab_config
 from labtui.hosts.local import LocalHost
 from labtui.hosts.ssh import SSHHost
+from labtui._plugins.xen.guests import Guests, guest_addresses
 
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from simulators.guest import GuestImage, make_guest_image
 from sshd_fixture import free_port, sshd_available, write_key
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
-from xen.guests import Guests, guest_addresses  # noqa: E402
 
 ADDRESS = "127.0.0.24"
 POOL = "127.0.9.0/29"

@@ -28,11 +28,9 @@ from labtui.engine.hostclock import host_clock_ns
 from labtui.hosts import get_host
 from labtui.hosts.ssh import SSHHost
 from labtui.runat import NAME as RUNAT_NAME
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
-from zones.listing import parse_zoneadm_list, rss_by_zoneid, split_fields  # noqa: E402
-from zones.names import check_name, name_problem, zone_name  # noqa: E402
-from zones.zonecfg import (  # noqa: E402
+from labtui._plugins.zones.listing import parse_zoneadm_list, rss_by_zoneid, split_fields
+from labtui._plugins.zones.names import check_name, name_problem, zone_name
+from labtui._plugins.zones.zonecfg import (
     Fs,
     Net,
     ZoneConfig,
@@ -40,6 +38,7 @@ from zones.zonecfg import (  # noqa: E402
     labels_from_attrs,
     parse_attrs,
 )
+
 
 ADDRESS = "127.0.0.21"
 needs_sshd = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import aiodocker
 
-from labtui import runat as runat_tool
-from labtui.backends import (
+from labtui.plugin_kit import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
@@ -33,11 +32,15 @@ from labtui.backends import (
     Availability,
     Backend,
     BackendError,
+    CommandResult,
+    HostError,
     Instance,
     InstanceSpec,
     Labels,
 )
-from labtui.hosts.base import CommandResult, HostError
+from labtui.plugin_kit import (
+    runat as runat_tool,
+)
 
 from . import held
 from .containers import (
@@ -61,7 +64,7 @@ from .services import (
 from .staging import Stager, stage_path
 
 if TYPE_CHECKING:
-    from labtui.hosts.base import Host
+    from labtui.plugin_kit import Host
 
 __all__ = ["BACKEND", "ContainerSpec", "DockerBackend"]
 

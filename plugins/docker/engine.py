@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, Any
 import aiodocker
 import aiohttp
 
-from labtui.backends import BackendError
-from labtui.hosts.base import HostError
+from labtui.plugin_kit import BackendError, HostError
 
 if TYPE_CHECKING:
-    from labtui.hosts.base import Host
+    from labtui.plugin_kit import Host
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 #: Seconds to open a connection to the engine before giving up.

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labtui import runat
-from labtui.backends import BackendError
+from labtui.plugin_kit import BackendError, runat
 
 
 def entrypoint(runat_inside: str, start_at: float) -> list[str]:

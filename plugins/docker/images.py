@@ -24,15 +24,20 @@ from typing import TYPE_CHECKING
 
 import aiodocker
 
-from labtui.backends import BackendError
-from labtui.hosts.base import HostError
-from labtui.native import ProgramUnavailable, cached_name, ensure_program, probe_source
-from labtui.paths import bundled_dir
+from labtui.plugin_kit import (
+    BackendError,
+    HostError,
+    ProgramUnavailable,
+    bundled_dir,
+    cached_name,
+    ensure_program,
+    probe_source,
+)
 
 from .engine import Engine, EngineError
 
 if TYPE_CHECKING:
-    from labtui.hosts.base import Host
+    from labtui.plugin_kit import Host
 
 IMAGE_PREFIX = "labtui/"
 MANAGED_LABEL = "labtui.managed"

@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labtui.backends import BackendError
-from labtui.hosts.base import HostError
+from labtui.plugin_kit import BackendError, HostError
 
 from .images import IMAGE_PREFIX, BuiltImage, current_image, post_build
 
 if TYPE_CHECKING:
-    from labtui.hosts.base import CommandResult, Host
+    from labtui.plugin_kit import CommandResult, Host
 
     from .engine import Engine
 

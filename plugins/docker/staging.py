@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING
 
 import aiodocker
 
-from labtui.backends import BackendError
-from labtui.native import ProgramUnavailable
+from labtui.plugin_kit import BackendError, ProgramUnavailable
 
 from .engine import Engine
 from .images import fetch_static
 
 if TYPE_CHECKING:
-    from labtui.hosts.base import Host
+    from labtui.plugin_kit import Host
 
 #: Where staged programs land inside a container.
 STAGE_DIR = "/labtui/bin"

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labtui.backends import (
+from labtui.plugin_kit import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
@@ -37,16 +37,24 @@ from labtui.backends import (
     Availability,
     Backend,
     BackendError,
+    CommandResult,
+    HostError,
     Instance,
     InstanceSpec,
     Labels,
+    ProgramUnavailable,
+    chunks,
+    ensure_program,
+    gather_limited,
+    lab_name,
+    last_line,
+    probe_source,
+    raise_first,
+    tab_records,
 )
-from labtui.hosts.base import CommandResult, HostError
-from labtui.native import ProgramUnavailable, ensure_program, probe_source
-from labtui.plugin_kit import chunks, gather_limited, lab_name, last_line, raise_first, tab_records
 
 if TYPE_CHECKING:
-    from labtui.hosts.base import Host
+    from labtui.plugin_kit import Host
 
 AGENT_SOURCE = Path(__file__).resolve().parent / "agent.c"
 AGENT_NAME = "labtui-agent"

@@ -16,19 +16,22 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 
-from labtui.backends import (
+from labtui.plugin_kit import (
     PINNING,
     Availability,
     Backend,
     BackendError,
+    Host,
+    HostError,
     Instance,
     InstanceSpec,
     Labels,
+    ProgramUnavailable,
+    ensure_kernel,
+    lab_name,
+    last_line,
+    tab_records,
 )
-from labtui.hosts.base import Host, HostError
-from labtui.kernels import ensure_kernel
-from labtui.native import ProgramUnavailable
-from labtui.plugin_kit import lab_name, last_line, tab_records
 
 from .helper import SLACK_S, Helper, run_on
 from .images import check_image, test_kernel_launch

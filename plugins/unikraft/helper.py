@@ -5,10 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from labtui.backends import BackendError
-from labtui.hosts.base import CommandResult, Host, HostError
-from labtui.native import ensure_program
-from labtui.plugin_kit import chunks, last_line, tab_records
+from labtui.plugin_kit import (
+    BackendError,
+    CommandResult,
+    Host,
+    HostError,
+    chunks,
+    ensure_program,
+    last_line,
+    tab_records,
+)
 
 SOURCE = Path(__file__).resolve().parent / "launcher.c"
 NAME = "labtui-qemu"

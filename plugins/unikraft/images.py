@@ -23,8 +23,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from labtui.backends import BackendError
-from labtui.hosts.base import Host
+from labtui.plugin_kit import BackendError, Host
 
 from .helper import run_on
 from .qemu import Launch

@@ -5,9 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from labtui.backends import BackendError, Instance, InstanceSpec
-from labtui.hosts.base import Host
-from labtui.plugin_kit import lab_name, last_line
+from labtui.plugin_kit import (
+    BackendError,
+    Host,
+    Instance,
+    InstanceSpec,
+    lab_name,
+    last_line,
+)
 
 from .helper import SLACK_S, Helper, run_on
 from .kraft import (

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from labtui.backends import (
+from labtui.plugin_kit import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
@@ -33,18 +33,20 @@ from labtui.backends import (
     Availability,
     Backend,
     BackendError,
+    CommandResult,
+    HostError,
+    HostTools,
     Instance,
     InstanceSpec,
+    last_line,
 )
-from labtui.hosts.base import CommandResult, HostError
-from labtui.plugin_kit import HostTools, last_line
 
 from .domconfig import DomainConfig, domain_name, labels_from_name, render
 from .guests import GUEST_IMAGE, Guests, guest_addresses
 from .listing import Domain, parse_info, parse_list
 
 if TYPE_CHECKING:
-    from labtui.hosts.base import Host
+    from labtui.plugin_kit import Host
 
 QUERY_TIMEOUT_S = 60.0
 #: Seconds between ``xl list`` polls while waiting for a domain to power off.

@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from labtui import runat as runat_tool
-from labtui.backends import (
+from labtui.plugin_kit import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
@@ -32,20 +31,25 @@ from labtui.backends import (
     Availability,
     Backend,
     BackendError,
+    CommandResult,
+    HostError,
+    HostTools,
     Instance,
     InstanceSpec,
     Labels,
+    ProgramUnavailable,
+    last_line,
 )
-from labtui.hosts.base import CommandResult, HostError
-from labtui.native import ProgramUnavailable
-from labtui.plugin_kit import HostTools, last_line
+from labtui.plugin_kit import (
+    runat as runat_tool,
+)
 
 from .listing import ACTIVE, ZoneEntry, parse_zoneadm_list, rss_by_zoneid
 from .names import PREFIX, check_name, zone_name
 from .zonecfg import Fs, ZoneConfig, command_file, labels_from_attrs, parse_attrs
 
 if TYPE_CHECKING:
-    from labtui.hosts.base import Host
+    from labtui.plugin_kit import Host
 
 #: Seconds any single administrative command may take when the spec gives no tighter bound.
 COMMAND_TIMEOUT_S = 3600.0
