@@ -275,3 +275,20 @@ async def test_a_store_that_cannot_be_opened_is_noted_and_the_cleanup_still_dest
     assert report.destroyed == 1 and shelf.instances == []
     assert len(report.errors) == 1 and report.errors[0].startswith("destroys not recorded in the store: ")
     assert report.closed == 0
+
+
+async def test_rows_of_another_host_or_an_unlisted_backend_are_left_with_a_note(tmp_path):
+    gone = sid()
+    db = tmp_path / "far.duckdb"
+    record_events(db, [started(gone, dead_pid()),
+                       InstanceCreating(gone, "far", "elsewhere", "shelf", "background", "far"),
+                       InstanceCreating(gone, "other", "local", "docker", "background", "other"),
+                       InstanceCreating(gone, "here", "local", "shelf", "background", "here")])
+    plan = await plan_cleanup([Shelf()], db, session=gone, orphans=False)
+    assert {(f.kind, f.instance_id) for f in plan.reconciliation.findings} == {("create-unfinished", "here")}
+    assert plan.reconciliation.checked == 1
+    assert "1 open instance row(s) of docker on local not checked: that backend was not listed here" in plan.notes
+    assert "1 open instance row(s) of shelf on elsewhere not checked: that backend was not listed here" in plan.notes
+    await run_cleanup(plan, db)
+    assert instance_rows(db, gone) == {"far": ("creating", False), "other": ("creating", False),
+                                       "here": ("reconciled-create", True)}
