@@ -604,3 +604,34 @@ def test_sql_row_cap_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
         assert row_cap_from_env() == DEFAULT_ROW_CAP
     assert cap_line(2500, True, 2500) == "2,500 of more than 2,500 rows · row cap 2,500 ($LABTUI_SQL_ROWS)"
     assert cap_line(1, False, 2500).startswith("1 row · ")
+
+
+def test_the_first_frame_imports_nothing_heavy(tmp_path: Path) -> None:
+    """`labtui`'s shell (before the views load) pulls in no DuckDB, polars, Arrow, engine or backend."""
+    import subprocess
+    import sys
+
+    heavy = ("duckdb", "polars", "pyarrow", "numpy", "matplotlib", "asyncssh", "textual_fastdatatable",
+             "labtui.store", "labtui.engine", "labtui.backends", "labtui.session", "labtui.ui.run_view")
+    script = f"""
+import asyncio, sys
+import labtui.cli
+from labtui.ui.app import LabApp
+
+class Shell(LabApp):
+    def _load_views(self):  # the first frame only
+        self.views_loaded.set()
+
+async def main():
+    app = Shell({str(tmp_path / "lab.duckdb")!r}, idle_sampling=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "Sessions+SQL" in app.export_screenshot()
+        print(sorted(m for m in {heavy!r} if m in sys.modules))
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
