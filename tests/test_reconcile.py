@@ -311,21 +311,32 @@ def test_reconcile_judges_a_session_only_when_its_lock_is_free(tmp_path, monkeyp
     db = tmp_path / "lock.duckdb"
     sid = f"lock-{secrets.token_hex(4)}"
     record_events(db, [started(sid, os.getpid() if pid_alive else dead_pid()),
-                       creating(sid, "c"), creating(sid, "r"), ready(sid, "r")])
+                       creating(sid, "c"), creating(sid, "cg"), creating(sid, "r"), ready(sid, "r"),
+                       creating(sid, "d"), ready(sid, "d"), InstanceDestroying(sid, "d"),
+                       creating(sid, "dg"), ready(sid, "dg"), InstanceDestroying(sid, "dg")])
     view = read_store(db)
     assert view.ended(sid) is (not pid_alive)  # the store alone: over exactly when its controller is gone
-    listings = {"process": [listed(sid, "c"), listed(sid, "u")]}  # "r" is gone, "u" was never recorded
+    # "c" and "d" are still there, "cg", "dg" and "r" are gone, "u" was never recorded
+    listings = {"process": [listed(sid, "c"), listed(sid, "d"), listed(sid, "u")]}
     if lock_held:
         with session_lock(sid):
             result = reconcile(view, listings, "local")
     else:
         result = reconcile(view, listings, "local")
-    found = {(f.kind, f.instance_id) for f in result.findings}
+    found = {(f.kind, f.instance_id, f.detail) for f in result.findings}
     if lock_held or pid_alive:
         assert found == set() and result.checked == 0 and result.to_close() == []
     else:
-        assert found == {("create-unfinished", "c"), ("vanished", "r"), ("unrecorded", "u")}
-        assert result.checked == 2
+        assert found == {
+            ("create-unfinished", "c", "create recorded without an outcome; still exists"),
+            ("create-unfinished", "cg", "create recorded without an outcome; not found"),
+            ("destroy-unfinished", "d", "destroy recorded without an outcome; still exists"),
+            ("destroy-unfinished", "dg", "destroy recorded without an outcome; gone"),
+            ("vanished", "r", "recorded running, session over, instance gone"),
+            ("unrecorded", "u", "not recorded in its session"),
+        }
+        assert result.checked == 5
+        assert sorted(f.instance_id for f in result.to_close()) == ["cg", "dg", "r"]
 
 
 def test_reconcile_leaves_an_ended_session_alone_while_its_lock_is_held(tmp_path, monkeypatch):
