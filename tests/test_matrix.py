@@ -125,6 +125,10 @@ async def _run_in_console(db: Path, name: str, host: str, backend: str) -> tuple
         await _until(pilot, lambda: chosen.value == backend and dialog.choices.get(backend) is not None, 90,
                      f"backend {backend} checked on {host}")
         assert dialog.choices[backend].usable, dialog.choices[backend].reason
+        await _until(pilot, lambda: "plan:" in str(dialog.query_one("#plan").content), 30, "the plan preview")
+        profile.value = "quick"  # chosen again once every worker the suite choice started has run
+        await pilot.pause(0.3)
+        assert profile.value == "quick"
         await pilot.press("ctrl+s")
         view = app.run_view
         await _until(pilot, lambda: view.model.session_id != "", 60, "the session to start")

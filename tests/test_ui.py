@@ -39,7 +39,7 @@ def test_sparkline_scales_and_pads() -> None:
 
 def _results(values: dict[tuple[int, int], list[float]], better: str = "lower") -> pl.DataFrame:
     rows = [
-        ("s1", rep, step, bg, "boot", "boot_time", "s", better, v)
+        ("s1", rep, step, bg, "boot", "boot_time", "s", better, v, "")
         for (rep, bg), vs in values.items()
         for step, v in [(bg // 10, x) for x in vs]
     ]

@@ -48,6 +48,7 @@ def slowdown_rows(frame: pl.DataFrame) -> dict[str, tuple]:
     """Slowdown rows keyed by benchmark/metric@background, for a keyed table diff."""
     rows: dict[str, tuple] = {}
     for r in frame.iter_rows(named=True):
-        key = f"{r['benchmark']}/{r['metric']}@{r['placement']}/{r['background']}"
+        where = f"{r['placement']}/{r['background']}" if r["placement"] else str(r["background"])
+        key = f"{r['benchmark']}/{r['metric']}@{where}"
         rows[key] = (r["metric"], r["background"], r["unit"], r["mean"], r["std"], r["n"], r["normalized"], r["slowdown_pct"])
     return rows

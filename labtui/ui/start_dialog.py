@@ -155,7 +155,10 @@ class StartDialog(ModalScreen[StartRequest | None]):
         except SuiteError:
             names = []
         select = self.query_one("#profile", Select)
+        chosen = self._profile()
         select.set_options([(n, n) for n in names])
+        if chosen in names:
+            select.value = chosen  # the same suite listed again keeps its choice
 
     def _profile(self) -> str | None:
         value = self.query_one("#profile", Select).value
