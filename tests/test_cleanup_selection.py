@@ -292,3 +292,16 @@ async def test_rows_of_another_host_or_an_unlisted_backend_are_left_with_a_note(
     await run_cleanup(plan, db)
     assert instance_rows(db, gone) == {"far": ("creating", False), "other": ("creating", False),
                                        "here": ("reconciled-create", True)}
+
+
+async def test_rows_of_a_backend_whose_listing_failed_are_not_judged(tmp_path):
+    gone = sid()
+    db = tmp_path / "failed.duckdb"
+    record_events(db, [started(gone, dead_pid()),
+                       InstanceCreating(gone, "x", "local", "broken", "background", "x")])
+    bad = Shelf(name="broken", fails=BackendError("daemon gone"))
+    plan = await plan_cleanup([bad], db, session=gone, orphans=False)
+    assert plan.reconciliation.findings == [] and plan.reconciliation.checked == 0
+    assert "1 open instance row(s) of broken on local not checked: that backend was not listed here" in plan.notes
+    await run_cleanup(plan, db)
+    assert instance_rows(db, gone) == {"x": ("creating", False)}  # not closed as gone: it may well be there
