@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -158,13 +159,14 @@ def test_file_and_directory_are_private(tmp_path: Path) -> None:
 
 def test_slowdown_lower_is_better(tmp_path: Path) -> None:
     db = tmp_path / "lab.duckdb"
-    record_events(db, [started(), result(0.9, 0), result(1.1, 0), result(1.5, 4, step=2),
-                       result(1.5, 4, step=2)])
+    # a sample is a repetition (schema 3): repetition 1's two instances average to 0.8 first
+    record_events(db, [started(), result(0.7, 0), result(0.9, 0), replace(result(1.2, 0), repetition=2),
+                       result(1.5, 4, step=2), replace(result(1.5, 4, step=2), repetition=2)])
     frame = slowdown_frame(db, "s1")
     assert frame["background"].to_list() == [0, 4]
     assert frame["n"].to_list() == [2, 2]
     assert frame["mean"].to_list() == pytest.approx([1.0, 1.5])
-    assert frame["std"][0] == pytest.approx(0.1414213562)
+    assert frame["std"][0] == pytest.approx(0.2828427125)  # of the repetitions 0.8 and 1.2
     assert frame["normalized"].to_list() == pytest.approx([1.0, 1.5])
     assert frame["slowdown_pct"].to_list() == pytest.approx([0.0, 50.0])
 
