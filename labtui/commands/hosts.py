@@ -99,7 +99,8 @@ async def _check_one(name: str) -> HostReport:
 
 async def _fill(host: Host, report: HostReport) -> None:
     facts = await host.facts()
-    report.reachable, report.os, report.cores, report.mem_bytes = True, f"{facts.os} {facts.kernel}", facts.cores, facts.mem_total_bytes
+    report.reachable, report.os = True, f"{facts.os} {facts.kernel}"
+    report.cores, report.mem_bytes = facts.cores, facts.mem_total_bytes
 
     async def one(backend_name: str) -> tuple[str, bool, str]:
         try:

@@ -102,10 +102,12 @@ async def _follow(
         if isinstance(event, Result):
             latest = f"{event.metric}={_fmt(event.value, event.unit)}"
         elif isinstance(event, StepStarted):
-            progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, event.steps, event.background, latest))
+            progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, event.steps,
+                                                 event.background, latest))
         elif isinstance(event, StepEnded):
             progress.advance(task)
-            progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, steps, event.background, latest))
+            progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, steps,
+                                                 event.background, latest))
         elif isinstance(event, SessionEnded) and event.message:
             where = f" ({host})" if several else ""
             console.print(Text.assemble((f"{event.status}{where}: ", "red"), event.message))

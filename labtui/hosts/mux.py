@@ -127,5 +127,5 @@ if __name__ == "__main__":
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise SystemExit(0)  # another mux serves this config already
+            raise SystemExit(0) from None  # another mux serves this config already
         asyncio.run(main(Path(config_arg), Path(socket_arg), hosts))

@@ -310,7 +310,8 @@ class SSHHost(Host):
                         except asyncio.TimeoutError:
                             continue
                         except (asyncssh.Error, OSError) as exc:
-                            raise HostError(f"host {self.name}: connection lost while streaming {argv[0]}: {_reason(exc)}") from exc
+                            raise HostError(f"host {self.name}: connection lost while streaming {argv[0]}: "
+                                            f"{_reason(exc)}") from exc
                         if not line:
                             with contextlib.suppress(asyncio.TimeoutError):
                                 await asyncio.wait_for(proc.wait_closed(), KILL_TIMEOUT_S)
@@ -656,7 +657,8 @@ class SSHHost(Host):
         from a handshake's turn, so 32 hosts at once queue rather than time out.
         """
         last: Exception | None = None
-        for attempt, delay in enumerate((0.0, *RECONNECT_BACKOFF_S)):
+        delays = (0.0, *RECONNECT_BACKOFF_S)
+        for delay in delays:
             if delay:
                 await asyncio.sleep(delay)
             try:
@@ -667,7 +669,7 @@ class SSHHost(Host):
                 raise
             except HostError as exc:
                 last = exc
-        raise HostError(f"{last} (gave up after {attempt + 1} attempts)")
+        raise HostError(f"{last} (gave up after {len(delays)} attempts)")
 
     async def _connect_once(self, tunnel: asyncssh.SSHClientConnection | None) -> _Conn:
         cfg = self.config

@@ -29,7 +29,8 @@ def parse_redis_benchmark_csv(text: str) -> list[Reading]:
             if column == "rps":
                 readings.append(Reading("redis-benchmark", f"{test}_rps", number(value, f"{row[0]} rps"), "req/s", "higher"))
             else:
-                readings.append(Reading("redis-benchmark", f"{test}_{column}", number(value, f"{row[0]} {column}"), "ms", "lower"))
+                readings.append(Reading("redis-benchmark", f"{test}_{column}", number(value, f"{row[0]} {column}"),
+                                        "ms", "lower"))
     return readings
 
 

@@ -25,8 +25,11 @@ def parse_stress_ng(text: str) -> list[Reading]:
     readings = []
     for stressor, _ops, _real, _usr, _sys, per_real, per_cpu in _ROW.findall(text):
         name = stressor.replace("-", "_")
-        readings.append(Reading("stress-ng", f"{name}_bogo_ops_s", number(per_real, f"{stressor} bogo ops/s"), "bogo ops/s", "higher"))
-        readings.append(Reading("stress-ng", f"{name}_bogo_ops_s_cpu", number(per_cpu, f"{stressor} bogo ops/s (usr+sys)"), "bogo ops/s", "higher"))
+        readings.append(Reading("stress-ng", f"{name}_bogo_ops_s", number(per_real, f"{stressor} bogo ops/s"),
+                                "bogo ops/s", "higher"))
+        readings.append(Reading("stress-ng", f"{name}_bogo_ops_s_cpu",
+                                number(per_cpu, f"{stressor} bogo ops/s (usr+sys)"), "bogo ops/s", "higher"))
     if not readings:
-        raise ParseError("stress-ng: no metrics row ('stress-ng: metrc: [pid] <stressor> <bogo ops> ...'); run with --metrics-brief")
+        raise ParseError("stress-ng: no metrics row ('stress-ng: metrc: [pid] <stressor> <bogo ops> ...'); "
+                         "run with --metrics-brief")
     return readings

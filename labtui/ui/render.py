@@ -89,7 +89,8 @@ def log_line(event: Event) -> Text | None:
         case StepEnded():
             body, style = f"rep {event.repetition} step {event.step + 1} done" + ("" if event.ok else " (failed)"), "dim"
         case Result():
-            body, style = f"{event.benchmark}/{event.metric} = {measure(event.value, event.unit)} at {event.background} bg", "cyan"
+            value = measure(event.value, event.unit)
+            body, style = f"{event.benchmark}/{event.metric} = {value} at {event.background} bg", "cyan"
         case Log():
             body = f"[{event.kind}] {event.message}"
             style = {"error": "red", "warning": "yellow", "debug": "dim"}.get(event.level, "")

@@ -55,7 +55,8 @@ class ZoneConfig:
 def _value(key: str, value: str) -> str:
     """A zonecfg value, refused when it could break out of its command."""
     if not value or _UNSAFE & set(value):
-        raise BackendError(f"zones backend: {key} value {value!r} is empty or holds a space, quote, ';', '#' or control character")
+        raise BackendError(f"zones backend: {key} value {value!r} is empty or holds a space, quote, ';', '#' "
+                           "or control character")
     return value
 
 
