@@ -168,7 +168,7 @@ def start_sshd(
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError(f"sshd on {address}:{port} did not start: {(directory / 'sshd.log').read_text()}")
+                raise RuntimeError(f"sshd on {address}:{port} did not start: {(directory / 'sshd.log').read_text()}") from None
             time.sleep(0.02)
     return Sshd(address, port, directory, asyncssh.read_public_key(str(host_key) + ".pub"), proc, sftp)
 

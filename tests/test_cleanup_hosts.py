@@ -38,7 +38,7 @@ def _created_rows(db: Path) -> int:
 
 
 @needs_sshd
-def test_cleanup_without_host_removes_the_zones_of_a_killed_run(seeded: FakeHost, tmp_path: Path,
+def test_cleanup_without_host_removes_the_zones_of_a_killed_run(seeded: FakeHost, tmp_path: Path,  # noqa: F811
                                                                  keys: Path) -> None:  # noqa: F811
     config = write_lab(tmp_path, [seeded], keys)
     env = {**os.environ, "LABTUI_CONFIG": str(config), "LABTUI_RUNTIME_DIR": str(tmp_path / "rt"), "COLUMNS": "200"}

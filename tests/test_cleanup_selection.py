@@ -9,7 +9,6 @@ machine.
 
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 from collections.abc import Sequence

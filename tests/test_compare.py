@@ -64,7 +64,8 @@ def recorded(db: Path) -> Path:
         + [(1, 0, 0, "sqlite", "inserts", 2.0, "s", "lower", "")]
         + [(1, 0, 0, "boot", "memory", 1e8, "bytes", "lower", "")]
         + [(r, s, 0, "stream", "copy", v, "MB/s", "higher", p)
-           for r, s, p, v in ((1, 0, "alone", 100.0), (2, 0, "alone", 102.0), (1, 1, "same-thread", 60.0), (2, 1, "same-thread", 64.0))]
+           for r, s, p, v in ((1, 0, "alone", 100.0), (2, 0, "alone", 102.0),
+                              (1, 1, "same-thread", 60.0), (2, 1, "same-thread", 64.0))]
     )
     b = (
         _boot([v + 10 for v in SLEEP_2], step=0, bg=0)
@@ -75,7 +76,8 @@ def recorded(db: Path) -> Path:
         + [(r, 0, 0, "net", "req_s", v, "req/s", "higher", "") for r, v in ((1, 800.0), (2, 810.0), (3, 790.0))]
         + [(1, 0, 0, "sqlite", "inserts", 2100.0, "ms", "lower", "")]
         + [(r, s, 0, "stream", "copy", v, "MB/s", "higher", p)
-           for r, s, p, v in ((1, 0, "alone", 101.0), (2, 0, "alone", 99.0), (1, 1, "same-thread", 90.0), (2, 1, "same-thread", 94.0))]
+           for r, s, p, v in ((1, 0, "alone", 101.0), (2, 0, "alone", 99.0),
+                              (1, 1, "same-thread", 90.0), (2, 1, "same-thread", 94.0))]
     )
     record_events(db, _session("docker-boot-1", "boot-scaling", "docker", a, T0)
                   + _session("unikraft-boot-1", "boot-scaling", "unikraft", b, T0 + 5000))
@@ -143,7 +145,8 @@ def test_higher_is_better_single_samples_and_one_sided_metrics(recorded: Path, c
     assert (one["p_value"], one["t"], one["ci95_low"], one["significant"]) == (None, None, None, None)
     assert one["verdict"] == "no test: one repetition each"
     cpu = rows[("cpu", "prime_ops", "", 0, "ops/s")]
-    assert (cpu["n_a"], cpu["n_b"], cpu["slowdown_pct"], cpu["verdict"]) == (3, 1, pytest.approx(50.0), "no test: one repetition in B")
+    assert (cpu["n_a"], cpu["n_b"], cpu["slowdown_pct"], cpu["verdict"]) == (3, 1, pytest.approx(50.0),
+                                                                             "no test: one repetition in B")
     memory = rows[("boot", "memory", "", 0, "bytes")]
     assert (memory["present"], memory["n_a"], memory["n_b"], memory["ratio"]) == ("A only", 1, None, None)
     assert memory["verdict"] == "only in A"
@@ -176,7 +179,8 @@ def test_narrow_terminal_gets_lines_instead_of_a_table(recorded: Path, capsys, m
     assert max(len(x) for x in lines) <= 80
     at = lines.index("  boot_time (s, lower is better, background 10)")
     assert lines[at + 1] == "    A 1 (n=4)  B 2.025 (n=4)  B/A 2.025  change +102.5 %  slowdown +102.5 %"
-    assert lines[at + 2].startswith("    95% CI of B−A 0.7694 … 1.281 t  p 0.000") and lines[at + 2].endswith("B worse, significant")
+    assert lines[at + 2].startswith("    95% CI of B−A 0.7694 … 1.281 t  p 0.000")
+    assert lines[at + 2].endswith("B worse, significant")
     at = lines.index("  memory (bytes, lower is better)")
     assert lines[at + 1: at + 3] == ["    A 1e+08 (n=1)", "    only in A"]
     at = lines.index("  copy (MB/s, higher is better, placement same-thread)")
@@ -275,7 +279,8 @@ def test_vserver_xen_paper_statements(db: Path, capsys) -> None:
         assert code == 0 and all(r["present"] == "both" for r in doc["rows"])
         return {r["metric"]: r for r in doc["rows"]}
 
-    vserver, xen, xen_vs_vserver = compare("linux-up", "vserver-up"), compare("linux-up", "xen3-up"), compare("vserver-up", "xen3-up")
+    vserver, xen = compare("linux-up", "vserver-up"), compare("linux-up", "xen3-up")
+    xen_vs_vserver = compare("vserver-up", "xen3-up")
     assert len(vserver) == len(xen) == 7
     # "The performance of VServer-UP is always within 1% of Linux-UP" (fork, exec and sh process)
     for metric in ("proc_fork_us", "proc_exec_us", "proc_shell_us"):

@@ -235,8 +235,8 @@ def bare_agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_without_a_cpu_controller_a_cap_fails_before_any_instance_starts(bare_agent: Path, tmp_path: Path) -> None:
     marker = tmp_path / "started"
-    run = subprocess.run([str(bare_agent), "spawn", "--session", f"fsbare-{secrets.token_hex(4)}", "--role", "worker", "--instance", "w1",
-                          "--instance", "w2", "--cpu-cap", "0.5", "--", "touch", str(marker)],
+    run = subprocess.run([str(bare_agent), "spawn", "--session", f"fsbare-{secrets.token_hex(4)}", "--role", "worker",
+                          "--instance", "w1", "--instance", "w2", "--cpu-cap", "0.5", "--", "touch", str(marker)],
                          capture_output=True, text=True, timeout=30, check=False)
     assert run.returncode == 1
     assert run.stdout.startswith("error\tw1\tcpu cap needs a writable cgroup cpu controller and found none")
@@ -251,8 +251,8 @@ def test_without_a_cpu_controller_a_weight_becomes_the_nearest_nice(
     if nice < 0 and os.geteuid() != 0:
         pytest.skip(f"a negative nice needs root (running as uid {os.geteuid()})")
     out = tmp_path / "nice.out"
-    run = subprocess.run([str(bare_agent), "spawn", "--session", f"fsbare-{secrets.token_hex(4)}", "--role", "worker", "--instance", "w1",
-                          "--wait", "exit", "--stdout", str(out), "--cpu-weight", str(weight), "--",
+    run = subprocess.run([str(bare_agent), "spawn", "--session", f"fsbare-{secrets.token_hex(4)}", "--role", "worker",
+                          "--instance", "w1", "--wait", "exit", "--stdout", str(out), "--cpu-weight", str(weight), "--",
                           "sh", "-c", "cut -d' ' -f19 /proc/self/stat"], capture_output=True, text=True, timeout=30, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     assert out.read_text().strip() == str(nice)
@@ -291,7 +291,8 @@ async def test_docker_gives_a_container_its_cpu_shares_and_quota(docker_lab: Lab
 
 
 def labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
     return proc
 

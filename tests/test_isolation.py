@@ -161,7 +161,8 @@ def test_isolation_suite_errors_name_the_key(tmp_path: Path, text: str, key: str
 
 
 def test_builtin_isolation_suites_follow_the_study() -> None:
-    for name, attacker in [("isolation-cpu", "attack-cpu"), ("isolation-memory", "attack-mem"), ("isolation-syscall", "attack-syscall")]:
+    for name, attacker in [("isolation-cpu", "attack-cpu"), ("isolation-memory", "attack-mem"),
+                           ("isolation-syscall", "attack-syscall")]:
         suite = load_suite(name)
         assert suite.kind == "isolation" and suite.repetitions == 20
         assert suite.worker is not None and suite.worker.program == "sqlite" and suite.worker.args[0] == "60000"

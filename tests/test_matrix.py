@@ -23,7 +23,7 @@ import pytest
 from labtui.store import fetch_frame, slowdown_frame
 from labtui.suites import list_suites, load_suite
 from labtui.ui.series import SLOWDOWN_COLUMNS, slowdown
-from simulators.fakehost import FakeHost, start_fake_host, write_lab
+from simulators.fakehost import start_fake_host, write_lab
 from simulators.guest import make_guest_image
 from sshd_fixture import free_port, sshd_available, write_key
 

@@ -142,7 +142,8 @@ async def test_start_at_holds_instances_until_a_common_time(lab: Lab) -> None:
 )
 async def test_attacker_runs_until_killed_and_cleans_up(lab: Lab, program: str, args: list[str]) -> None:
     session = lab.session()
-    (attacker,) = await lab.backend.create_many([InstanceSpec(Labels(session, "attacker", "a1"), program=program, args=tuple(args))])
+    (attacker,) = await lab.backend.create_many([InstanceSpec(Labels(session, "attacker", "a1"), program=program,
+                                                              args=tuple(args))])
     pid = attacker.details["pid"]
     await asyncio.sleep(0.3)
     assert [i.handle for i in await lab.backend.list(session)] == [attacker.handle]
@@ -171,7 +172,8 @@ def probe_bin(tmp_path_factory: pytest.TempPathFactory):
         if name not in built:
             binary = out / name
             for flags in ([*FLAGS, "-static"], list(FLAGS)):
-                if subprocess.run(["cc", *flags, "-o", str(binary), str(probe_source(name))], capture_output=True).returncode == 0:
+                compiled = subprocess.run(["cc", *flags, "-o", str(binary), str(probe_source(name))], capture_output=True)
+                if compiled.returncode == 0:
                     break
             else:
                 pytest.skip("no C compiler")
@@ -226,7 +228,8 @@ def test_shell_probe_execs_its_program_every_round(probe_bin, tmp_path: Path) ->
 def test_shell_probe_default_execs_sh_then_a_program(probe_bin, tmp_path: Path) -> None:
     # lat_proc shell: /bin/sh -c PROGRAM, and the shell execs PROGRAM (not a builtin)
     trace = tmp_path / "trace"
-    done = subprocess.run(["strace", "-f", "-qq", "-z", "-e", "trace=execve", "-o", str(trace), probe_bin("proc"), "shell", "0.1"],
+    done = subprocess.run(["strace", "-f", "-qq", "-z", "-e", "trace=execve", "-o", str(trace), probe_bin("proc"), "shell",
+                           "0.1"],
                           capture_output=True, text=True, env={**os.environ, "LABTUI_PROBE_COUNTS": "1"})
     assert done.returncode == 0, done.stderr
     rounds = json.loads(done.stderr.strip().splitlines()[-1])["rounds"]

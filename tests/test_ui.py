@@ -560,7 +560,7 @@ async def test_help_lists_each_view_s_keys_and_q_quits_from_every_view(lab: Path
                     assert needle in text
                 await pilot.press("escape")
             await pilot.press("q")
-            await wait_for(pilot, lambda: not app.is_running, 5, f"q to quit from {tab}")
+            await wait_for(pilot, lambda app=app: not app.is_running, 5, f"q to quit from {tab}")
 
 
 async def test_sql_grid_shows_100000_rows_with_the_cap_stated(lab: Path) -> None:

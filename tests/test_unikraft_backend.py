@@ -133,7 +133,8 @@ async def test_sleepers_are_listed_with_labels_memory_and_console(lab: Lab) -> N
     for instance in created:
         pid = instance.details["pid"]
         argv = cmdline(pid)
-        assert argv[argv.index("-name") + 1] == f"labtui,,session={session},,role={instance.labels.role},,instance={instance.labels.instance}"
+        assert argv[argv.index("-name") + 1] == (f"labtui,,session={session},,role={instance.labels.role},,"
+                                                 f"instance={instance.labels.instance}")
         assert "labtui-kernel sleeper: ready" in Path(instance.details["console"]).read_text()
         assert instance.boot_s > 0 and instance.state == "running"
     found = await lab.backend.list(session)

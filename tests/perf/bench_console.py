@@ -298,7 +298,7 @@ def sql_paint(tmp: Path, runs: int) -> tuple[list[float], list[float], list[floa
     try:
         term.wait_for(b"sql bench ready", 60)
         term.drain(1.0)
-        for k in range(runs):
+        for _k in range(runs):
             for rows in (SQL_ROWS, REFERENCE_ROWS):  # alternately, so that load drifts fall on both
                 start = time.perf_counter()
                 os.write(term.master, CTRL_R)

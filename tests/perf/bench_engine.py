@@ -69,7 +69,8 @@ def main() -> None:
         os.environ["LABTUI_RUNTIME_DIR"] = runtime
         create_s, destroy_s = asyncio.run(sleepers_round_trip(1000))
         total = create_s + destroy_s
-        report("process_1000_sleepers", total, "s", f"ceiling 15 s (create {create_s:.2f} s, destroy {destroy_s:.2f} s)", 15 / total, total <= 15)
+        report("process_1000_sleepers", total, "s", f"ceiling 15 s (create {create_s:.2f} s, destroy {destroy_s:.2f} s)",
+               15 / total, total <= 15)
         share = asyncio.run(sampler_cpu_share(10 if args.quick else 60))
         report("sampler_cpu_1hz", share * 100, "% of one core", "ceiling 1%", 0.01 / max(share, 1e-9), share < 0.01)
     elapsed = help_time()

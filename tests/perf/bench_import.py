@@ -119,7 +119,8 @@ def main() -> None:
     print(f"duckdb read_csv:   median {duck:.3f} s (all: {', '.join(f'{t:.3f}' for t in theirs)})")
     print(f"labtui import:     median {lab:.3f} s (all: {', '.join(f'{t:.3f}' for t in ours)})")
     print(f"labtui import as a new process (python start-up and imports included): {cli:.3f} s")
-    report("import_vs_duckdb", ratio, "x DuckDB's own load", f"DuckDB's read_csv at {rows / duck:,.0f} rows/s, ceiling {CEILING}x",
+    report("import_vs_duckdb", ratio, "x DuckDB's own load",
+           f"DuckDB's read_csv at {rows / duck:,.0f} rows/s, ceiling {CEILING}x",
            CEILING / ratio, ratio <= CEILING)
 
 

@@ -101,20 +101,24 @@ def pairs(probes: dict[str, str], ub: Path | None, lm: Path | None, seconds: int
         env = {**os.environ, "UB_BINDIR": str(pg)}
         testdir = str(ub / "testdir")
         out += [
-            Pair("UnixBench context1", "lps", Side([probes["ctxsw"], "context1", s], probe_value()), Side([str(pg / "context1"), s], ub_count)),
-            Pair("UnixBench spawn", "lps", Side([probes["proc"], "spawn", s], probe_value()), Side([str(pg / "spawn"), s], ub_count)),
+            Pair("UnixBench context1", "lps", Side([probes["ctxsw"], "context1", s], probe_value()),
+                 Side([str(pg / "context1"), s], ub_count)),
+            Pair("UnixBench spawn", "lps", Side([probes["proc"], "spawn", s], probe_value()),
+                 Side([str(pg / "spawn"), s], ub_count)),
             Pair("UnixBench execl", "lps", Side([probes["proc"], "execl", s], probe_value()),
                  Side([str(pg / "execl"), s], ub_count, cwd=testdir, env=env)),
             Pair("UnixBench shell1", "lpm", Side([probes["proc"], "multi", s, "1", work], probe_value()),
                  Side([str(pg / "looper"), s, str(pg / "multi.sh"), "1"], ub_count, cwd=testdir, env=env)),
             Pair("UnixBench shell8", "lpm", Side([probes["proc"], "multi", s, "8", work], probe_value()),
                  Side([str(pg / "looper"), s, str(pg / "multi.sh"), "8"], ub_count, cwd=testdir, env=env)),
-            Pair("UnixBench pipe", "lps", Side([probes["pipe"], s, "512"], probe_value(1e6 / 512)), Side([str(pg / "pipe"), s], ub_count)),
+            Pair("UnixBench pipe", "lps", Side([probes["pipe"], s, "512"], probe_value(1e6 / 512)),
+                 Side([str(pg / "pipe"), s], ub_count)),
             Pair("UnixBench syscall", "lps", Side([probes["syscall"], "mix", s], lambda o, e, t: 1e9 / probe_value()(o, e, t)),
                  Side([str(pg / "syscall"), s], ub_count)),
         ]
         for buf, blocks in (("256", "500"), ("1024", "2000"), ("4096", "8000")):
-            out.append(Pair(f"UnixBench fstime -c -b {buf}", "KBps", Side([probes["filecopy"], buf, s, work, blocks], probe_value()),
+            out.append(Pair(f"UnixBench fstime -c -b {buf}", "KBps",
+                            Side([probes["filecopy"], buf, s, work, blocks], probe_value()),
                             Side([str(pg / "fstime"), "-c", "-t", s, "-d", work, "-b", buf, "-m", blocks], ub_count)))
     if lm is not None:
         mmap_file = f"{work}/lmbench-XXX"
@@ -136,7 +140,8 @@ def pairs(probes: dict[str, str], ub: Path | None, lm: Path | None, seconds: int
             Pair("lmbench lat_pagefault (64 MB file)", "us", Side([probes["mmap"], "pagefault", s, "65536", work], probe_value()),
                  Side([str(lm / "lat_pagefault"), f"{mmap_file}-64m"], lm_time(r"Pagefaults on \S+: ([\d.]+)"))),
         ]
-        for call, mode, label in (("null", "getppid", "Simple syscall"), ("read", "read", "Simple read"), ("write", "write", "Simple write"),
+        for call, mode, label in (("null", "getppid", "Simple syscall"), ("read", "read", "Simple read"),
+                                  ("write", "write", "Simple write"),
                                   ("stat", "stat", "Simple stat"), ("open", "openclose", "Simple open/close")):
             out.append(Pair(f"lmbench lat_syscall {call}", "us", Side([probes["syscall"], mode, s], probe_value(1e-3)),
                             Side([str(lm / "lat_syscall"), call, *(["/dev/null"] if call in ("stat", "open") else [])],
@@ -193,7 +198,8 @@ def main() -> int:
         host = LocalHost()
 
         async def build() -> dict[str, str]:
-            return {n: await ensure_program(host, probe_source(n), n) for n in ("ctxsw", "proc", "pipe", "syscall", "filecopy", "mmap")}
+            return {n: await ensure_program(host, probe_source(n), n)
+                    for n in ("ctxsw", "proc", "pipe", "syscall", "filecopy", "mmap")}
 
         probes = asyncio.run(build())
         todo = pairs(probes, ub, lm, args.seconds, work)
@@ -213,7 +219,8 @@ def main() -> int:
                     got = {who: run(side) for who, side in sides}
                     values[pair.name][0].append(got["probe"])
                     values[pair.name][1].append(got["original"])
-                    print(f"round {r + 1} {pair.name}: probe {got['probe']:.4g} original {got['original']:.4g} {pair.unit}", flush=True)
+                    print(f"round {r + 1} {pair.name}: probe {got['probe']:.4g} original {got['original']:.4g} {pair.unit}",
+                          flush=True)
         finally:
             for path in made:
                 Path(path).unlink(missing_ok=True)
@@ -227,11 +234,13 @@ def main() -> int:
         med = statistics.median(ratios)
         flag = "" if 0.85 <= med <= 1.15 else "  outside 0.85-1.15"
         if args.markdown:
-            print(f"| {pair.name} | {pair.unit} | {statistics.median(probe_values):.4g} | {statistics.median(original_values):.4g} | "
+            print(f"| {pair.name} | {pair.unit} | {statistics.median(probe_values):.4g} | "
+                  f"{statistics.median(original_values):.4g} | "
                   f"{med:.2f} | {min(ratios):.2f}-{max(ratios):.2f} |")
         else:
             print(f"{pair.name}: ratio {med:.2f} (spread {min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} rounds); "
-                  f"probe {statistics.median(probe_values):.4g} original {statistics.median(original_values):.4g} {pair.unit}{flag}")
+                  f"probe {statistics.median(probe_values):.4g} original {statistics.median(original_values):.4g} "
+                  f"{pair.unit}{flag}")
     return 0
 
 

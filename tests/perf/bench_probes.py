@@ -63,7 +63,8 @@ def main() -> int:
                 (reading,) = parse_probe_output(out)
                 values.append(reading.value)
             cv = summarize(values).cv * 100
-            report(f"probe {name} {reading.metric} cv", cv, "%", f"5% over {RUNS} runs, mean {summarize(values).mean:.4g} {reading.unit}", ok=cv < 5.0)
+            report(f"probe {name} {reading.metric} cv", cv, "%",
+                   f"5% over {RUNS} runs, mean {summarize(values).mean:.4g} {reading.unit}", ok=cv < 5.0)
     return 0
 
 

@@ -35,7 +35,8 @@ def make_events(n: int) -> list:
     half = n // 2
     base = 1_790_000_000.0
     results = [
-        Result("bench", 1, i % 100, (i % 100) * 10, "local", f"w{i}", "boot", "boot_time", 0.001 * (i % 7), "s", "lower", base + i)
+        Result("bench", 1, i % 100, (i % 100) * 10, "local", f"w{i}", "boot", "boot_time", 0.001 * (i % 7), "s", "lower",
+               base + i)
         for i in range(half)
     ]
     samples = [
@@ -64,13 +65,16 @@ def naive_rate(db: Path, events: list) -> float:
     samples = [e for e in events if isinstance(e, ResourceSample)]
     start = time.perf_counter()
     con.executemany(
-        "insert into results (session_id, repetition, step, background, host, instance_id, benchmark, metric, value, unit, better, ts) "
+        "insert into results (session_id, repetition, step, background, host, instance_id, benchmark, metric, value, unit, "
+        "better, ts) "
         "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, to_timestamp(?))",
-        [(e.session_id, e.repetition, e.step, e.background, e.host, e.instance_id, e.benchmark, e.metric, e.value, e.unit, e.better, e.ts) for e in results],
+        [(e.session_id, e.repetition, e.step, e.background, e.host, e.instance_id, e.benchmark, e.metric, e.value, e.unit,
+          e.better, e.ts) for e in results],
     )
     con.executemany(
         "insert into resources values (?, ?, to_timestamp(?), ?, ?, ?, ?, ?, ?)",
-        [(e.session_id, e.host, e.ts, e.cpu_avail, e.mem_avail, e.swap_avail, e.mem_used_bytes, e.load1, e.instances) for e in samples],
+        [(e.session_id, e.host, e.ts, e.cpu_avail, e.mem_avail, e.swap_avail, e.mem_used_bytes, e.load1, e.instances)
+         for e in samples],
     )
     elapsed = time.perf_counter() - start
     con.close()
@@ -85,12 +89,14 @@ def copy_rate(db: Path, events: list, tmp: Path) -> float:
         out = csv.writer(f)
         for e in events:
             if isinstance(e, Result):
-                out.writerow((e.session_id, e.repetition, e.step, e.background, e.host, e.instance_id, e.benchmark, e.metric, e.value, e.unit, e.better, time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(e.ts))))
+                out.writerow((e.session_id, e.repetition, e.step, e.background, e.host, e.instance_id, e.benchmark, e.metric,
+                              e.value, e.unit, e.better, time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(e.ts))))
     with open(resources_csv, "w", newline="") as f:
         out = csv.writer(f)
         for e in events:
             if isinstance(e, ResourceSample):
-                out.writerow((e.session_id, e.host, time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(e.ts)), e.cpu_avail, e.mem_avail, "", e.mem_used_bytes, e.load1, e.instances))
+                out.writerow((e.session_id, e.host, time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(e.ts)), e.cpu_avail,
+                              e.mem_avail, "", e.mem_used_bytes, e.load1, e.instances))
     con = duckdb.connect(str(db))
     start = time.perf_counter()
     con.execute(f"copy results (session_id, repetition, step, background, host, instance_id, benchmark, metric, "
@@ -244,11 +250,14 @@ def main() -> None:
         naive = naive_rate(tmp / "b.duckdb", events[: naive_n // 2] + events[n // 2 : n // 2 + naive_n // 2])
         copy = copy_rate(tmp / "c.duckdb", events, tmp)
         report("store_ingest_batched", batched, "rows/s", "floor 300,000 rows/s", batched / 300_000, batched >= 300_000)
-        report("store_ingest_vs_naive", batched / naive, "x", f"naive executemany at {naive:,.0f} rows/s, floor 30x", batched / naive / 30, batched / naive >= 30)
-        report("store_ingest_vs_copy", copy / batched, "x slower than COPY", f"CSV COPY at {copy:,.0f} rows/s, ceiling 2x", 2 / (copy / batched), copy / batched <= 2)
+        report("store_ingest_vs_naive", batched / naive, "x", f"naive executemany at {naive:,.0f} rows/s, floor 30x",
+               batched / naive / 30, batched / naive >= 30)
+        report("store_ingest_vs_copy", copy / batched, "x slower than COPY", f"CSV COPY at {copy:,.0f} rows/s, ceiling 2x",
+               2 / (copy / batched), copy / batched <= 2)
         rows = 2_000_000 if args.quick else 10_000_000
         elapsed = sql_aggregate_time(tmp, rows)
-        report("sql_grouped_aggregate", elapsed * 1000, "ms", f"{rows:,} resource rows via `labtui sql`, ceiling 1000 ms", 1.0 / elapsed, elapsed < 1.0)
+        report("sql_grouped_aggregate", elapsed * 1000, "ms", f"{rows:,} resource rows via `labtui sql`, ceiling 1000 ms",
+               1.0 / elapsed, elapsed < 1.0)
         sharing(tmp, args.quick)
 
 

@@ -110,7 +110,7 @@ def parse_config(text: str, path: str) -> dict:
                 raise ValueError
             config[key.strip()] = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
-            raise SystemExit(_fail(f'{path}:{lineno}: config parsing error near `{line}\': syntax error'))
+            raise SystemExit(_fail(f'{path}:{lineno}: config parsing error near `{line}\': syntax error')) from None
     return config
 
 

@@ -55,7 +55,8 @@ class FakeHost:
         return f"[{self.server.address}]:{self.server.port} {key[0]} {key[1]}\n"
 
 
-def start_fake_host(root: Path, name: str, address: str, kind: str, client_pub: Path, *, tools: tuple[str, ...] | None = None) -> FakeHost:
+def start_fake_host(root: Path, name: str, address: str, kind: str, client_pub: Path, *,
+                    tools: tuple[str, ...] | None = None) -> FakeHost:
     """Make the host directory (symlinks to kind's simulators, or just tools) and start its sshd."""
     (root / "bin").mkdir(parents=True)
     (root / "state").mkdir()
