@@ -115,7 +115,9 @@ def report_line(stdout: str, session: str, instance_id: str) -> str:
 
 
 def cleanup(*args: str, db: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    out = labtui("cleanup", *args, "--backend", "process", "--db", str(db), env=env)
+    """A cleanup of this machine's process instances (--host local: a bare cleanup also visits the hosts of
+    the store's open rows, and the test's row on host 'elsewhere' names no reachable host)."""
+    out = labtui("cleanup", *args, "--backend", "process", "--host", "local", "--db", str(db), env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     return out
 
