@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import builtins
 import importlib
 import importlib.metadata
 import tomllib
@@ -164,7 +165,7 @@ class Backend(abc.ABC):
         """Run argv inside an instance, where the backend can."""
         raise BackendError(f"backend {self.name} cannot exec inside instances")
 
-    async def stage(self, instance: Instance, paths: Sequence[str]) -> list[str]:
+    async def stage(self, instance: Instance, paths: Sequence[str]) -> builtins.list[str]:
         """Make host files (programs) usable inside an instance; return each one's path there.
 
         The default suits backends whose instances see the host's files (processes,
@@ -188,7 +189,7 @@ class Backend(abc.ABC):
         """Describe the isolation this backend applies on its host (for the record)."""
         return ""
 
-    async def create_many(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
+    async def create_many(self, specs: Sequence[InstanceSpec]) -> builtins.list[Instance]:
         """Create several instances with at most max_parallel_creates in flight."""
         gate = asyncio.Semaphore(self.max_parallel_creates)
 
@@ -198,7 +199,7 @@ class Backend(abc.ABC):
 
         return list(await asyncio.gather(*(one(s) for s in specs)))
 
-    async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
+    async def memory_many(self, instances: Sequence[Instance]) -> builtins.list[int | None]:
         """Memory of several instances (default: memory_bytes one by one, bounded)."""
         gate = asyncio.Semaphore(self.max_parallel_creates)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 from rich.console import Console
@@ -38,17 +39,19 @@ def render_fairshare(console: Console, db: Path, session_id: str) -> bool:
                 "of all received", "n"):
         table.add_column(col, justify="left" if col in ("configuration", "instances") else "right")
     for (step, role), group in per_instance.group_by(["step", "role"], maintain_order=True):
-        achieved, requested = group["achieved_share"], group["requested_share"].mean()
-        count = group.group_by("repetition").len()["len"].max()
+        # polars types a Series' aggregates as any scalar: these columns hold floats, the count an int
+        achieved, requested = group["achieved_share"], cast(float, group["requested_share"].mean())
+        mean, low, high = (cast(float, achieved.mean()), cast(float, achieved.min()), cast(float, achieved.max()))
+        count = cast(int, group.group_by("repetition").len()["len"].max())
         who = "reserved" if role == "reserved" else ("each" if step == 0 else "each other")
         table.add_row(
             Text(str(names[step]) if step < len(names) else str(step)),
             f"{who} ({count})" if who != "reserved" else who,
             _pct(requested),
-            _pct(achieved.mean()),
-            f"{_pct(achieved.min())} - {_pct(achieved.max())}",
-            f"{achieved.mean() / requested:.3f}",
-            _pct(group["of_all"].mean()),
+            _pct(mean),
+            f"{_pct(low)} - {_pct(high)}",
+            f"{mean / requested:.3f}",
+            _pct(cast(float, group["of_all"].mean())),
             str(achieved.len()),
         )
     console.print(table)

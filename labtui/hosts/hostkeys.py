@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def fingerprint(key: asyncssh.SSHKey) -> str:
 
 
 async def offered_key(
-    config: HostConfig, *, tunnel: asyncssh.SSHClientConnection | None = None, like: list[asyncssh.SSHKey] = ()
+    config: HostConfig, *, tunnel: asyncssh.SSHClientConnection | None = None, like: Sequence[asyncssh.SSHKey] = ()
 ) -> asyncssh.SSHKey:
     """The key the host offers (of the recorded keys' algorithms when like is given)."""
     algs = sorted({k.get_algorithm() for k in like}) or ()

@@ -776,7 +776,7 @@ def remote_command(
 
 
 async def _read_until_end(proc: asyncssh.SSHClientProcess) -> list[str]:
-    lines = []
+    lines: list[str] = []
     while True:
         raw = await proc.stdout.readline()
         if not raw:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import polars as pl
 from matplotlib.ticker import MaxNLocator
 
@@ -57,7 +59,7 @@ def share_charts(sessions: list[SessionData]) -> list[Chart]:
         color = SESSION_COLORS[i % len(SESSION_COLORS)]
         label = session.label if len(usable) > 1 else "achieved (mean ± 1 std)"
         ax.errorbar(x, stats["mean"].to_numpy(), yerr=stats["std"].to_numpy(), fmt="o", capsize=4, color=color, label=label)
-        top = max(top, float(x.max()), float((stats["mean"] + stats["std"]).max()))
+        top = max(top, float(x.max()), float(cast(float, (stats["mean"] + stats["std"]).max())))
     ax.plot([0, top * 1.05], [0, top * 1.05], "--", color="#555555", linewidth=0.8, label="requested = achieved")
     ax.set_xlim(0, top * 1.05)
     ax.set_ylim(0, top * 1.05)

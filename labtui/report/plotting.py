@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 #: Names and values are data: '$...$' in a metric name is not mathtext (figures are built under this).
-PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+PLAIN_TEXT: dict[RcKeyType, Any] = {"text.parse_math": False, "text.usetex": False}
 #: One colour per session in overlays; the first is used alone.
 SESSION_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 

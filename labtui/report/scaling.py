@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import polars as pl
 from matplotlib.ticker import MaxNLocator
 
@@ -61,7 +63,8 @@ def _metric_chart(sessions: list[SessionData], key: dict, parts: list[pl.DataFra
         ax.set_xlabel(x_label(sessions))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(loc="best", fontsize=9)
-    top = max(((p["mean"] + p["std"].fill_null(0.0)).max() or 0.0) for p in parts)
+    # polars types a Series' max as any scalar: these columns hold floats
+    top = max((cast(float, (p["mean"] + p["std"].fill_null(0.0)).max()) or 0.0) for p in parts)
     ax_abs.set_ylim(0, top / factor * 1.15 or 1.0)  # headroom above the band for the legend
     return Chart(slug(key["benchmark"], metric), title, fig)
 

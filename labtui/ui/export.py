@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import polars as pl
 
@@ -34,7 +34,8 @@ def result_frame(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> pl
 
 def export_arrow(table: pa.Table, path: Path) -> Path:
     """Write an Arrow result (the SQL grid's) to path as Parquet or CSV; duplicate names get a suffix."""
-    return export(pl.from_arrow(table.rename_columns(unique_names(table.column_names))), path)
+    # from_arrow gives a DataFrame for a Table (a Series only for an Array)
+    return export(cast(pl.DataFrame, pl.from_arrow(table.rename_columns(unique_names(table.column_names)))), path)
 
 
 def export(frame: pl.DataFrame, path: Path) -> Path:
