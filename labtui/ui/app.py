@@ -16,7 +16,7 @@ import sys
 from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -100,7 +100,8 @@ class LabApp(App[int]):
         try:
             for tab, (module, name, _, _) in VIEWS.items():
                 cls = getattr(importlib.import_module(module), name)
-                self.call_from_thread(self._mount_view, tab, cls)
+                # call_from_thread takes Callable[..., T | Awaitable[T]]: mypy solves T to Never for a coroutine function
+                self.call_from_thread(self._mount_view, tab, cls)  # type: ignore[arg-type]
             # What is loaded now lives as long as the console: keep it out of the collector's
             # full passes, which otherwise walk every module object of polars, DuckDB and pyarrow.
             gc.freeze()
@@ -111,12 +112,14 @@ class LabApp(App[int]):
     async def _mount_view(self, tab: str, cls: type[Widget]) -> None:
         _, _, view_id, _ = VIEWS[tab]
         pane = self.query_one(f"#{tab}", TabPane)
+        view: Widget
         if tab == "tab-run":
-            view = cls(self.db_path, self.backend_name, self.host_name, idle_sampling=self.idle_sampling, id=view_id)
+            view = cast("type[RunView]", cls)(self.db_path, self.backend_name, self.host_name,
+                                              idle_sampling=self.idle_sampling, id=view_id)
         elif tab == "tab-instances":
-            view = cls(self.db_path, self.host_name, id=view_id)
+            view = cast("type[InstancesView]", cls)(self.db_path, self.host_name, id=view_id)
         else:
-            view = cls(self.db_path, id=view_id)
+            view = cast("type[SessionsView]", cls)(self.db_path, id=view_id)
         self.view_classes[tab] = cls
         with self.batch_update():
             await pane.query(".loading").remove()
@@ -125,7 +128,7 @@ class LabApp(App[int]):
         if tab == active and not self._typing():
             self.focus_view(tab)
         if tab == "tab-instances" and active == tab:
-            view.action_refresh()  # type: ignore[attr-defined]
+            cast("InstancesView", view).action_refresh()
 
     @asynccontextmanager
     async def run_test(self, *args: Any, **kwargs: Any) -> AsyncGenerator[Pilot, None]:
@@ -247,7 +250,7 @@ class LabApp(App[int]):
         else:
             view.action_filter()
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         tab, view = self.current_tab(), self.current_view()
         if view is not None and hasattr(view, "close_filter") and view.close_filter():
             return
@@ -292,7 +295,9 @@ class LabApp(App[int]):
         for tab, title in TABS.items():
             yield SystemCommand(f"Go to {title}", f"view {title}", lambda t=tab: self.action_show_tab(t))
         yield SystemCommand("SQL: go to the editor", "4", self.action_sql)
-        run, inst, sess = self.view("tab-run"), self.view("tab-instances"), self.view("tab-sessions")
+        run = cast("RunView | None", self.view("tab-run"))
+        inst = cast("InstancesView | None", self.view("tab-instances"))
+        sess = cast("SessionsView | None", self.view("tab-sessions"))
         commands: list[tuple[str, str, Any]] = []
         if run is not None:
             commands += [

@@ -115,7 +115,7 @@ class InstancesView(Vertical):
         return ("✔" if key in self.selected else " ", i.name, f.backend.name, i.host, i.labels.role,
                 i.labels.session, i.state, age(i.created_at, now), size(f.memory), flag)
 
-    def visible(self) -> dict[str, Found]:
+    def visible(self) -> dict[str, Found]:  # type: ignore[override]  # shadows DOMNode.visible (a bool property) as it always has
         """The listed instances that match the filter."""
         rows = self._visible_rows(self.now())
         return {k: self.found[k] for k in rows}

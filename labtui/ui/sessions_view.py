@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -100,7 +101,7 @@ class SessionsView(Horizontal):
 
     def render_sessions(self) -> None:
         if self.sessions.is_empty() or "session_id" not in self.sessions.columns:
-            rows = {}
+            rows: dict[str, tuple[Text, ...]] = {}
         else:
             needle = self.filter_text.lower()
             rows = {}

@@ -28,8 +28,9 @@ from labtui.ui.history import History
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from rich.text import Text
     from textual.widget import Widget
-    from textual_fastdatatable import ArrowBackend
+    from textual_fastdatatable import ArrowBackend, DataTable
 
 #: Rows a query shows at most unless $LABTUI_SQL_ROWS or LabApp(sql_row_cap=...) says otherwise.
 DEFAULT_ROW_CAP = 100_000
@@ -131,7 +132,7 @@ class SqlEditor(TextArea):
 
 
 @cache
-def _grid_class() -> type[Widget]:
+def _grid_class() -> type[DataTable]:
     """textual-fastdatatable's DataTable as `ResultGrid`, with its CSS kept to itself.
 
     Its CSS names the type `DataTable`, as Textual's own DataTable does, so inherited as is it
@@ -227,7 +228,7 @@ class SqlPane(Vertical):
     def busy(self) -> bool:
         return bool(getattr(self.app, "run_active", False))
 
-    def status(self, message: str, error: bool = False) -> None:
+    def status(self, message: str | Text, error: bool = False) -> None:
         box = self.query_one("#sql-status", Static)
         box.set_class(error, "error")
         box.update(message)
@@ -292,7 +293,9 @@ class SqlPane(Vertical):
         except Exception as exc:  # StoreError for refused writes; shown, never raised
             self.app.call_from_thread(self.status, f"error: {exc}", True)
             return
-        self.app.call_from_thread(self.show_result, backend, truncated, cap, time.perf_counter() - started)
+        # call_from_thread takes Callable[..., T | Awaitable[T]]: mypy solves T to Never for a coroutine function
+        self.app.call_from_thread(self.show_result, backend, truncated, cap,  # type: ignore[arg-type]
+                                  time.perf_counter() - started)
 
     async def show_result(self, backend: ArrowBackend, truncated: bool, cap: int, seconds: float | None = None) -> None:
         """Show a result (see grid_backend): a new grid widget over it, which draws only the rows on screen."""

@@ -17,14 +17,14 @@ def sync_rows(table: DataTable, rows: Mapping[str, Sequence[object]]) -> int:
     Call inside App.batch_update() so the whole diff paints once.  The cursor
     stays on its row's key when that row is still shown.
     """
-    gone = [k.value for k in table.rows if k.value not in rows]
+    gone = [k for k in table.rows if k.value not in rows]
     cursor_key = _cursor_key(table)
     if len(gone) > REBUILD_AFTER:
         return _rebuild(table, rows, cursor_key) + len(gone)
     columns = list(table.columns)
     changed = 0
-    for key in gone:
-        table.remove_row(key)
+    for row_key in gone:
+        table.remove_row(row_key)
         changed += 1
     for key, cells in rows.items():
         if key not in table.rows:
