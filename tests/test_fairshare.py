@@ -114,7 +114,7 @@ def test_a_bare_table_takes_the_defaults(tmp_path: Path) -> None:
         ('[fairshare]\nmethods = ["share"]\n', "fairshare.methods", "distinct methods"),
         ('[fairshare]\ncpus = "1-0"\n', "fairshare.cpus", "CPU list"),
         ('[fairshare]\ncpus = "all"\n', "fairshare.cpus", "CPU list"),
-        ("[fairshare]\ninstances = 1\n", "fairshare.instances", "an integer >= 2"),
+        ("[fairshare]\ninstances = 1\n", "fairshare.instances", "an integer from 2 to"),
         ('[fairshare]\nmeasure = "hourglass"\n', "fairshare.measure", "one of: output, cpu_time"),
         ('[worker]\nprogram = "hourglass"\nmeasure = "output"\n', "worker", "runs its own probe"),
         ('[fairshare]\nprogram = "hourglass"\nimage = "x"\n', "fairshare", "at most one of program"),

@@ -100,19 +100,33 @@ def _is_cpu_list(text: str) -> bool:
     return all(int(r[0]) <= int(r[-1]) for r in ranges)
 
 
-def _integer(minimum: int, default: Any = _REQUIRED) -> _Key:
-    return _Key(f"an integer >= {minimum}", lambda v: _is_int(v) and v >= minimum, default=default)
+#: The largest integer a suite key takes unless it names its own maximum.
+MAX_INTEGER = 1_000_000_000
+#: Steps, instances per step and repetitions beyond these are typos, not plans (a plan lists every step).
+MAX_STEPS, MAX_PER_STEP, MAX_REPETITIONS = 100_000, 100_000, 10_000
+#: The largest number any suite key takes when the key names no maximum of its own (a year of seconds).
+MAX_NUMBER = 31_536_000.0
+
+
+def _integer(minimum: int, default: Any = _REQUIRED, maximum: int = MAX_INTEGER) -> _Key:
+    return _Key(f"an integer from {minimum} to {maximum}", lambda v: _is_int(v) and minimum <= v <= maximum,
+                default=default)
 
 
 def _number(minimum: float, maximum: float | None = None, default: Any = _REQUIRED) -> _Key:
-    if maximum is None:
-        return _Key(f"a number >= {minimum:g}", lambda v: _is_number(v) and v >= minimum, float, default)
-    expect = f"a number from {minimum:g} to {maximum:g}"
-    return _Key(expect, lambda v: _is_number(v) and minimum <= v <= maximum, float, default)
+    top = MAX_NUMBER if maximum is None else maximum
+    expect = f"a number from {minimum:g} to {top:g}"
+    return _Key(expect, lambda v: _is_number(v) and minimum <= v <= top, float, default)
+
+
+def _printable(text: str) -> bool:
+    """No NUL or other control characters (a tab or a newline is fine)."""
+    return not any(ord(c) < 32 and c not in "\t\n" or ord(c) == 127 for c in text)
 
 
 def _text(expect: str = "a string", valid: Callable[[str], Any] | None = None, default: Any = _REQUIRED) -> _Key:
-    return _Key(expect, lambda v: isinstance(v, str) and (valid is None or bool(valid(v))), default=default)
+    return _Key(expect + " (no control characters)",
+                lambda v: isinstance(v, str) and _printable(v) and (valid is None or bool(valid(v))), default=default)
 
 
 def _one_of(options: Sequence[str]) -> _Key:
@@ -121,8 +135,8 @@ def _one_of(options: Sequence[str]) -> _Key:
 
 _FLAG = _Key("true or false", lambda v: isinstance(v, bool), default=False)
 _STRINGS = _Key(
-    "a list of strings",
-    lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v),
+    "a list of strings (no control characters)",
+    lambda v: isinstance(v, list) and all(isinstance(s, str) and _printable(s) for s in v),
     tuple,
     (),
 )
@@ -160,12 +174,13 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
         "description": _text(default=""),
         "reproduces": _text(default=""),
         "kind": _text(),
-        "repetitions": _integer(1, 1),
+        "repetitions": _integer(1, 1, MAX_REPETITIONS),
         "operation_timeout_s": _number(1.0, 86400.0, 120.0),
         "backend": _text("a backend name such as process or docker",
                          re.compile(r"[a-z][a-z0-9_-]{0,31}").fullmatch, default=None),
     },
-    "scale": {"start": _integer(0, 0), "steps": _integer(1), "per_step": _integer(1)},
+    "scale": {"start": _integer(0, 0, MAX_STEPS * MAX_PER_STEP), "steps": _integer(1, maximum=MAX_STEPS),
+              "per_step": _integer(1, maximum=MAX_PER_STEP)},
     "worker": {**_PROGRAM, "measure": _one_of(WORKER_MEASURES), "runs": _integer(1, 1), "warmup": _integer(0, 1),
                "max_runs": _integer(1, None), "target_cv": _number(0.001, 1.0, None)},
     "background": _PROGRAM,
