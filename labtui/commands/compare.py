@@ -26,7 +26,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from labtui.commands.common import UsageError, db_path
 from labtui.stats import Comparison, compare_samples, summarize
@@ -92,7 +92,7 @@ class Row:
             c and c.ratio, c and c.change_pct, c and c.slowdown_pct, c and c.diff,
             ci and ci.low, ci and ci.high, w and w.df, w and w.t, w and w.p,
             c.significant if c else None, self.verdict,
-            (self.a or self.b).unit, self.a.raw if self.a else None, self.b.raw if self.b else None,
+            cast(Samples, self.a or self.b).unit, self.a.raw if self.a else None, self.b.raw if self.b else None,
             ci and ci.method, w and w.ci_low, w and w.ci_high,
         ]
         return dict(zip(COLUMNS, (_finite(v) for v in values)))
@@ -207,12 +207,12 @@ def _verdict(c: Comparison, better: str, unit: str = REPETITIONS) -> str:
     one = unit[:-1]  # "repetition", "session"
     if c.welch is None:
         return f"no test: one {one} each" if c.a.n == c.b.n == 1 else f"no test: one {one} in {'A' if c.a.n == 1 else 'B'}"
-    boot = c.ci is not None and c.ci.method == "bootstrap"
+    boot = c.ci if c.ci is not None and c.ci.method == "bootstrap" else None  # the CI, when bootstrapped
     if not c.significant:
-        return "not significant" + ("; the bootstrap CI excludes 0" if boot and not c.ci.contains(0.0) else "")
+        return "not significant" + ("; the bootstrap CI excludes 0" if boot is not None and not boot.contains(0.0) else "")
     worse = (c.diff < 0) if better == "higher" else (c.diff > 0)
     return f"B {'worse' if worse else 'better'}, significant" + (
-        "; the bootstrap CI includes 0" if boot and c.ci.contains(0.0) else "")
+        "; the bootstrap CI includes 0" if boot is not None and boot.contains(0.0) else "")
 
 
 def _only_verdict(key: Key, side: str, other: dict[Key, Samples]) -> str:

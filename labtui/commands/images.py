@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any, Protocol, cast
 
 from rich.console import Console
 from rich.table import Table
@@ -11,10 +12,16 @@ from labtui.backends import BackendError
 from labtui.commands.common import backend_from, host_from
 
 
+class _ImageBuilder(Protocol):
+    """The docker backend (a plugin, so not typed here) builds its images."""
+
+    async def build_images(self, *, force: bool = False) -> list[Any]: ...
+
+
 def cmd_images(args) -> int:
     """Build (or confirm current) every ``labtui/<probe>``, ``labtui/nginx`` and ``labtui/redis`` image on the host's engine."""
     host = host_from(args.host)
-    backend = backend_from("docker", host)
+    backend = cast(_ImageBuilder, backend_from("docker", host))
     try:
         built = asyncio.run(backend.build_images(force=args.force))
     except BackendError as exc:

@@ -22,13 +22,14 @@ from pathlib import Path
 
 from labtui.commands.common import UsageError, db_path
 from labtui.parsers import ParseError, Reading
+from labtui.parsers.common import Better
 
 _REQUIRED = ("benchmark", "metric", "value", "unit", "better")
 _OPTIONAL_INTS = ("repetition", "step", "background")
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 #: A Result's fields after the session id: repetition, step, background, host,
 #: instance id (none for imports), benchmark, metric, value, unit, better.
-Row = tuple[int, int, int, str, str, str, str, float, str, str]
+Row = tuple[int, int, int, str, str, str, str, float, str, Better]
 #: The results columns a CSV import fills (ts is the import's time; placement stays NULL).
 _RESULT_COLUMNS = ("session_id", "repetition", "step", "background", "host", "instance_id",
                    "benchmark", "metric", "value", "unit", "better", "ts")
@@ -343,7 +344,7 @@ def _rejected(csv_file: _CsvFile, line: int, column_idx: int | None, kind: str, 
         return line, f"{where}: not UTF-8 text"
     if kind == "CAST" and name:
         fields = next(csv.reader([text]), [])
-        got = fields[column_idx - 1] if column_idx <= len(fields) else ""
+        got = fields[column_idx - 1] if column_idx and column_idx <= len(fields) else ""  # name implies column_idx
         return line, f"{where}: {name}: {_expected(name)}, got {got!r}"
     if kind == "TOO MANY COLUMNS":
         return line, f"{where}: more fields than the header's {len(header)}"

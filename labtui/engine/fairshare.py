@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
+from typing import TypedDict
 
 from labtui.backends import (
     CPU_LIMIT,
@@ -111,8 +112,15 @@ async def _cpu_count(ctx: RunContext, cpus: str | None) -> int:
     return count
 
 
+class Knobs(TypedDict, total=False):
+    """The InstanceSpec fields a fairshare configuration sets on an instance."""
+
+    cpu_weight: int
+    cpu_cap: float
+
+
 def plan(fair: Fairshare, configuration: str, cpus: int, *, weighted: bool = False
-         ) -> list[tuple[str, dict[str, int | float], float]]:
+         ) -> list[tuple[str, Knobs, float]]:
     """Per instance: its role, the InstanceSpec knobs it gets, and the share of the set it requests.
 
     ``weighted`` (the backend can weigh instances) gives the equal configuration the default weight.
@@ -122,7 +130,7 @@ def plan(fair: Fairshare, configuration: str, cpus: int, *, weighted: bool = Fal
         return [("worker", {"cpu_weight": DEFAULT_CPU_WEIGHT} if weighted else {}, other_share)] * fair.instances
     if configuration == "weight":
         reserved, other = fair.weights()
-        knobs: tuple[dict[str, int | float], dict[str, int | float]] = ({"cpu_weight": reserved}, {"cpu_weight": other})
+        knobs: tuple[Knobs, Knobs] = ({"cpu_weight": reserved}, {"cpu_weight": other})
     else:
         reserved_cap, other_cap = fair.caps(cpus)
         knobs = ({"cpu_cap": reserved_cap}, {"cpu_cap": other_cap})

@@ -43,8 +43,8 @@ async def run_isolation(ctx: RunContext) -> None:
     for repetition in range(1, suite.repetitions + 1):
         ctx.position.repetition = repetition
         await wait_for_quiet_host(ctx)
-        for name, cpus in plan.attackers.items():
-            await _run_placement(ctx, plan, name, cpus)
+        for name, placed in plan.attackers.items():
+            await _run_placement(ctx, plan, name, placed)
             await ctx.gate.passed()
 
 

@@ -50,7 +50,9 @@ async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement:
     for _ in range(worker.runs):
         readings += await run()
     runs = worker.runs
-    while worker.max_runs is not None and runs < worker.max_runs and worst_cv(readings) > worker.target_cv:
+    # the loader sets max_runs and target_cv together
+    while (worker.max_runs is not None and worker.target_cv is not None and runs < worker.max_runs
+           and worst_cv(readings) > worker.target_cv):
         readings += await run()
         runs += 1
     if worker.target_cv is not None and worst_cv(readings) > worker.target_cv:

@@ -20,6 +20,7 @@ from labtui.suites.model import Suite
 
 def planned_steps(suite: Suite) -> int:
     """Steps per repetition, the baseline included."""
+    assert suite.scale is not None  # the loader demands a [scale] of a scaling suite
     return suite.scale.steps + 1
 
 
@@ -62,6 +63,7 @@ async def wait_for_quiet_host(ctx: RunContext) -> None:
 
 async def _run_step(ctx: RunContext, step: int, background: list[Instance]) -> None:
     suite = ctx.suite
+    assert suite.scale is not None  # the loader demands a [scale] of a scaling suite
     ctx.position.step = step
     target = suite.scale.start + step * suite.scale.per_step
     ctx.position.background = target
