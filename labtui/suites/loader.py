@@ -225,7 +225,8 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
         "ready_timeout_s": _number(1.0, 600.0, 30.0),
         "timeout_s": _number(1.0, 86400.0, 900.0),
     },
-    "sampling": {"interval_s": _number(0.1, 60.0, 1.0), "settle_s": _number(0.0, default=0.0), "quiet_timeout_s": _number(0.0, 600.0, 10.0)},
+    "sampling": {"interval_s": _number(0.1, 60.0, 1.0), "settle_s": _number(0.0, default=0.0),
+                 "quiet_timeout_s": _number(0.0, 600.0, 10.0)},
 }
 _REQUIRED_TABLES = ("suite",)
 #: Tables that only some kinds read; giving them to another kind is an error.
@@ -540,7 +541,7 @@ def _profiles(raw: dict[str, Any], src: _Source) -> dict[str, list[_Override]]:
 
 def _entries(name: str, entries: dict[str, Any]) -> list[tuple[KeyPath, str, Any]]:
     """(key path in the file, dotted suite key, value) of a profile; ``scale.steps`` unquoted nests a table."""
-    found = []
+    found: list[tuple[KeyPath, str, Any]] = []
     for key, value in entries.items():
         if isinstance(value, dict):
             found += [((PROFILES, name, key, sub), f"{key}.{sub}", item) for sub, item in value.items()]
