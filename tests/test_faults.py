@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -40,23 +41,40 @@ def tiny_tmpfs(tmp_path: Path):
 
 def test_full_disk_under_the_store_ends_the_run_cleanly(tiny_tmpfs, env):
     db = tiny_tmpfs / "lab.duckdb"
-    # 700 KiB fill up after about a hundred steps: the WAL grows until a commit fails
-    out = labtui("run", "boot-scaling", "--db", str(db), "--set", "scale.steps=400", "--set", "scale.per_step=2",
-                 "--set", "sampling.interval_s=0.1", "--set", "suite.repetitions=1", env=env)
-    assert out.returncode == 1, out.stdout + out.stderr
-    assert "store error" in out.stderr and "lab.duckdb" in out.stderr
-    sid = out.stderr.split("session ")[1].split()[0]
+    subprocess.run(["mount", "-o", "remount,size=8m", str(tiny_tmpfs)], check=True)  # room for a new store
+    run = subprocess.Popen([sys.executable, "-m", "labtui", "run", "boot-scaling", "--db", str(db),
+                            "--set", "scale.steps=400", "--set", "scale.per_step=2", "--set", "sampling.interval_s=0.1",
+                            "--set", "suite.repetitions=1", "--set", "sampling.quiet_timeout_s=0"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from labtui.store import StoreError, fetch_frame
+
+    def steps_done() -> int:
+        try:
+            return int(fetch_frame(db, "select count(*) as n from steps where ok")["n"][0]) if db.exists() else 0
+        except StoreError:
+            return 0
+
+    deadline = time.monotonic() + 180
+    while steps_done() < 3:  # readers are never locked out, so the test can watch the run
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never completed 3 steps"
+        time.sleep(0.2)
+    subprocess.run(["dd", "if=/dev/zero", f"of={tiny_tmpfs / 'filler'}", "bs=64k"], capture_output=True)  # ENOSPC
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 1, out + err
+    assert "store error" in err and "lab.duckdb" in err
+    sid = err.split("session ")[1].split()[0]
     left = labtui("instances", "--session", sid, "--format", "json", env=env)
     assert json.loads(left.stdout) == []  # the teardown still ran
     # what was committed is intact: the file opens and completed steps have their results
-    subprocess.run(["mount", "-o", "remount,size=64m", str(tiny_tmpfs)], check=True)
+    (tiny_tmpfs / "filler").unlink()
     con = duckdb.connect(str(db), read_only=True)
     steps = con.execute("select count(*) from steps where ok").fetchone()[0]
     with_results = con.execute(
         "select count(distinct step) from results r join steps s using (session_id, repetition, step) where s.ok"
     ).fetchone()[0]
     con.close()
-    assert 1 <= steps < 401 and with_results == steps
+    assert 3 <= steps < 401 and with_results == steps
 
 
 def test_shell_metacharacters_in_arguments_are_passed_literally(tmp_path, env):
