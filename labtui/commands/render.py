@@ -29,7 +29,7 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         return
     for (benchmark, metric), rows in frame.group_by(["benchmark", "metric"], maintain_order=True):
         rows = rows.sort(["step", "background"])
-        placed = rows["placement"].drop_nulls().len() > 0
+        placed = any(rows["placement"].fill_null(""))
         shown = _evenly_spaced(rows.height, MAX_SUMMARY_ROWS)
         unit = rows["unit"][0]
         better = rows["better"][0]
