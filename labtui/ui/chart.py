@@ -57,6 +57,8 @@ def render_chart(slow: pl.DataFrame, avail: pl.DataFrame, metric: str, *, width:
     if one.is_empty():
         out.append(f"{metric or 'no metric'}: no results yet", "dim")
         return out
+    if "placement" in one.columns and any(one["placement"].fill_null("")):
+        return _placement_chart(one, metric, width)
     by_level = {r["background"]: r for r in one.iter_rows(named=True)}
     resources = {r["background"]: r for r in avail.iter_rows(named=True)} if not avail.is_empty() else {}
     scale = max((r["normalized"] or 0) + _relative_std(r) for r in by_level.values())
@@ -82,3 +84,20 @@ def render_chart(slow: pl.DataFrame, avail: pl.DataFrame, metric: str, *, width:
 def _relative_std(row: dict) -> float:
     """std / mean of a slowdown row; 0 where there is no spread to show (one repetition: std is null)."""
     return row["std"] / row["mean"] if row["mean"] and row["std"] is not None else 0.0
+
+
+def _placement_chart(one: pl.DataFrame, metric: str, width: int) -> Text:
+    """An isolation run's chart: one bar per placement, in the order the run measured them."""
+    out = Text()
+    rows = list(one.sort("step").iter_rows(named=True))
+    scale = max(max((r["normalized"] or 0) + _relative_std(r) for r in rows), 1.0) * 1.05
+    bar_width = max(10, width - 34)
+    out.append(f"{metric} normalized to the worker alone (mean, ±1 std band) · scale 0–{scale:.2f}\n", "bold")
+    out.append(f"{'placement':<16} {'':{bar_width}} {'norm':>6} {'±std':>6}\n", "dim")
+    for r in rows:
+        norm = r["normalized"] if r["normalized"] is not None else float("nan")
+        rel_std = _relative_std(r)
+        out.append(f"{(r['placement'] or 'alone')[:16]:<16} ")
+        out.append_text(bar(norm, rel_std, scale, bar_width))
+        out.append(f" {norm:>6.3f} {rel_std:>6.3f}\n")
+    return out

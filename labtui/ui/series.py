@@ -8,7 +8,7 @@ from labtui.stats import slowdown_table
 
 SLOWDOWN_COLUMNS = [
     "session_id", "benchmark", "metric", "unit", "better", "background", "mean", "std", "n", "normalized", "slowdown_pct",
-    "placement",
+    "placement", "step",
 ]
 _SCHEMA = {
     "session_id": pl.String,
@@ -23,6 +23,7 @@ _SCHEMA = {
     "normalized": pl.Float64,
     "slowdown_pct": pl.Float64,
     "placement": pl.String,
+    "step": pl.Int64,
 }
 
 

@@ -197,8 +197,8 @@ class StartDialog(ModalScreen[StartRequest | None]):
             except ValueError as exc:
                 text = str(exc)
             else:
-                shown = list(plan.steps[:3]) + ([f"... {len(plan.steps) - 4} more", plan.steps[-1]] if len(plan.steps) > 4
-                                                else list(plan.steps[3:]))
+                shown = list(plan.steps) if len(plan.steps) <= 6 else \
+                    [*plan.steps[:3], f"... {len(plan.steps) - 4} more", plan.steps[-1]]
                 text = (f"plan: {suite.kind}, {plan.repetitions} repetition(s) of {len(plan.steps)} step(s) "
                         f"= {plan.total_steps} steps\n  " + "\n  ".join(shown))
         self.query_one("#plan", Static).update(text)
