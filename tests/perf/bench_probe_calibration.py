@@ -164,10 +164,12 @@ def prepare_lmbench(lm: Path, work: str) -> list[str]:
     if not Path("/tmp/hello").exists():
         shutil.copy(lm / "hello", "/tmp/hello")
         made.append("/tmp/hello")
+    # written in 64 KB blocks, as the mmap probe writes its own file: how a file was written
+    # sets the size of its page-cache folios, and so how many pages one fault maps
     for path, mb in ((f"{work}/lmbench-XXX", 256), (f"{work}/lmbench-XXX-64m", 64)):
-        with open(path, "wb") as f:
-            block = b"x" * (1 << 20)
-            for _ in range(mb):
+        with open(path, "wb", buffering=0) as f:
+            block = b"x" * (64 << 10)
+            for _ in range(mb * 16):
                 f.write(block)
         made.append(path)
     return made
