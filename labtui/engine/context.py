@@ -59,6 +59,8 @@ class RunContext:
     live: list[Instance] = field(default_factory=list)
     #: Instance ids whose create has begun and not returned: a teardown looks for them by label.
     creating: set[str] = field(default_factory=set)
+    #: Instances whose destroy has begun and not returned (by id): a teardown finishes them.
+    destroying: dict[str, Instance] = field(default_factory=dict)
     tearing_down: bool = False
     #: Leave instances running: destroy() does nothing (a console quit that keeps them).
     keep_instances: bool = False
@@ -133,6 +135,7 @@ class RunContext:
         if not ordered or self.keep_instances:
             return
         for instance in ordered:
+            self.destroying[instance.labels.instance] = instance
             self.bus.publish(InstanceDestroying(self.session_id, instance.labels.instance))
         try:
             await self.bus.checkpoint()
@@ -143,6 +146,7 @@ class RunContext:
         gone = {id(i) for i in ordered}
         self.live = [i for i in self.live if id(i) not in gone]
         for instance in ordered:
+            self.destroying.pop(instance.labels.instance, None)
             self.bus.publish(InstanceDestroyed(self.session_id, instance.labels.instance))
 
     async def teardown(self, *, force: bool = False) -> None:
@@ -161,6 +165,8 @@ class RunContext:
             except Exception as exc:
                 self.log("warning", "stuck", f"destroy failed ({exc}); forcing {len(self.live)} instances")
                 await self.destroy(list(self.live), force=True)
+        if self.destroying:  # destroys an interrupt cut short (an exited worker's, say): finish them
+            await self.destroy(list(self.destroying.values()), force=True)
         await self.sweep_creating()
 
     async def sweep_creating(self) -> None:
