@@ -78,7 +78,8 @@ def parse_aim9_ss(text: str) -> list[Reading]:
         name, value, operation = (f.strip() for f in fields)
         if not operation.endswith(" per second"):
             raise ParseError(f"suite9.ss line {line_no}: expected '<operation> per second', got {operation!r}")
-        readings.append(Reading("aim9", name, number(value, f"suite9.ss line {line_no} ({name})"), _unit(operation[: -len(" per second")]), "higher"))
+        readings.append(Reading("aim9", name, number(value, f"suite9.ss line {line_no} ({name})"),
+                                _unit(operation[: -len(" per second")]), "higher"))
     if not readings:
         raise ParseError("suite9.ss: no tab-separated test lines (name, value, operation per second)")
     return readings

@@ -61,7 +61,8 @@ def _section(section: str, copies: int) -> list[Reading]:
     for line in index_part.splitlines():
         if row := _INDEX_ROW.match(line):
             name = row[1]
-            readings.append(Reading("unixbench", unixbench_slug(name) + "_index" + suffix, number(row[4], f"{name} index"), "index", "higher"))
+            readings.append(Reading("unixbench", unixbench_slug(name) + "_index" + suffix, number(row[4], f"{name} index"),
+                                    "index", "higher"))
     if score := _INDEX_SCORE.search(index_part):
         readings.append(Reading("unixbench", "index_score" + suffix, number(score[1], "Index Score"), "index", "higher"))
     return readings

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import polars as pl
@@ -129,7 +129,7 @@ def fetch_frame(
 ) -> pl.DataFrame:
     """Run trusted SQL (labtui's own) and return the whole result as a polars frame."""
     with _reading(path) as con:
-        return pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
+        return cast(pl.DataFrame, pl.from_arrow(con.sql(sql, params=params).to_arrow_table()))  # a Table gives a DataFrame
 
 
 _SESSIONS_SQL = """

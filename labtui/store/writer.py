@@ -20,10 +20,10 @@ import stat
 import threading
 import time
 from operator import attrgetter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import pyarrow as pa
@@ -260,7 +260,7 @@ def _make_private_dirs(directory: Path) -> list[Path]:
         if parent.is_dir():
             break
         missing.append(parent)
-    created = []
+    created: list[Path] = []
     for parent in reversed(missing):
         try:
             parent.mkdir(mode=0o700)
@@ -545,7 +545,7 @@ class StoreWriter:
                 if event is not _TIMEOUT:
                     queue.task_done()
                     if failure is None and not isinstance(event, Checkpoint):
-                        self.add(event)
+                        self.add(cast(Event, event))
                 urgent = isinstance(event, Checkpoint) or self._urgent(event)
                 if failure is None and self._pending and (urgent or loop.time() - last >= FLUSH_INTERVAL_S):
                     try:
@@ -659,7 +659,7 @@ class StoreWriter:
         self._upsert("instances", session_id=e.session_id, instance_id=e.instance_id, state="destroying")
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, Callable[[StoreWriter, Any], None]] = {
     SessionStarted: StoreWriter._session_started,
     SessionEnded: StoreWriter._session_ended,
     HostFacts: StoreWriter._host_facts,
