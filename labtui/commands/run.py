@@ -142,3 +142,5 @@ async def _prompt_between_steps(lab: LabRun) -> None:
             lab.auto()
         else:
             lab.next()
+        while lab.gate.waiting:  # the step goes on: wait for it before asking again
+            await asyncio.sleep(0.01)
