@@ -282,7 +282,12 @@ static size_t make_text(char *buf, size_t cap)
 static int multi(double seconds, const char *copies, const char *parent)
 {
     char dir[4096], outer[4200], inner[4200], input[4200], text[12000];
-    snprintf(dir, sizeof dir, "%s/labtui-proc-%d", parent, (int)getpid());
+    /* mkdtemp, not the pid: instances in their own pid namespaces all have the same small pids */
+    snprintf(dir, sizeof dir, "%s/labtui-proc-XXXXXX", parent);
+    if (mkdtemp(dir) == NULL) {
+        perror(dir);
+        return 1;
+    }
     snprintf(outer, sizeof outer, "%s/multi.sh", dir);
     snprintf(inner, sizeof inner, "%s/one.sh", dir);
     snprintf(input, sizeof input, "%s/input.txt", dir);
@@ -305,7 +310,7 @@ static int multi(double seconds, const char *copies, const char *parent)
              "grep the sorted.$$ | tee found.$$ | wc > count.$$\n"
              "rm sorted.$$ dump.$$ found.$$ count.$$\n");
     size_t text_len = make_text(text, sizeof text);
-    if (mkdir(dir, 0700) < 0 || write_file(outer, outer_text, strlen(outer_text), 0700) < 0 ||
+    if (write_file(outer, outer_text, strlen(outer_text), 0700) < 0 ||
         write_file(inner, inner_text, strlen(inner_text), 0600) < 0 || write_file(input, text, text_len, 0600) < 0) {
         perror(dir);
         return 1;
