@@ -184,7 +184,7 @@ def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
     ensure_schema(con, db)
     assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() == [(str(SCHEMA_VERSION),)]
     rows = con.execute("SELECT background, placement, slowdown_pct FROM slowdown ORDER BY step").fetchall()
-    assert rows == [(0, None, 0.0), (10, None, 50.0)]
+    assert rows == [(0, "", 0.0), (10, "", 50.0)]  # no placement reads as '' (schema 3)
 
 
 def labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -249,10 +249,11 @@ def test_warnings_name_what_went_wrong(tmp_path):
         Log(sid, "error", "backend", "create failed: out of memory", ts=T0 + 4),
         SessionEnded(sid, "failed", "step 1 failed", ts=T0 + 5),
     ]
-    events += [Result(sid, 1, 0, 0, "local", "w", "boot", "boot_time", v, "s", "lower", ts=T0 + 1.5)
-               for v in (1.0, 1.5)]
-    events += [Result(sid, 1, 1, 10, "local", "w", "boot", "boot_time", v, "s", "lower", ts=T0 + 3.5)
-               for v in (2.0, 2.02)]
+    # two repetitions per level: the spread is across repetitions (the slowdown view's samples)
+    events += [Result(sid, rep, 0, 0, "local", "w", "boot", "boot_time", v, "s", "lower", ts=T0 + 1.5)
+               for rep, v in ((1, 1.0), (2, 1.5))]
+    events += [Result(sid, rep, 1, 10, "local", "w", "boot", "boot_time", v, "s", "lower", ts=T0 + 3.5)
+               for rep, v in ((1, 2.0), (2, 2.02))]
     record_events(db, events)
     found = session_warnings(load_session(db, sid))
     assert found[0] == "session status is failed: step 1 failed"

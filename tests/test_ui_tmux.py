@@ -94,7 +94,7 @@ def test_console_in_tmux_steps_counts_and_queries(tmp_path: Path, monkeypatch: p
 
         term.keys("s")
         term.wait(lambda s: "Start a run" in s and "process  ✔" in s, "the start dialog with process usable")
-        term.keys("Tab", "Tab", "Tab", "Tab", "3", "Tab", "3", "Tab", "1", "Tab", "Right", "Space")
+        term.keys("Tab", "Tab", "Tab", "Tab", "Tab", "3", "Tab", "3", "Tab", "1", "Tab", "Right", "Space")
         term.wait(lambda s: re.search(r"steps\s+▊\s+3\s+▎ per step ▊\s+3\s+▎ repetitions ▊\s+1\s", s) is not None,
                   "steps 3, per step 3, repetitions 1 in the dialog", 10)
         term.keys("C-s")
