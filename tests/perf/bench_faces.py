@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Seconds the console is left to settle (its views load in a thread after the first frame).
+SETTLE_S = 3.0
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -47,6 +49,7 @@ async def console_round(suite: str, db: Path) -> float:
 
     app = LabApp(db, idle_sampling=False)
     async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause(SETTLE_S)  # as a person would: the console has drawn and settled before s
         await pilot.press("s")
         while not isinstance(app.screen, StartDialog):
             await pilot.pause(0.05)
