@@ -217,6 +217,8 @@ class LabRun:
         finally:
             for signum in installed:
                 loop.remove_signal_handler(signum)
+                if self.signal is not None:  # stopped by a signal and recorded: a repeat only asks again
+                    signal.signal(signum, signal.SIG_IGN)
 
     def _on_signal(self, signum: int) -> None:
         name = signal.Signals(signum).name
