@@ -21,6 +21,7 @@ from labtui import __version__
 from labtui.commands.common import UsageError, db_path
 from labtui.paths import bundled_dir
 from labtui.store import QueryResult, StoreError, connect_readonly, list_sessions, run_sql
+from labtui.store.reader import read_statement
 
 #: `labtui sql --timeout` when none is given, in seconds.
 DEFAULT_TIMEOUT_S = 60.0
@@ -76,26 +77,6 @@ def cmd_sql(args) -> int:
     return 0
 
 
-_ALLOWED = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
-
-
-def _read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
-    """The single read statement in `sql`; StoreError for anything else (as labtui.store.run_sql)."""
-    try:
-        statements = con.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise StoreError(str(exc)) from exc
-    if len(statements) != 1:
-        raise StoreError(f"expected one SQL statement, got {len(statements)}")
-    kind = statements[0].type
-    if kind not in _ALLOWED:
-        raise StoreError(
-            f"{kind.name} statements are not allowed: the store is read-only here "
-            "(use SELECT, FROM, WITH, SHOW, DESCRIBE, SUMMARIZE or EXPLAIN)"
-        )
-    return statements[0].query
-
-
 class _SqlQuery:
     """One read-only query on its own connection, in a worker thread, so it can be interrupted.
 
@@ -145,7 +126,7 @@ class _SqlQuery:
 
     def _work(self) -> None:
         try:
-            query = _read_statement(self._con, self.sql)
+            query = read_statement(self._con, self.sql)
             reader = self._con.sql(query).to_arrow_reader(self.limit + 1)
             try:
                 columns = list(reader.schema.names)

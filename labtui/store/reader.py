@@ -73,7 +73,7 @@ def _reading(path: str | os.PathLike[str]) -> Iterator[duckdb.DuckDBPyConnection
         con.close()
 
 
-def _read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+def read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     """The single read statement in `sql`; StoreError for anything else."""
     try:
         statements = con.extract_statements(sql)
@@ -93,7 +93,7 @@ def _read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
 def run_sql(path: str | os.PathLike[str], sql: str, limit: int = 500) -> QueryResult:
     """Run one read-only statement, fetching at most `limit` + 1 rows."""
     with _reading(path) as con:
-        query = _read_statement(con, sql)
+        query = read_statement(con, sql)
         reader = con.sql(query).to_arrow_reader(limit + 1)
         try:
             columns = list(reader.schema.names)

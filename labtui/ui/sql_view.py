@@ -68,13 +68,13 @@ def query_arrow(db: Path, sql: str, cap: int) -> tuple[pa.Table, bool]:
     import pyarrow as pa
 
     from labtui.store import StoreError
-    from labtui.store.reader import _read_statement, connect_readonly
+    from labtui.store.reader import connect_readonly, read_statement
 
     import duckdb
 
     con = connect_readonly(db)
     try:
-        query = _read_statement(con, sql)
+        query = read_statement(con, sql)
         reader = con.sql(query).to_arrow_reader(64 * 1024)
         try:
             schema, batches, rows = reader.schema, [], 0
