@@ -6,7 +6,7 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
-from labtui.backends import Backend, Instance, InstanceSpec, Labels, open_backend
+from labtui.backends.base import Backend, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
 
 

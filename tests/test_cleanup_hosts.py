@@ -71,7 +71,7 @@ def test_the_store_names_hosts_the_config_forgot(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("LABTUI_CONFIG", str(tmp_path / "empty.toml"))
     db = tmp_path / "lab.duckdb"
     assert cleanup_hosts(db) == ["local"]
-    from labtui.events import InstanceCreating, SessionStarted
+    from labtui.core.events import InstanceCreating, SessionStarted
     from labtui.store import StoreWriter
 
     writer = StoreWriter.open(db)

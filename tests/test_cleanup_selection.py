@@ -1,4 +1,4 @@
-"""Which instances a cleanup selects, and what it records: labtui.cleanup against an in-memory backend.
+"""Which instances a cleanup selects, and what it records: labtui.lifecycle.cleanup against an in-memory backend.
 
 The backend here lists whatever it holds and, unless asked to, ignores the
 session it is given: the selection of `cleanup --session` is cleanup's own,
@@ -17,11 +17,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.backends import Availability, Backend, BackendError, Instance, InstanceSpec, Labels
-from labtui.cleanup import CleanupPlan, Target, plan_cleanup, run_cleanup
-from labtui.events import InstanceCreating, InstanceReady, SessionStarted
+from labtui.backends.base import Availability, Backend, BackendError, Instance, InstanceSpec, Labels
+from labtui.lifecycle.cleanup import CleanupPlan, Target, plan_cleanup, run_cleanup
+from labtui.core.events import InstanceCreating, InstanceReady, SessionStarted
 from labtui.hosts.local import LocalHost
-from labtui.liveness import session_lock
+from labtui.lifecycle.liveness import session_lock
 from labtui.store import record_events
 
 

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from labtui.cli import main
-from labtui.events import Result, SessionEnded, SessionStarted
+from labtui.core.events import Result, SessionEnded, SessionStarted
 from labtui.store import record_events
 
 DATA = Path(__file__).parent / "data"

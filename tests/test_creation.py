@@ -21,10 +21,10 @@ from types import SimpleNamespace
 import duckdb
 import pytest
 
-from labtui.backends import Instance, Labels, open_backend
+from labtui.backends.base import Instance, Labels, open_backend
 from labtui.engine.creation import Benchmark
 from labtui.engine import SessionRunner, StepGate
-from labtui.events import Event, InstanceCreating, InstanceReady, Log, Result, SessionEnded, StepEnded
+from labtui.core.events import Event, InstanceCreating, InstanceReady, Log, Result, SessionEnded, StepEnded
 from labtui.hosts import get_host
 from labtui.hosts.base import CommandResult, Host
 from labtui.hosts.local import LocalHost

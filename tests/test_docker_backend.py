@@ -20,7 +20,7 @@ import aiodocker
 import duckdb
 import pytest
 
-from labtui.backends import BackendError, Instance, InstanceSpec, Labels, open_backend
+from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
 from tests.backend_lab import Lab, open_lab
 

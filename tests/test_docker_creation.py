@@ -18,13 +18,13 @@ from pathlib import Path
 import aiodocker
 import pytest
 
-from labtui.backends import Backend, BackendError, open_backend
+from labtui.backends.base import Backend, BackendError, open_backend
 from labtui.engine import SessionRunner
-from labtui.events import Event, Result, SessionEnded
+from labtui.core.events import Event, Result, SessionEnded
 from labtui.hosts.local import LocalHost
-from labtui.native import ensure_program, probe_source
-from labtui.runat import NAME as RUNAT_NAME
-from labtui.runat import SOURCE as RUNAT_SOURCE
+from labtui.programs.native import ensure_program, probe_source
+from labtui.programs.runat import NAME as RUNAT_NAME
+from labtui.programs.runat import SOURCE as RUNAT_SOURCE
 from labtui.suites import load_suite
 from tests.backend_lab import Lab
 

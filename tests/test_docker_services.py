@@ -21,7 +21,7 @@ import aiodocker
 import duckdb
 import pytest
 
-from labtui.backends import BackendError, InstanceSpec, Labels, load_backend_class
+from labtui.backends.base import BackendError, InstanceSpec, Labels, load_backend_class
 from labtui.suites.loader import SuiteError, load_suite
 from tests.backend_lab import Lab, open_lab
 

@@ -24,10 +24,10 @@ import aiodocker
 import duckdb
 import pytest
 
-from labtui.backends import BackendError, InstanceSpec, Labels
+from labtui.backends.base import BackendError, InstanceSpec, Labels
 from labtui.engine.hostclock import host_clock_ns
 from labtui.hosts.local import LocalHost
-from labtui.runat import NAME as RUNAT_NAME
+from labtui.programs.runat import NAME as RUNAT_NAME
 from tests.backend_lab import Lab, open_lab
 
 SOCKET = "/var/run/docker.sock"

@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.backends import (
+from labtui.backends.base import (
     PINNING,
     BackendError,
     Instance,
@@ -34,8 +34,8 @@ from labtui.backends import (
 from labtui.engine import SessionRunner
 from labtui.engine.fairshare import _check_together, plan
 from labtui.engine.hostclock import host_clock_ns
-from labtui.runat import NAME as RUNAT_NAME
-from labtui.events import InstanceCreating, InstanceReady, SessionEnded
+from labtui.programs.runat import NAME as RUNAT_NAME
+from labtui.core.events import InstanceCreating, InstanceReady, SessionEnded
 from labtui.hosts import get_host
 from labtui.hosts.base import CommandResult
 from labtui.hosts.local import LocalHost

@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 
 from labtui.cli import main
-from labtui.events import Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+from labtui.core.events import Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.store import StoreWriter
 
 CLOSE = "[/]"

@@ -1,4 +1,4 @@
-"""labtui.native: real compiles on the local host, cached under the runtime dir."""
+"""labtui.programs.native: real compiles on the local host, cached under the runtime dir."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from labtui.hosts.base import CommandResult, HostError
 from labtui.hosts.local import LocalHost
-from labtui.native import ProgramUnavailable, ensure_program, probe_source
+from labtui.programs.native import ProgramUnavailable, ensure_program, probe_source
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from labtui.parsers.stress_ng import parse_stress_ng
 from labtui.parsers.sysbench import parse_sysbench
 from labtui.parsers.unixbench import parse_unixbench, unixbench_slug
 from labtui.parsers.wrk import parse_wrk
-from labtui.stats import slowdown_pct
+from labtui.core.stats import slowdown_pct
 
 DATA = Path(__file__).parent / "data" / "parsers"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labtui.paths import local_runtime_dir
+from labtui.core.paths import local_runtime_dir
 
 
 def test_runtime_dir_is_made_private_and_a_symlink_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from labtui.backends import BackendError, InstanceSpec, Labels
+from labtui.backends.base import BackendError, InstanceSpec, Labels
 from labtui.parsers import ParseError
 from labtui.parsers.probe import parse_probe_output
 from tests.backend_lab import Lab, open_lab
@@ -157,13 +157,13 @@ async def test_attacker_runs_until_killed_and_cleans_up(lab: Lab, program: str, 
 
 
 # --- each named probe's definition (what it does, not how fast) ------------------------------
-# The probes are compiled here as labtui.native compiles them and run directly, with
+# The probes are compiled here as labtui.programs.native compiles them and run directly, with
 # LABTUI_PROBE_COUNTS=1: they then also write one JSON line of counts to stderr.
 
 
 @pytest.fixture(scope="module")
 def probe_bin(tmp_path_factory: pytest.TempPathFactory):
-    from labtui.native import FLAGS, probe_source
+    from labtui.programs.native import FLAGS, probe_source
 
     built: dict[str, str] = {}
     out = tmp_path_factory.mktemp("probes")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from labtui.backends import BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
+from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
 from labtui.hosts.local import LocalHost
 from tests.backend_lab import Lab, open_lab
-from labtui.native import ProgramUnavailable, ensure_program, probe_source
+from labtui.programs.native import ProgramUnavailable, ensure_program, probe_source
 
 AGENT_SOURCE = builtin_plugins_dir() / "process" / "agent.c"
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from sshd_fixture import host_table, sshd_available, start_sshd, write_key
 
-from labtui.backends import EXEC, BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
+from labtui.backends.base import EXEC, BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
 from labtui.engine import SessionRunner
-from labtui.events import Event, InstanceCreating, Result, SessionEnded
+from labtui.core.events import Event, InstanceCreating, Result, SessionEnded
 from labtui.hosts import get_host
 from labtui.hosts.local import LocalHost
-from labtui.native import ensure_program
+from labtui.programs.native import ensure_program
 from labtui.suites import load_suite
 from tests.backend_lab import Lab, open_lab
 from tests.test_process_backend import wait_for

@@ -28,8 +28,8 @@ import duckdb
 import pytest
 from backend_lab import Lab, open_lab
 
-from labtui.backends import Instance, InstanceSpec, Labels
-from labtui.events import (
+from labtui.backends.base import Instance, InstanceSpec, Labels
+from labtui.core.events import (
     InstanceCreating,
     InstanceDestroyed,
     InstanceDestroying,
@@ -37,7 +37,7 @@ from labtui.events import (
     SessionEnded,
     SessionStarted,
 )
-from labtui.liveness import session_lock, sessions_of
+from labtui.lifecycle.liveness import session_lock, sessions_of
 from labtui.store import record_events
 
 
@@ -308,7 +308,7 @@ def test_reconcile_judges_a_session_only_when_its_lock_is_free(tmp_path, monkeyp
     lock keeps liveness calling it running.
     """
     monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
-    from labtui.reconcile import read_store, reconcile
+    from labtui.lifecycle.reconcile import read_store, reconcile
 
     db = tmp_path / "lock.duckdb"
     sid = f"lock-{secrets.token_hex(4)}"
@@ -344,7 +344,7 @@ def test_reconcile_judges_a_session_only_when_its_lock_is_free(tmp_path, monkeyp
 def test_reconcile_leaves_an_ended_session_alone_while_its_lock_is_held(tmp_path, monkeypatch):
     """The store says 'ended' (its SessionEnded is written before the run lets go of its lock): not judged yet."""
     monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
-    from labtui.reconcile import read_store, reconcile
+    from labtui.lifecycle.reconcile import read_store, reconcile
 
     db = tmp_path / "ended.duckdb"
     sid = f"ended-{secrets.token_hex(4)}"

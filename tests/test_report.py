@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from matplotlib.image import imread
 
-from labtui.events import (
+from labtui.core.events import (
     HostFacts,
     InstanceCreating,
     InstanceReady,

@@ -1,6 +1,6 @@
 """labtui-runat: its closing line, its errors, and signals passed on to the program it runs.
 
-The binary is built for real on this machine (labtui.native.ensure_program, as on any host).
+The binary is built for real on this machine (labtui.programs.native.ensure_program, as on any host).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from labtui import runat
+from labtui.programs import runat
 from labtui.hosts.local import LocalHost
 
 

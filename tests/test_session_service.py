@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.backends import open_backend
+from labtui.backends.base import open_backend
 from labtui.engine import plan_for
 from labtui.hosts.local import LocalHost
 from labtui.session import LabRun, RunRefused, RunRequest

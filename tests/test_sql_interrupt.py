@@ -15,7 +15,7 @@ import pytest
 
 from labtui.commands import dispatch
 from labtui.commands.query import DEFAULT_TIMEOUT_S
-from labtui.events import Result, SessionStarted
+from labtui.core.events import Result, SessionStarted
 from labtui.store import StoreWriter
 
 REPO = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ import asyncssh
 import duckdb
 import pytest
 
-from labtui.backends import InstanceSpec, Labels, open_backend
+from labtui.backends.base import InstanceSpec, Labels, open_backend
 from labtui.hosts import CommandTimeout, HostError, get_host, known_hosts
 from labtui.hosts import hostkeys, illumos, remote_sampler, ssh, ssh_transfer
 from labtui.hosts.config import ConfigError, load_lab_config

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from labtui.stats import (
+from labtui.core.stats import (
     aggregate,
     compare_samples,
     normalized,

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.events import (
+from labtui.core.events import (
     HostFacts,
     InstanceCreating,
     InstanceDestroyed,
@@ -362,7 +362,7 @@ def test_flushed_step_survives_killed_writer(tmp_path: Path) -> None:
     db = tmp_path / "lab.duckdb"
     child = _spawn(f"""
         import os, time
-        from labtui.events import SessionStarted, StepStarted, StepEnded, Result
+        from labtui.core.events import SessionStarted, StepStarted, StepEnded, Result
         from labtui.store import StoreWriter
         w = StoreWriter.open({str(db)!r})
         w.add(SessionStarted("k1", "boot", "scaling", "process", "local", {{}}, os.getpid()))

@@ -24,7 +24,7 @@ WAIT_S = 240.0
 #: stdin), then SessionEnded.  Prints "ready" once open.
 WRITER = """
 import asyncio, os, sys, time
-from labtui.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.store import StoreWriter
 
 db, sid, steps, per_step, pause = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
@@ -176,7 +176,7 @@ def test_readers_and_the_writer_in_one_process_take_turns(tmp_path: Path) -> Non
     """The console: its run's writer flushes in a thread while its views read in others."""
     import threading
 
-    from labtui.events import Result, SessionStarted
+    from labtui.core.events import Result, SessionStarted
 
     db = tmp_path / "lab.duckdb"
     writer = StoreWriter.open(db)

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.events import Result, SessionStarted
+from labtui.core.events import Result, SessionStarted
 from labtui.store import SCHEMA_VERSION, StoreError, StoreWriter, connect_readonly, record_events, run_sql
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,7 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from labtui.events import InstanceCreating, InstanceDestroyed, InstanceReady, ResourceSample, Result, SessionStarted, StepStarted
+from labtui.core.events import (
+    InstanceCreating, InstanceDestroyed, InstanceReady, ResourceSample, Result, SessionStarted, StepStarted,
+)
 from labtui.ui.chart import render_chart, thin
 from labtui.ui.export import export, result_frame
 from labtui.ui.format import age, cell, count_rows, measure, pct, size, sparkline
@@ -130,7 +132,7 @@ def test_ui_is_the_only_textual_importer() -> None:
 
 
 def test_pane_renderers() -> None:
-    from labtui.events import Log
+    from labtui.core.events import Log
     from labtui.ui.render import counts_table, hosts_text, log_line, run_text
 
     model = RunModel()
@@ -151,7 +153,7 @@ def test_pane_renderers() -> None:
 
 # --- pilot tests on the real process backend ---------------------------------------------------
 
-from labtui.backends import InstanceSpec, Labels, open_backend  # noqa: E402
+from labtui.backends.base import InstanceSpec, Labels, open_backend  # noqa: E402
 from labtui.hosts import get_host  # noqa: E402
 
 SIZE = (160, 50)
@@ -192,7 +194,7 @@ def pane_text(app, selector: str) -> str:
 
 def quick_suite(directory: Path) -> Path:
     """boot-scaling as a suite file that does not wait for a quiet host (the test machine is shared)."""
-    from labtui.paths import bundled_dir
+    from labtui.core.paths import bundled_dir
 
     text = (bundled_dir("suites") / "boot-scaling.toml").read_text()
     assert "quiet_timeout_s" not in text and "\n[sampling]\n" in text
@@ -343,7 +345,7 @@ async def test_instances_view_lists_destroys_after_confirming_and_cleans_orphans
 
 def make_store(path: Path, session: str = "20260101-000000-abcdef", results: int = 600) -> str:
     """A store with one finished session: 2 steps, `results` boot results, a few samples."""
-    from labtui.events import SessionEnded, StepEnded
+    from labtui.core.events import SessionEnded, StepEnded
     from labtui.store import StoreWriter
 
     writer = StoreWriter.open(path)

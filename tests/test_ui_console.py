@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labtui.backends import BackendError, Instance, InstanceSpec, Labels, open_backend
+from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.ui.inventory import STUCK_AFTER_S, Found, destroy_errors, flags
 from test_ui import SIZE, destroy_session, start_run, wait_for
@@ -115,7 +115,7 @@ async def test_keep_instances_skips_the_teardown(lab: Path) -> None:
 
 
 async def test_quit_leaving_instances_records_it_and_leaves_orphans(lab: Path) -> None:
-    from labtui.liveness import session_is_running
+    from labtui.lifecycle.liveness import session_is_running
     from labtui.store import run_sql
     from labtui.ui.app import LabApp
     from labtui.ui.modals import QuitScreen

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from labtui.backends import Instance, Labels, open_backend
-from labtui.events import (
+from labtui.backends.base import Instance, Labels, open_backend
+from labtui.core.events import (
     InstanceCreating,
     InstanceReady,
     Log,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from labtui.backends import open_backend
+from labtui.backends.base import open_backend
 from labtui.hosts import get_host
 from labtui.store import run_sql
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.backends import BackendError, InstanceSpec, Labels, open_backend
+from labtui.backends.base import BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
-from labtui.kernels import FLAGS, ensure_kernel, kernel_names, kernels_dir
+from labtui.programs.kernels import FLAGS, ensure_kernel, kernel_names, kernels_dir
 from labtui.suites.loader import load_suite
 from tests.backend_lab import Lab, open_lab
 

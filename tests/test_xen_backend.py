@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.backends import Backend, BackendError, InstanceSpec, Labels, open_backend
+from labtui.backends.base import Backend, BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.hosts.ssh import SSHHost
 from labtui._plugins.xen.domconfig import DomainConfig, domain_name, labels_from_name, render

@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.backends import EXEC, Backend, BackendError, InstanceSpec, Labels, open_backend
+from labtui.backends.base import EXEC, Backend, BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.hosts.config import ConfigError, GuestLogin, load_lab_config
 from labtui.hosts.local import LocalHost

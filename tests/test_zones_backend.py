@@ -23,11 +23,11 @@ import pytest
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
-from labtui.backends import Backend, BackendError, InstanceSpec, Labels, open_backend
+from labtui.backends.base import Backend, BackendError, InstanceSpec, Labels, open_backend
 from labtui.engine.hostclock import host_clock_ns
 from labtui.hosts import get_host
 from labtui.hosts.ssh import SSHHost
-from labtui.runat import NAME as RUNAT_NAME
+from labtui.programs.runat import NAME as RUNAT_NAME
 from labtui._plugins.zones.listing import parse_zoneadm_list, rss_by_zoneid, split_fields
 from labtui._plugins.zones.names import check_name, name_problem, zone_name
 from labtui._plugins.zones.zonecfg import (

@@ -7,6 +7,6 @@ file has, whether labtui chooses the backend (``labtui.backends``) or a test
 imports a plugin module directly.  Importing this package imports no plugin.
 """
 
-from labtui.paths import bundled_dir
+from labtui.core.paths import bundled_dir
 
 __path__ = [str(bundled_dir("plugins"))]

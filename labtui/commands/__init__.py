@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-from labtui.commands.common import UsageError
+from labtui.core.errors import LabError
 
 _ROUTES = {
     "run": "labtui.commands.run",
@@ -28,11 +28,11 @@ _ROUTES = {
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run the command named in args; usage errors print one line and exit 2."""
+    """Run the command named in args; a LabError prints one line and exits with its status (see labtui.core.errors)."""
     module = importlib.import_module(_ROUTES[args.command])
     handler = getattr(module, f"cmd_{args.command}")
     try:
         return handler(args)
-    except UsageError as exc:
+    except LabError as exc:
         print(f"labtui {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_status

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from labtui.backends import BackendUnavailable, list_backends, open_backend
-from labtui.commands.common import host_from
+from labtui.backends.base import BackendUnavailable, list_backends, open_backend
+from labtui.hosts import get_host
 from labtui.suites import list_suites
 
 
@@ -22,7 +22,7 @@ def cmd_suites(args) -> int:
 
 
 def cmd_backends(args) -> int:
-    host = host_from(args.host)
+    host = get_host(args.host)
     rows = asyncio.run(_check_all(host))
     table = Table("backend", "usable here", "version", "why / why not", "source",
                   title=Text(f"backends on {host.name}"), title_justify="left")

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from labtui.commands.common import UsageError, db_path
-from labtui.stats import Comparison, compare_samples, summarize
+from labtui.commands.common import db_path
+from labtui.core.errors import UsageError
+from labtui.core.stats import Comparison, compare_samples, summarize
 from labtui.store import StoreError, fetch_frame, resolve_session
 from labtui.suites.model import PLACEMENTS
 
@@ -111,11 +112,8 @@ def cmd_compare(args) -> int:
         both = ", ".join(sorted(set(sides[0]) & set(sides[1])))
         raise UsageError(f"A and B are both session {both}; give two different sessions")
     unit = SESSIONS if max(map(len, sides)) > 1 else REPETITIONS
-    try:
-        sessions = [[_session(path, sid) for sid in side] for side in sides]
-        rows = compare_sessions(load_samples(path, sides[0], unit), load_samples(path, sides[1], unit))
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
+    sessions = [[_session(path, sid) for sid in side] for side in sides]
+    rows = compare_sessions(load_samples(path, sides[0], unit), load_samples(path, sides[1], unit))
     ids = [",".join(side) for side in sides]
     if args.format == "csv":
         out = csv.writer(sys.stdout)

@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from labtui.commands.common import UsageError
-from labtui.hosts.config import ConfigError, load_lab_config
-from labtui.hosts.fanout import Outcome, SelectionError, run_on_hosts, select_hosts
+from labtui.core.errors import UsageError
+from labtui.hosts.config import load_lab_config
+from labtui.hosts.fanout import Outcome, run_on_hosts, select_hosts
 
 
 def cmd_exec(args) -> int:
@@ -28,11 +28,8 @@ def cmd_exec(args) -> int:
         raise UsageError("no command given; usage: labtui exec [--host H]... [--tag T]... -- CMD ARGS...")
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
-    try:
-        lab = load_lab_config()
-        names = select_hosts(lab, args.hosts, args.tags)
-    except (ConfigError, SelectionError) as exc:
-        raise UsageError(str(exc)) from None
+    lab = load_lab_config()
+    names = select_hosts(lab, args.hosts, args.tags)
     if not names:
         raise UsageError("no hosts selected: the lab config has none (name `--host local` for this machine)")
     width = max(len(n) for n in names)

@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from labtui.backends import BackendUnavailable, list_backends, open_backend
-from labtui.commands.common import UsageError
+from labtui.backends.base import BackendUnavailable, list_backends, open_backend
+from labtui.core.errors import UsageError
 from labtui.hosts import Host, HostError, get_host
-from labtui.hosts.config import ConfigError, LabConfig, load_lab_config
-from labtui.hosts.fanout import SelectionError, select_hosts
+from labtui.hosts.config import LabConfig, load_lab_config
+from labtui.hosts.fanout import select_hosts
 from labtui.hosts.mux_client import ask, mux_socket
 
 #: Seconds one host's whole check may take (connect, facts, every backend).
@@ -22,15 +22,9 @@ CHECK_TIMEOUT_S = 120.0
 
 
 def cmd_hosts(args) -> int:
-    try:
-        lab = load_lab_config()
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    lab = load_lab_config()
     tags = getattr(args, "tags", None) or []
-    try:
-        names = select_hosts(lab, tags=tags) if tags else ["local", *lab.hosts]
-    except SelectionError as exc:
-        raise UsageError(str(exc)) from None
+    names = select_hosts(lab, tags=tags) if tags else ["local", *lab.hosts]
     if args.hosts_command == "check":
         return _check(names)
     if args.hosts_command == "trust":

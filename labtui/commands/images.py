@@ -8,8 +8,8 @@ from typing import Any, Protocol, cast
 from rich.console import Console
 from rich.table import Table
 
-from labtui.backends import BackendError
-from labtui.commands.common import backend_from, host_from
+from labtui.backends.base import BackendError, open_backend
+from labtui.hosts import get_host
 
 
 class _ImageBuilder(Protocol):
@@ -20,8 +20,8 @@ class _ImageBuilder(Protocol):
 
 def cmd_images(args) -> int:
     """Build (or confirm current) every ``labtui/<probe>``, ``labtui/nginx`` and ``labtui/redis`` image on the host's engine."""
-    host = host_from(args.host)
-    backend = cast(_ImageBuilder, backend_from("docker", host))
+    host = get_host(args.host)
+    backend = cast(_ImageBuilder, open_backend("docker", host))
     try:
         built = asyncio.run(backend.build_images(force=args.force))
     except BackendError as exc:

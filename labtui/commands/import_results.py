@@ -20,7 +20,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from labtui.commands.common import UsageError, db_path
+from labtui.commands.common import db_path
+from labtui.core.errors import UsageError
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.common import Better
 
@@ -65,7 +66,7 @@ FORMATS = ("csv", "unixbench", "aim9", "aim9-ss", "lmbench", "sysbench", "stress
 
 
 def cmd_import(args) -> int:
-    from labtui.store import StoreError, session_ids
+    from labtui.store import session_ids
 
     if not _SESSION_NAME.fullmatch(args.session):
         raise UsageError(f"--session {args.session!r}: use letters, digits, '.', '_' and '-' (starting with a letter or digit)")
@@ -74,11 +75,8 @@ def cmd_import(args) -> int:
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     path = db_path(args)
-    try:
-        if path.exists() and args.session in session_ids(path):
-            raise UsageError(f"session {args.session!r} already exists in {path}; choose another --session name")
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
+    if path.exists() and args.session in session_ids(path):
+        raise UsageError(f"session {args.session!r} already exists in {path}; choose another --session name")
     if fmt == "csv":
         load = CsvLoad(args)
         for file in files:  # every file is read and validated before the store is opened
@@ -113,26 +111,23 @@ def _record(path: Path, args, fmt: str, files: list[Path], count: int, *, rows: 
     leaves a session that the next open marks crashed, never results without
     a session.
     """
-    from labtui.events import Result, SessionEnded, SessionStarted
+    from labtui.core.events import Result, SessionEnded, SessionStarted
     from labtui.store import StoreError, StoreWriter
 
     done = f"imported {count} results from {len(files)} file(s)"
-    try:
-        with StoreWriter.open(path) as writer:
-            writer.add(SessionStarted(args.session, "import", "import", "", args.host,
-                                      {"format": fmt, "files": [str(f) for f in files]}, os.getpid()))
-            if bulk is not None:
-                writer.flush()
-                try:
-                    bulk.insert(writer.path, args.session)
-                except StoreError as exc:
-                    writer.add(SessionEnded(args.session, "failed", str(exc)))
-                    raise
-            for row in rows or ():
-                writer.add(Result(args.session, *row))
-            writer.add(SessionEnded(args.session, "completed", done))
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
+    with StoreWriter.open(path) as writer:
+        writer.add(SessionStarted(args.session, "import", "import", "", args.host,
+                                  {"format": fmt, "files": [str(f) for f in files]}, os.getpid()))
+        if bulk is not None:
+            writer.flush()
+            try:
+                bulk.insert(writer.path, args.session)
+            except StoreError as exc:
+                writer.add(SessionEnded(args.session, "failed", str(exc)))
+                raise
+        for row in rows or ():
+            writer.add(Result(args.session, *row))
+        writer.add(SessionEnded(args.session, "completed", done))
 
 
 # --- a real tool's output -----------------------------------------------------------------------

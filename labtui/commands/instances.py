@@ -11,15 +11,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from labtui.backends import Backend, Instance
-from labtui.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
-from labtui.commands.common import UsageError, backends_for, db_path, host_from
-from labtui.hosts import HostError, known_hosts
+from labtui.backends.base import Backend, Instance
+from labtui.lifecycle.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
+from labtui.commands.common import backends_for, db_path
+from labtui.core.errors import LabError, UsageError
+from labtui.hosts import get_host, known_hosts
 from labtui.store import StoreError, fetch_frame
 
 
 def cmd_instances(args) -> int:
-    host = host_from(args.host)
+    host = get_host(args.host)
     found = asyncio.run(_list_all(backends_for(args, host), args.session))
     if args.format == "json":
         print(json.dumps([_as_record(backend, i) for backend, i in found], indent=1))
@@ -43,13 +44,13 @@ def cmd_cleanup(args) -> int:
         if len(names) > 1:
             console.print(Text(f"== host {name}", "bold"))
         try:
-            host = host_from(name)
+            host = get_host(name)
             backends = backends_for(args, host)
             # one event loop for planning and destroying: an SSH host's connections belong to the loop that opened them
             report = asyncio.run(_plan_and_clean(args, backends, console))
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
-        except (UsageError, HostError, OSError) as exc:
+        except StoreError:
+            raise
+        except (LabError, OSError) as exc:
             if len(names) == 1:
                 raise UsageError(str(exc)) from None
             console.print(Text(f"host {name}: could not be reached: {exc}", "red"))

@@ -18,8 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from labtui import __version__
-from labtui.commands.common import UsageError, db_path
-from labtui.paths import bundled_dir
+from labtui.commands.common import db_path
+from labtui.core.errors import UsageError
+from labtui.core.paths import bundled_dir
 from labtui.store import QueryResult, StoreError, connect_readonly, list_sessions, run_sql
 from labtui.store.reader import read_statement
 
@@ -31,10 +32,7 @@ EXIT_TIMEOUT = 1
 
 def cmd_sessions(args) -> int:
     path = db_path(args)
-    try:
-        frame = list_sessions(path)
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
+    frame = list_sessions(path)
     table = _plain_table(frame.columns, title=Text(f"sessions in {path}"))
     for row in frame.iter_rows():
         table.add_row(*(Text(_cell(v)) for v in row))
@@ -94,10 +92,7 @@ class _SqlQuery:
 
     def run(self, timeout: float) -> str:
         """'done', 'timeout' or 'interrupted'; UsageError when the query is refused or fails."""
-        try:
-            self._con = connect_readonly(self.path)
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
+        self._con = connect_readonly(self.path)
         worker = threading.Thread(target=self._work, name="labtui-sql", daemon=True)
         try:
             worker.start()

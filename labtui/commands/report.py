@@ -5,25 +5,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from labtui.commands.common import UsageError, db_path
-from labtui.store import StoreError
+from labtui.commands.common import db_path
+from labtui.core.errors import UsageError
 
 
 def cmd_report(args) -> int:
     from labtui.report import resolve, write_report
 
     path = db_path(args)
-    try:
-        ids = [resolve(path, s) for s in (args.session, args.session_b) if s]
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
+    ids = [resolve(path, s) for s in (args.session, args.session_b) if s]
     if len(ids) == 2 and ids[0] == ids[1]:
         raise UsageError(f"both sessions are {ids[0]}; give two different sessions to compare")
     out = Path(args.out) if args.out else Path("reports") / "-vs-".join(ids)
-    try:
-        written = write_report(path, ids, out, args.format)
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
+    written = write_report(path, ids, out, args.format)
     if not written:
         print(f"session {' and '.join(ids)} recorded nothing to draw; no files written", file=sys.stderr)
         return 1
@@ -36,11 +30,8 @@ def cmd_export(args) -> int:
     from labtui.report import export_session, resolve
 
     path = db_path(args)
-    try:
-        sid = resolve(path, args.session)
-        written = export_session(path, sid, Path(args.out) if args.out else Path("exports") / sid, args.format)
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
+    sid = resolve(path, args.session)
+    written = export_session(path, sid, Path(args.out) if args.out else Path("exports") / sid, args.format)
     for file in written.values():
         print(file)
     return 0

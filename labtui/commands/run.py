@@ -13,13 +13,13 @@ from rich.console import Console
 from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from labtui.commands.common import UsageError, db_path
+from labtui.commands.common import db_path
 from labtui.commands.render import render_summary
 from labtui.engine import SessionRunner
-from labtui.events import Event, Result, SessionEnded, StepEnded, StepStarted
-from labtui.session import LabRun, Plan, RunRefused, RunRequest
+from labtui.core.events import Event, Result, SessionEnded, StepEnded, StepStarted
+from labtui.session import LabRun, Plan, RunRequest
 from labtui.store import StoreError
-from labtui.suites import SuiteError, load_suite
+from labtui.suites import load_suite
 
 EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130}
 
@@ -27,18 +27,13 @@ EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130}
 def cmd_run(args) -> int:
     """Turn the arguments into a request, run it through the session service, print each session's table."""
     console = Console(stderr=True)
-    try:
-        suite = load_suite(args.suite, args.overrides, args.profile)
-    except SuiteError as exc:
-        raise UsageError(str(exc)) from None
+    suite = load_suite(args.suite, args.overrides, args.profile)
     path = db_path(args)
     request = RunRequest(suite, path, tuple(args.hosts), args.backend, manual=args.step)
     lab = LabRun(request, notify=lambda level, text: _notice(console, level, text))
     try:
         lab.prepare()
         outcomes = asyncio.run(_run(lab, console))
-    except RunRefused as exc:
-        raise UsageError(str(exc)) from None
     except StoreError as exc:
         console.print(Text.assemble(("store error: ", "red"), str(exc)))
         ids = ", ".join(r.session_id for r in lab.runners)

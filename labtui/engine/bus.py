@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from labtui.events import Checkpoint, Event
+from labtui.core.events import Checkpoint, Event
 
 
 class EventBus:

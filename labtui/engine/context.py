@@ -13,10 +13,10 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from labtui.backends import Backend, BackendError, Instance, InstanceSpec, Labels
+from labtui.backends.base import Backend, BackendError, Instance, InstanceSpec, Labels
 from labtui.engine.bus import EventBus
 from labtui.engine.gate import StepGate
-from labtui.events import (
+from labtui.core.events import (
     Better,
     InstanceCreating,
     InstanceDestroyed,

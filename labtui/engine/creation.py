@@ -39,22 +39,22 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from labtui.backends import EXEC, BackendError, Instance
+from labtui.backends.base import EXEC, BackendError, Instance
 from labtui.engine.concurrent import record_sums
 from labtui.engine.context import RunContext
 from labtui.engine.kinds import ExperimentKind
 from labtui.suites.model import Suite
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.scaling import measure_memory, wait_for_quiet_host
-from labtui.events import StepEnded, StepStarted
+from labtui.core.events import StepEnded, StepStarted
 from labtui.hosts.base import CommandResult, HostError
-from labtui.native import ensure_program, probe_source
+from labtui.programs.native import ensure_program, probe_source
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.probe import parse_probe_output
-from labtui.plugin_kit import last_line
-from labtui.runat import NAME as RUNAT_NAME
-from labtui.runat import build as build_runat
-from labtui.runat import closing_line, program_stderr
+from labtui.backends.kit import last_line
+from labtui.programs.runat import NAME as RUNAT_NAME
+from labtui.programs.runat import build as build_runat
+from labtui.programs.runat import closing_line, program_stderr
 
 #: The synchronized start the Xen study asked of its UDP trigger (section 4.2.1): 0.01 s.
 START_SPREAD_GOAL_MS = 10.0

@@ -38,7 +38,7 @@ import time
 from dataclasses import replace
 from typing import TypedDict
 
-from labtui.backends import (
+from labtui.backends.base import (
     CPU_LIMIT,
     CPU_WEIGHT,
     PINNING,
@@ -51,7 +51,7 @@ from labtui.engine.kinds import ExperimentKind
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.measure import record_run
 from labtui.engine.scaling import wait_for_quiet_host
-from labtui.events import StepEnded, StepStarted
+from labtui.core.events import StepEnded, StepStarted
 from labtui.suites.model import DEFAULT_CPU_WEIGHT, Fairshare, Program, Worker, Suite
 
 BENCHMARK = "fairshare"

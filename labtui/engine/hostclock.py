@@ -8,8 +8,8 @@ like the probes) prints the host's CLOCK_REALTIME.
 
 from __future__ import annotations
 
-from labtui import runat
-from labtui.backends import BackendError
+from labtui.programs import runat
+from labtui.backends.base import BackendError
 from labtui.hosts.base import Host, HostError
 
 #: Seconds a clock reading may take (an SSH round trip, not a build: the build is bounded on its own).

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import asyncio
 
-from labtui.backends import PINNING, BackendError, Instance
+from labtui.backends.base import PINNING, BackendError, Instance
 from labtui.engine.context import RunContext
 from labtui.engine.kinds import ExperimentKind
 from labtui.engine.measure import measure_worker
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.engine.topology import Plan, plan_placements, read_topology_and_smt
-from labtui.events import StepEnded, StepStarted
+from labtui.core.events import StepEnded, StepStarted
 from labtui.suites.model import PLACEMENTS, Suite
 
 

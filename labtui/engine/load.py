@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from labtui.backends import BackendError, Instance
+from labtui.backends.base import BackendError, Instance
 from labtui.engine.context import RunContext
 from labtui.hosts.base import CommandTimeout, Host, HostError
 from labtui.parsers import ParseError, Reading

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from labtui.backends import BackendError, Instance
+from labtui.backends.base import BackendError, Instance
 from labtui.engine.context import RunContext
 from labtui.engine.load import measure_load
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.probe import parse_probe_output
-from labtui.stats import summarize
+from labtui.core.stats import summarize
 from labtui.suites.model import Worker
 
 

@@ -14,14 +14,14 @@ import secrets
 import time
 from collections.abc import Awaitable
 
-from labtui.backends import Backend
+from labtui.backends.base import Backend
 from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
 from labtui.engine.kinds import kinds
-from labtui.events import HostFacts, SessionEnded, SessionStarted
+from labtui.core.events import HostFacts, SessionEnded, SessionStarted
 from labtui.hosts.base import Host, HostError
-from labtui.liveness import session_lock
+from labtui.lifecycle.liveness import session_lock
 from labtui.suites.loader import suite_to_dict
 from labtui.suites.model import Suite
 

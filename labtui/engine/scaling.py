@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 
-from labtui.backends import Instance
+from labtui.backends.base import Instance
 from labtui.engine.context import RunContext
 from labtui.engine.kinds import ExperimentKind
 from labtui.engine.measure import measure_worker
-from labtui.events import StepEnded, StepStarted
+from labtui.core.events import StepEnded, StepStarted
 from labtui.suites.model import Suite
 
 

@@ -14,13 +14,14 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from labtui.events import ResourceSample
+from labtui.core.errors import LabError
+from labtui.core.events import ResourceSample
 
 if TYPE_CHECKING:
     from labtui.hosts.config import HostConfig
 
 
-class HostError(Exception):
+class HostError(LabError):
     """A host could not do what was asked (unreachable, command missing, ...)."""
 
 

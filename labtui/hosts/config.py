@@ -34,6 +34,8 @@ _GUEST_KEYS = ("kernel", "ramdisk", "addresses", "netmask", "gateway", "bridge",
 class ConfigError(HostError):
     """The lab config is malformed; the message names file, line and host."""
 
+    exit_status = 2
+
 
 @dataclass(frozen=True, slots=True)
 class GuestLogin:

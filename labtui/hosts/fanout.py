@@ -23,6 +23,8 @@ from labtui.hosts.mux_client import ask, mux_socket, start_mux
 class SelectionError(HostError):
     """--host/--tag name a host or tag the lab config does not have."""
 
+    exit_status = 2
+
 
 def select_hosts(lab: LabConfig, names: Sequence[str] = (), tags: Sequence[str] = ()) -> list[str]:
     """Hosts named, plus hosts carrying any of tags, in config order (``local`` first when named).

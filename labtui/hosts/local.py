@@ -11,10 +11,10 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
-from labtui.events import ResourceSample
+from labtui.core.events import ResourceSample
 from labtui.hosts import linux
 from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
-from labtui.paths import local_runtime_dir
+from labtui.core.paths import local_runtime_dir
 
 
 class LocalHost(Host):

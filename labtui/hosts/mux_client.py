@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from labtui.paths import local_runtime_dir
+from labtui.core.paths import local_runtime_dir
 
 #: Largest answer read from the mux (a command's whole output).
 MAX_ANSWER_BYTES = 1 << 30

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 
-from labtui.events import ResourceSample
+from labtui.core.events import ResourceSample
 from labtui.hosts import illumos, linux
 from labtui.hosts.linux import CpuTimes
 

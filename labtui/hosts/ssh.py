@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import asyncssh
 
-from labtui.events import ResourceSample
+from labtui.core.events import ResourceSample
 from labtui.hosts import hostkeys, illumos, linux, remote_sampler, ssh_transfer
 from labtui.hosts.ssh_runner import RUNNER_SCRIPT, Runner, RunnerError, one_line_command
 from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError

@@ -22,12 +22,13 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from labtui.backends import Backend, BackendError, open_backend
+from labtui.backends.base import Backend, BackendError, open_backend
+from labtui.core.errors import UsageError
+from labtui.core.events import Event
 from labtui.engine import Plan, SessionRunner, StepGate, plan_for
-from labtui.events import Event
 from labtui.hosts import Host, HostError, get_host
-from labtui.liveness import LivenessError, lock_dir
-from labtui.reconcile import StoreView, read_store_quietly, reconcile_before_run
+from labtui.lifecycle.liveness import LivenessError, lock_dir
+from labtui.lifecycle.reconcile import StoreView, read_store_quietly, reconcile_before_run
 from labtui.session.request import RunRequest
 from labtui.store import StoreError, StoreWriter
 
@@ -40,7 +41,7 @@ FORCE_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 Notify = Callable[[str, str], None]
 
 
-class RunRefused(Exception):
+class RunRefused(UsageError):
     """The request cannot run (bad host, backend, lock directory or store): one line, exit 2."""
 
 

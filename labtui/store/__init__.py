@@ -1,6 +1,6 @@
 """The labtui DuckDB store: one writer task, read-only SQL for everyone else.
 
-Imports only labtui.events (never the engine or the UI).
+Imports only labtui.core.events (never the engine or the UI).
 """
 
 from labtui.store.reader import (

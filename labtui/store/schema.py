@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import duckdb
 
+from labtui.core.errors import LabError
+
 #: 2 added results.placement (where an isolation run put the attacker) and
 #: made the slowdown view group by it; 3 made the slowdown view's samples
 #: repetitions (each repetition's values averaged first), not instances.
@@ -26,8 +28,14 @@ SCHEMA_VERSION = 3
 STATUSES = ("running", "completed", "failed", "aborted", "crashed")
 
 
-class StoreError(Exception):
-    """A store could not be opened, read or written; the message says why."""
+class StoreError(LabError):
+    """A store could not be opened, read or written; the message says why.
+
+    Exit status 2: most are a wrong path, session or statement; a run that loses its
+    store mid-way reports that itself (exit 1).
+    """
+
+    exit_status = 2
 
 
 _STATUS_CHECK = ", ".join(f"'{s}'" for s in STATUSES)
@@ -123,7 +131,7 @@ CREATE TABLE IF NOT EXISTS hosts (
 """
 
 VIEWS = ("slowdown", "results_by_step")
-#: THE definition of slowdown (labtui.stats.slowdown_table runs it over live results too).
+#: THE definition of slowdown (labtui.core.stats.slowdown_table runs it over live results too).
 #: A sample is a repetition: each repetition's values at a condition (placement, background) are
 #: averaged first, so the instances of one step are never counted as independent samples; mean,
 #: std and n are across repetitions; the baseline is the session's first condition of the metric.

@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from labtui.events import (
+from labtui.core.events import (
     Checkpoint,
     Event,
     HostFacts,

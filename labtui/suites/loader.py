@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labtui.paths import bundled_dir
+from labtui.core.errors import UsageError
+from labtui.core.paths import bundled_dir
 from labtui.suites.model import (
     CREATION_WHERE,
     FAIRSHARE_MEASURES,
@@ -51,7 +52,7 @@ OVERRIDE = "--set"
 KeyPath = tuple[str, ...]
 
 
-class SuiteError(Exception):
+class SuiteError(UsageError):
     """A suite file or a ``--set`` override is wrong; ``str()`` says where and why."""
 
     def __init__(self, file: str, line: int | None, key: str | None, message: str) -> None:

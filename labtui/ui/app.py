@@ -26,7 +26,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
-from labtui.paths import default_db_path
+from labtui.core.paths import default_db_path
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot

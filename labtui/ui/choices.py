@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from labtui.backends import BackendError, backend_names, open_backend
+from labtui.backends.base import backend_names, open_backend
+from labtui.core.errors import LabError
 from labtui.hosts import HostError, get_host
 from labtui.suites import Suite
 
@@ -49,7 +50,7 @@ async def backend_choices(host_name: str) -> list[BackendChoice]:
         try:
             backend = await asyncio.to_thread(open_backend, name, host)
             verdict = await backend.check()
-        except (BackendError, OSError, HostError) as exc:
+        except (LabError, OSError) as exc:
             return BackendChoice(name, False, str(exc))
         return BackendChoice(name, verdict.usable, verdict.reason or ("usable" if verdict.usable else "unusable"))
 

@@ -21,9 +21,9 @@ from textual.coordinate import Coordinate
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
-from labtui.cleanup import CleanupPlan, Target, run_cleanup
+from labtui.lifecycle.cleanup import CleanupPlan, Target, run_cleanup
 from labtui.hosts import HostError, get_host
-from labtui.liveness import session_is_running
+from labtui.lifecycle.liveness import session_is_running
 from labtui.ui.format import age, size
 from labtui.ui.inventory import Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.modals import ConfirmScreen

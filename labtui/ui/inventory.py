@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from labtui.backends import Backend, BackendError, Instance, backend_names, open_backend
+from labtui.backends.base import Backend, BackendError, Instance, backend_names, open_backend
 from labtui.hosts.base import Host
-from labtui.liveness import session_is_running
+from labtui.lifecycle.liveness import session_is_running
 
 
 #: States an instance only passes through; one still in such a state after STUCK_AFTER_S is stuck.

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from labtui.events import (
+from labtui.core.events import (
     Event,
     InstanceCreating,
     InstanceDestroyed,

@@ -7,7 +7,7 @@ import time
 from rich.table import Table
 from rich.text import Text
 
-from labtui.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+from labtui.core.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.ui.format import measure, number, pct, signed_pct, sparkline
 from labtui.ui.live import HostState, RunModel
 

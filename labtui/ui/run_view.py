@@ -20,10 +20,10 @@ from textual.widgets import ProgressBar, RichLog, Static
 from textual.worker import Worker
 
 from labtui.engine import SessionRunner
-from labtui.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
+from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
 from labtui.hosts import HostError, get_host, known_hosts
-from labtui.session import LabRun, RunRefused, RunRequest
-from labtui.store import StoreError
+from labtui.core.errors import LabError
+from labtui.session import LabRun, RunRequest
 from labtui.suites import list_suites
 from labtui.ui.choices import StartRequest, backend_choices
 from labtui.ui.live import RunModel
@@ -230,7 +230,7 @@ class RunView(Vertical):
                      notify=self._notice)
         try:
             runner = lab.prepare()[0]
-        except RunRefused as exc:
+        except LabError as exc:  # refused, or a host/backend/store error: one line, nothing started
             self.notify(str(exc), title="cannot start", severity="error", timeout=10, markup=False)
             self.log_text(f"cannot start: {exc}", "red")
             return
@@ -258,7 +258,7 @@ class RunView(Vertical):
             status = outcome.status
             if outcome.message and status != "completed":
                 self.log_text(f"{status}: {outcome.message}", "red")
-        except (RunRefused, StoreError) as exc:
+        except LabError as exc:
             self.log_text(f"the run could not go on: {exc}", "red")
             self.notify(str(exc), title="run stopped", severity="error", timeout=10, markup=False)
             self.model.status, self.model.message = "failed", str(exc)

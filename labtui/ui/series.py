@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from labtui.stats import slowdown_table
+from labtui.core.stats import slowdown_table
 
 SLOWDOWN_COLUMNS = [
     "session_id", "benchmark", "metric", "unit", "better", "background", "mean", "std", "n", "normalized", "slowdown_pct",
@@ -28,7 +28,7 @@ _SCHEMA = {
 
 
 def slowdown(results: pl.DataFrame) -> pl.DataFrame:
-    """The slowdown table of live results: the store's own definition (labtui.stats.slowdown_table)."""
+    """The slowdown table of live results: the store's own definition (labtui.core.stats.slowdown_table)."""
     if results.is_empty():
         return pl.DataFrame(schema={c: _SCHEMA[c] for c in SLOWDOWN_COLUMNS})
     return slowdown_table(results).select(SLOWDOWN_COLUMNS)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import aiodocker
 
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
@@ -38,7 +38,7 @@ from labtui.plugin_kit import (
     InstanceSpec,
     Labels,
 )
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     runat as runat_tool,
 )
 
@@ -64,7 +64,7 @@ from .services import (
 from .staging import Stager, stage_path
 
 if TYPE_CHECKING:
-    from labtui.plugin_kit import Host
+    from labtui.backends.kit import Host
 
 __all__ = ["BACKEND", "ContainerSpec", "DockerBackend"]
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from labtui.plugin_kit import BackendError, InstanceSpec, Labels
+from labtui.backends.kit import BackendError, InstanceSpec, Labels
 
 LABEL_SESSION = "labtui.session"
 LABEL_ROLE = "labtui.role"

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import aiodocker
 import aiohttp
 
-from labtui.plugin_kit import BackendError, HostError
+from labtui.backends.kit import BackendError, HostError
 
 if TYPE_CHECKING:
-    from labtui.plugin_kit import Host
+    from labtui.backends.kit import Host
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 #: Seconds to open a connection to the engine before giving up.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labtui.plugin_kit import BackendError, runat
+from labtui.backends.kit import BackendError, runat
 
 
 def entrypoint(runat_inside: str, start_at: float) -> list[str]:

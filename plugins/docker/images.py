@@ -2,7 +2,7 @@
 
 Every probe image carries all bundled probes in ``/bin`` (so a probe can be
 exec'd inside any of them) and runs its own probe by default.  The binaries
-are compiled on the host by ``labtui.native.ensure_program``, copied to the
+are compiled on the host by ``labtui.programs.native.ensure_program``, copied to the
 controller, checked to be static, packed with a Dockerfile into a tar context
 in memory and sent to the engine's build endpoint.  Images carry
 ``labtui.managed=1`` and ``labtui.source=<digest of the probe sources>``; an
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import aiodocker
 
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     BackendError,
     HostError,
     ProgramUnavailable,
@@ -37,7 +37,7 @@ from labtui.plugin_kit import (
 from .engine import Engine, EngineError
 
 if TYPE_CHECKING:
-    from labtui.plugin_kit import Host
+    from labtui.backends.kit import Host
 
 IMAGE_PREFIX = "labtui/"
 MANAGED_LABEL = "labtui.managed"

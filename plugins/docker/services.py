@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labtui.plugin_kit import BackendError, HostError
+from labtui.backends.kit import BackendError, HostError
 
 from .images import IMAGE_PREFIX, BuiltImage, current_image, post_build
 
 if TYPE_CHECKING:
-    from labtui.plugin_kit import CommandResult, Host
+    from labtui.backends.kit import CommandResult, Host
 
     from .engine import Engine
 

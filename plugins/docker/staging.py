@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 
 import aiodocker
 
-from labtui.plugin_kit import BackendError, ProgramUnavailable
+from labtui.backends.kit import BackendError, ProgramUnavailable
 
 from .engine import Engine
 from .images import fetch_static
 
 if TYPE_CHECKING:
-    from labtui.plugin_kit import Host
+    from labtui.backends.kit import Host
 
 #: Where staged programs land inside a container.
 STAGE_DIR = "/labtui/bin"

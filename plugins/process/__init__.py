@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
@@ -54,7 +54,7 @@ from labtui.plugin_kit import (
 )
 
 if TYPE_CHECKING:
-    from labtui.plugin_kit import Host
+    from labtui.backends.kit import Host
 
 AGENT_SOURCE = Path(__file__).resolve().parent / "agent.c"
 AGENT_NAME = "labtui-agent"

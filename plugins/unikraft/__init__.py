@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     PINNING,
     Availability,
     Backend,

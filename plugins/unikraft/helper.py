@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     BackendError,
     CommandResult,
     Host,

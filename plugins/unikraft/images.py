@@ -23,7 +23,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from labtui.plugin_kit import BackendError, Host
+from labtui.backends.kit import BackendError, Host
 
 from .helper import run_on
 from .qemu import Launch

@@ -16,7 +16,7 @@ import re
 import secrets
 from collections.abc import Sequence
 
-from labtui.plugin_kit import BackendError, Host, Instance, Labels, lab_name, last_line
+from labtui.backends.kit import BackendError, Host, Instance, Labels, lab_name, last_line
 
 from .helper import run_on
 from .qemu import Launch

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     BackendError,
     Host,
     Instance,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from labtui.plugin_kit import BackendError, Labels
+from labtui.backends.kit import BackendError, Labels
 
 from .state import StateDir, vm_name
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from labtui.plugin_kit import BackendError, Labels
+from labtui.backends.kit import BackendError, Labels
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _NAME = re.compile(r"labtui,,session=([^,]+),,role=([^,]+),,instance=([^,]+)")

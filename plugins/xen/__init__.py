@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
@@ -46,7 +46,7 @@ from .guests import GUEST_IMAGE, Guests, guest_addresses
 from .listing import Domain, parse_info, parse_list
 
 if TYPE_CHECKING:
-    from labtui.plugin_kit import Host
+    from labtui.backends.kit import Host
 
 QUERY_TIMEOUT_S = 60.0
 #: Seconds between ``xl list`` polls while waiting for a domain to power off.

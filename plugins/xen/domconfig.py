@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from labtui.plugin_kit import BackendError, Labels
+from labtui.backends.kit import BackendError, Labels
 
 #: Every domain labtui creates is named PREFIX + session + "." + role + "." + instance.
 PREFIX = "labtui."

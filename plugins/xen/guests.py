@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     BackendError,
     CommandResult,
     GuestLogin,

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
@@ -40,7 +40,7 @@ from labtui.plugin_kit import (
     ProgramUnavailable,
     last_line,
 )
-from labtui.plugin_kit import (
+from labtui.backends.kit import (
     runat as runat_tool,
 )
 
@@ -49,7 +49,7 @@ from .names import PREFIX, check_name, zone_name
 from .zonecfg import Fs, ZoneConfig, command_file, labels_from_attrs, parse_attrs
 
 if TYPE_CHECKING:
-    from labtui.plugin_kit import Host
+    from labtui.backends.kit import Host
 
 #: Seconds any single administrative command may take when the spec gives no tighter bound.
 COMMAND_TIMEOUT_S = 3600.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labtui.plugin_kit import BackendError, parse_kstat
+from labtui.backends.kit import BackendError, parse_kstat
 
 #: zone_state_t order (usr/src/head/libzonecfg.h): a zone moves up by install/ready/boot, down by halt/uninstall.
 STATES = ("configured", "incomplete", "installed", "ready", "running", "shutting_down", "down", "mounted")

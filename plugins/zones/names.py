@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from labtui.plugin_kit import BackendError, Labels
+from labtui.backends.kit import BackendError, Labels
 
 #: Every zone labtui creates is named PREFIX + session + "-" + instance (the attr resources hold the labels).
 PREFIX = "labtui-"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labtui.plugin_kit import BackendError, Labels
+from labtui.backends.kit import BackendError, Labels
 
 #: attr resource names holding the labels (zonecfg attr names are free-form strings).
 ATTR_SESSION, ATTR_ROLE, ATTR_INSTANCE = "labtui-session", "labtui-role", "labtui-instance"

@@ -61,12 +61,12 @@ RECONCILE_UNIT = (
 )
 
 TARGETS = {t.name: t for t in (
-    Target("stats", "labtui/stats.py", ("tests/test_stats.py",)),
-    Target("reconcile", "labtui/reconcile.py",
+    Target("stats", "labtui/core/stats.py", ("tests/test_stats.py",)),
+    Target("reconcile", "labtui/lifecycle/reconcile.py",
            (*RECONCILE_UNIT, "tests/test_cleanup_selection.py")),
-    Target("reconcile-selection", "labtui/reconcile.py", (*RECONCILE_UNIT, "tests/test_cleanup_selection.py"),
+    Target("reconcile-selection", "labtui/lifecycle/reconcile.py", (*RECONCILE_UNIT, "tests/test_cleanup_selection.py"),
            functions=("StoreView.ended", "reconcile", "_active", "_row_finding")),
-    Target("cleanup", "labtui/cleanup.py", ("tests/test_cleanup_selection.py",)),
+    Target("cleanup", "labtui/lifecycle/cleanup.py", ("tests/test_cleanup_selection.py",)),
     Target("suite-validator", "labtui/suites/model.py",
            ("tests/test_suites.py", "-k", "not run_with and not suites_command")),
     Target("docker-label-filter", "plugins/docker/__init__.py",

@@ -146,9 +146,9 @@ def run_suite(name: str, args: list[str], env: dict[str, str], db: Path, prefix:
 
 async def agent_boots(rounds: int, prefix: list[str]) -> dict[str, list[float]]:
     """hello booted by labtui-agent directly, isolated and not, interleaved; boot times in ms."""
-    from labtui.backends import builtin_plugins_dir
+    from labtui.backends.base import builtin_plugins_dir
     from labtui.hosts.local import LocalHost
-    from labtui.native import ensure_program, probe_source
+    from labtui.programs.native import ensure_program, probe_source
 
     host = LocalHost()
     agent = await ensure_program(host, builtin_plugins_dir() / "process" / "agent.c", "labtui-agent")

@@ -143,8 +143,8 @@ def env_for(tmp: Path) -> dict[str, str]:
 
 def child(rows: int) -> None:
     """The console with `rows` listed instances and 10 samples/s, on this process's terminal."""
-    from labtui.backends import Instance, Labels, open_backend
-    from labtui.events import ResourceSample, SessionStarted, StepStarted
+    from labtui.backends.base import Instance, Labels, open_backend
+    from labtui.core.events import ResourceSample, SessionStarted, StepStarted
     from labtui.hosts import get_host
     from labtui.ui.app import LabApp
     from labtui.ui.instances_view import InstancesView
@@ -186,7 +186,7 @@ def child(rows: int) -> None:
 
 def make_results_store(path: Path, rows: int) -> None:
     """A store with one session of `rows` boot results (the SQL benchmark's table)."""
-    from labtui.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+    from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
     from labtui.store import StoreWriter
 
     session, t0 = "20260101-000000-bench1", time.time() - 100

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
 from common import median_time, report  # noqa: E402
 
-from labtui.backends import InstanceSpec, Labels, open_backend  # noqa: E402
+from labtui.backends.base import InstanceSpec, Labels, open_backend  # noqa: E402
 from labtui.hosts.local import LocalHost  # noqa: E402
 
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's 
 from common import report  # noqa: E402
 
 from labtui.hosts.local import LocalHost  # noqa: E402
-from labtui.native import ensure_program, probe_source  # noqa: E402
+from labtui.programs.native import ensure_program, probe_source  # noqa: E402
 
 SUITE = """
 [suite]

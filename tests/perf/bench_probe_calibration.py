@@ -7,7 +7,7 @@
 LABTUI_UNIXBENCH_DIR is a built UnixBench tree (the directory holding ``Run``,
 ``pgms/`` and ``testdir/``); LABTUI_LMBENCH_DIR holds lmbench3's built
 ``lat_*`` programs and ``hello``.  A suite of pairs whose original is missing is
-skipped (and said so).  The probes are compiled by labtui.native, as a run does.
+skipped (and said so).  The probes are compiled by labtui.programs.native, as a run does.
 
 Every round runs each pair once, probe and original back to back, the order
 of the two alternating from round to round; the pairs themselves are shuffled
@@ -44,7 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from labtui.hosts.local import LocalHost  # noqa: E402
-from labtui.native import ensure_program, probe_source  # noqa: E402
+from labtui.programs.native import ensure_program, probe_source  # noqa: E402
 from labtui.parsers.probe import parse_probe_output  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
     python tests/perf/bench_probes.py [--quick]
 
-Compiles the probes with labtui.native into a temporary runtime dir, runs
+Compiles the probes with labtui.programs.native into a temporary runtime dir, runs
 each 5 times (1 s each, 0.2 s with --quick) and prints the CV in percent, with
 MISSED when it is 5% or more.  On a shared or busy machine expect misses: the
 figure is only meaningful on an idle host.
@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from labtui.hosts.local import LocalHost  # noqa: E402
-from labtui.native import ensure_program, probe_source  # noqa: E402
+from labtui.programs.native import ensure_program, probe_source  # noqa: E402
 from labtui.parsers.probe import parse_probe_output  # noqa: E402
-from labtui.stats import summarize  # noqa: E402
+from labtui.core.stats import summarize  # noqa: E402
 from tests.perf.common import report  # noqa: E402
 
 RUNS = 5

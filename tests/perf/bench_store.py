@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
 from common import median_time, report  # noqa: E402
 
-from labtui.events import InstanceCreating, ResourceSample, Result, SessionStarted, StepEnded, StepStarted  # noqa: E402
+from labtui.core.events import InstanceCreating, ResourceSample, Result, SessionStarted, StepEnded, StepStarted  # noqa: E402
 from labtui.store import StoreWriter, run_sql  # noqa: E402
 
 
@@ -185,7 +185,7 @@ def reader_wait(db: Path, reads: int) -> tuple[float, float, float]:
     code = f"""
 import sys, time
 sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-from labtui.events import Result, StepEnded, StepStarted
+from labtui.core.events import Result, StepEnded, StepStarted
 from labtui.store import StoreWriter
 w = StoreWriter.open({str(db)!r})
 print("ready", flush=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from labtui.backends import open_backend  # noqa: E402
+from labtui.backends.base import open_backend  # noqa: E402
 from labtui.hosts.local import LocalHost  # noqa: E402
 from labtui.store import StoreError, fetch_frame  # noqa: E402
 

@@ -13,7 +13,7 @@ import weakref
 from pathlib import Path
 
 from labtui.hosts.base import Host
-from labtui.native import ensure_program
+from labtui.programs.native import ensure_program
 
 SOURCE = Path(__file__).resolve().parent / "runat.c"
 NAME = "labtui-runat"

@@ -20,9 +20,9 @@ import tempfile
 import weakref
 from pathlib import Path
 
-from labtui.backends import BackendError
+from labtui.backends.base import BackendError
 from labtui.hosts.base import CommandTimeout, Host, HostError
-from labtui.paths import bundled_dir
+from labtui.core.paths import bundled_dir
 
 FLAGS = ("-O2", "-std=gnu11")
 COMPILE_TIMEOUT_S = 120.0

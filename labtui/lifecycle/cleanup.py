@@ -2,8 +2,8 @@
 
 Only instances that carry lab labels are ever considered (backends' list()
 finds nothing else).  An orphan is an instance whose session is not running:
-no process holds that session's running-lock (see labtui.liveness).  Every
-cleanup also reconciles the store with the listings (labtui.reconcile): rows
+no process holds that session's running-lock (see labtui.lifecycle.liveness).  Every
+cleanup also reconciles the store with the listings (labtui.lifecycle.reconcile): rows
 of gone instances are closed, and what it found is logged in the store.
 """
 
@@ -13,9 +13,9 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labtui.backends import Backend, Instance
-from labtui.liveness import session_is_running
-from labtui.reconcile import Reconciliation, StoreView, events, read_store, reconcile
+from labtui.backends.base import Backend, Instance
+from labtui.lifecycle.liveness import session_is_running
+from labtui.lifecycle.reconcile import Reconciliation, StoreView, events, read_store, reconcile
 from labtui.store import StoreError, StoreWriter
 
 

@@ -14,7 +14,7 @@ leaves the record and the backends disagreeing.  Four findings:
 Only sessions that are not running, and were controlled from this machine,
 are considered; rows of a backend or host that was not listed are left alone.
 A row whose instance is gone is closed with a ``reconciled-*`` state; an
-instance still alive is for cleanup to destroy (labtui.cleanup).
+instance still alive is for cleanup to destroy (labtui.lifecycle.cleanup).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labtui.backends import Backend, BackendError, Instance
-from labtui.events import Event, InstanceCreating, InstanceDestroyed, Log
+from labtui.backends.base import Backend, BackendError, Instance
+from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, Log
 from labtui.hosts.base import HostError
-from labtui.liveness import session_is_running
+from labtui.lifecycle.liveness import session_is_running
 from labtui.store import StoreError, connect_readonly, controller_name, crashed_sessions
 
 UNRECORDED = "unrecorded"

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from labtui.paths import bundled_dir
+from labtui.core.errors import LabError
+from labtui.core.paths import bundled_dir
 
 if TYPE_CHECKING:
     from labtui.hosts.base import CommandResult, Host
@@ -38,11 +39,13 @@ EXEC = "exec"
 NETWORKING = "networking"
 
 
-class BackendError(Exception):
+class BackendError(LabError):
     """A backend failed to do what was asked; the message says what and where."""
 
 
 class BackendUnavailable(BackendError):
+    exit_status = 2  # refused before anything started
+
     """A backend cannot be used here; the message gives the reason."""
 
 

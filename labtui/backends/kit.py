@@ -42,8 +42,8 @@ import time
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
-from labtui import runat
-from labtui.backends import (
+from labtui.programs import runat
+from labtui.backends.base import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
@@ -62,9 +62,9 @@ from labtui.backends import (
 from labtui.hosts.base import CommandResult, CommandTimeout, Host, HostError
 from labtui.hosts.config import GuestLogin, HostConfig
 from labtui.hosts.illumos import parse_kstat
-from labtui.kernels import ensure_kernel
-from labtui.native import ProgramUnavailable, cached_name, ensure_program, probe_source
-from labtui.paths import bundled_dir
+from labtui.programs.kernels import ensure_kernel
+from labtui.programs.native import ProgramUnavailable, cached_name, ensure_program, probe_source
+from labtui.core.paths import bundled_dir
 
 __all__ = [
     "CPU_LIMIT",

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent  # labtui/, this file is labtui/core/paths.py
 
 
 def bundled_dir(name: str) -> Path:

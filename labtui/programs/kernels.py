@@ -5,7 +5,7 @@ entry), ``kernel.ld``, ``kernel.h`` and one ``<name>.c`` per kernel (``hello``,
 ``sleeper``, ``spinner``).  QEMU's ``-kernel`` loads multiboot v1 images only
 as 32-bit ELF, so they are built with ``gcc -m32 -ffreestanding -nostdlib``.
 A build is cached as ``{runtime_dir}/kernels/{name}-{digest}.elf``, the digest
-covering every source and the flags, like ``labtui.native`` does for probes.
+covering every source and the flags, like ``labtui.programs.native`` does for probes.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import weakref
 from pathlib import Path
 
 from labtui.hosts.base import CommandTimeout, Host, HostError
-from labtui.native import ProgramUnavailable
-from labtui.paths import bundled_dir
+from labtui.programs.native import ProgramUnavailable
+from labtui.core.paths import bundled_dir
 
 FLAGS = (
     "-m32", "-ffreestanding", "-nostdlib", "-fno-pic", "-no-pie", "-static", "-O2",

@@ -1,0 +1,1 @@
+"""Backends: the contract every backend plugin implements, its registry, and the public plugin kit."""
