@@ -2,9 +2,14 @@
 
 After every round, with no cleanup command run, checks that no instance of the session exists on the
 backend, that no instance row is open, and that the session's end names the signal. Prints one line
-per round and a summary; exits 1 if any round left something behind.
+per round and, per schedule, rounds, failures and time; exits 1 if any round left something behind.
+
+``--schedule random`` draws each round's first signal (INT, TERM or HUP), whether a second follows
+and which (INT, TERM or HUP), and both moments from the seed, so a run with ``--seed $RANDOM`` is a
+schedule no test knows; the seed is printed to replay it.
 
     python tests/perf/soak_signals.py [--backend process|docker] [--rounds 20] [--seed N]
+                                      [--schedule INT --schedule INT+INT ... | --schedule random]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from labtui.store import StoreError, fetch_frame  # noqa: E402
 
 SCHEDULES = {"INT": (signal.SIGINT, None), "TERM": (signal.SIGTERM, None), "HUP": (signal.SIGHUP, None),
              "INT+INT": (signal.SIGINT, signal.SIGINT)}
+KINDS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SUITE = {"process": "boot-scaling", "docker": "docker-boot-scaling"}
 
 
@@ -40,8 +46,15 @@ def session_row(db: Path) -> tuple[str, str, str] | None:
     return tuple(frame.row(0)) if frame is not None and frame.height else None  # type: ignore[return-value]
 
 
+def draw(schedule: str, rng: random.Random) -> tuple[signal.Signals, signal.Signals | None]:
+    """The round's signals: the schedule's, or for ``random`` a first and maybe a second drawn from the seed."""
+    if schedule != "random":
+        return SCHEDULES[schedule]
+    return rng.choice(KINDS), rng.choice((None, *KINDS))
+
+
 def one_round(backend: str, schedule: str, db: Path, rng: random.Random) -> str:
-    first, second = SCHEDULES[schedule]
+    first, second = draw(schedule, rng)
     argv = [sys.executable, "-m", "labtui", "run", SUITE[backend], "--db", str(db), "--set", "scale.steps=6",
             "--set", "scale.per_step=20", "--set", "suite.repetitions=1", "--set", "sampling.quiet_timeout_s=0"]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -70,7 +83,8 @@ def one_round(backend: str, schedule: str, db: Path, rng: random.Random) -> str:
                            "and state <> 'exited'", [session])["n"][0]
     if rows:
         problems.append(f"{rows} open row(s)")
-    return "; ".join(problems) or f"ok ({status}, exit {proc.returncode})" + ("" if not err else "")
+    sent = first.name.removeprefix("SIG") + (f"+{second.name.removeprefix('SIG')}" if second else "")
+    return "; ".join(problems) or f"ok ({sent}: {status}, exit {proc.returncode})" + ("" if not err else "")
 
 
 def main() -> None:
@@ -78,19 +92,27 @@ def main() -> None:
     parser.add_argument("--backend", default="process", choices=sorted(SUITE))
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--schedule", action="append", choices=[*SCHEDULES, "random"],
+                        help="repeatable; default: INT, TERM, HUP and INT+INT")
     args = parser.parse_args()
+    schedules = args.schedule or list(SCHEDULES)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     rng = random.Random(seed)
     print(f"soak: {args.backend}, {args.rounds} rounds per schedule, seed {seed}", flush=True)
-    bad = 0
+    summary = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("LABTUI_RUNTIME_DIR", str(Path(tmp) / "runtime"))
-        for schedule in SCHEDULES:
+        for schedule in schedules:
+            start, failed = time.monotonic(), 0
             for i in range(args.rounds):
                 verdict = one_round(args.backend, schedule, Path(tmp) / f"{schedule}-{i}.duckdb", rng)
-                bad += not verdict.startswith("ok")
+                failed += not verdict.startswith("ok")
                 print(f"{schedule:8} round {i + 1:2}: {verdict}", flush=True)
-    print(f"{bad} round(s) of {args.rounds * len(SCHEDULES)} left something behind")
+            summary.append((schedule, failed, time.monotonic() - start))
+    for schedule, failed, took in summary:
+        print(f"{schedule:8} {args.rounds} rounds, {failed} failed, {took:.0f} s")
+    bad = sum(failed for _, failed, _ in summary)
+    print(f"{bad} round(s) of {args.rounds * len(schedules)} left something behind (seed {seed})")
     raise SystemExit(1 if bad else 0)
 
 
