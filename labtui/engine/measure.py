@@ -49,15 +49,19 @@ async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement:
     readings: list[Reading] = []
     for _ in range(worker.runs):
         readings += await run()
+    if worker.max_runs is None or worker.target_cv is None:  # the loader sets both or neither
+        return
     runs = worker.runs
-    # the loader sets max_runs and target_cv together
-    while (worker.max_runs is not None and worker.target_cv is not None and runs < worker.max_runs
-           and worst_cv(readings) > worker.target_cv):
+    while runs < worker.max_runs and worst_cv(readings) > worker.target_cv:
         readings += await run()
         runs += 1
-    if worker.target_cv is not None and worst_cv(readings) > worker.target_cv:
-        ctx.log("warning", "unstable", f"coefficient of variation {worst_cv(readings):.1%} still above "
-                f"{worker.target_cv:.1%} after {runs} runs (worker.max_runs) at step {ctx.position.step}")
+    cv, where = worst_cv(readings), f"step {ctx.position.step}" + (f" ({placement})" if placement else "")
+    if cv > worker.target_cv:
+        ctx.log("warning", "unstable", f"coefficient of variation {cv:.1%} still above {worker.target_cv:.1%} "
+                f"after {runs} runs (worker.max_runs) at {where}")
+    else:
+        ctx.log("info", "adaptive", f"coefficient of variation {cv:.1%} within {worker.target_cv:.1%} "
+                f"after {runs} runs at {where}")
 
 
 def worst_cv(readings: list[Reading]) -> float:
