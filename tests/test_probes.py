@@ -31,7 +31,7 @@ PROBES = [
     ("proc", ["fork", "0.1"], ("proc", "fork_us", "us", "lower")),
     ("proc", ["fork", "0.1", "pin"], ("proc", "fork_pinned_us", "us", "lower")),
     ("proc", ["exec", "0.1"], ("proc", "exec_us", "us", "lower")),
-    ("proc", ["exec", "0.1", "static"], ("proc", "exec_static_us", "us", "lower")),
+    ("proc", ["exec", "0.1", "/bin/true"], ("proc", "exec_us", "us", "lower")),
     ("proc", ["shell", "0.1"], ("proc", "shell_us", "us", "lower")),
     ("proc", ["spawn", "0.1"], ("proc", "spawn_lps", "lps", "higher")),
     ("proc", ["execl", "0.1"], ("proc", "execl_lps", "lps", "higher")),
@@ -163,22 +163,25 @@ async def test_attacker_runs_until_killed_and_cleans_up(lab: Lab, program: str, 
 
 @pytest.fixture(scope="module")
 def probe_bin(tmp_path_factory: pytest.TempPathFactory):
-    from labtui.programs.native import FLAGS, probe_source
+    from labtui.programs.native import FLAGS, probe_source, wants_dynamic
 
     built: dict[str, str] = {}
     out = tmp_path_factory.mktemp("probes")
 
-    def build(name: str) -> str:
-        if name not in built:
-            binary = out / name
-            for flags in ([*FLAGS, "-static"], list(FLAGS)):
+    def build(name: str, static: bool = False) -> str:
+        """The probe linked as ensure_program links it on a host with cc (static: the static build)."""
+        key = f"{name}-static" if static else name
+        if key not in built:
+            binary = out / key
+            dynamic = wants_dynamic(probe_source(name)) and not static
+            for flags in ([list(FLAGS)] if dynamic else [[*FLAGS, "-static"], list(FLAGS)]):
                 compiled = subprocess.run(["cc", *flags, "-o", str(binary), str(probe_source(name))], capture_output=True)
                 if compiled.returncode == 0:
                     break
             else:
                 pytest.skip("no C compiler")
-            built[name] = str(binary)
-        return built[name]
+            built[key] = str(binary)
+        return built[key]
 
     return build
 
@@ -226,16 +229,30 @@ def test_shell_probe_execs_its_program_every_round(probe_bin, tmp_path: Path) ->
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 def test_shell_probe_default_execs_sh_then_a_program(probe_bin, tmp_path: Path) -> None:
-    # lat_proc shell: /bin/sh -c PROGRAM, and the shell execs PROGRAM (not a builtin)
-    trace = tmp_path / "trace"
-    done = subprocess.run(["strace", "-f", "-qq", "-z", "-e", "trace=execve", "-o", str(trace), probe_bin("proc"), "shell",
-                           "0.1"],
-                          capture_output=True, text=True, env={**os.environ, "LABTUI_PROBE_COUNTS": "1"})
-    assert done.returncode == 0, done.stderr
-    rounds = json.loads(done.stderr.strip().splitlines()[-1])["rounds"]
-    lines = trace.read_text().splitlines()
-    assert sum('execve("/bin/sh", ["sh", "-c", "/bin/true"]' in line for line in lines) == rounds
-    assert sum('execve("/bin/true", ["/bin/true"]' in line for line in lines) == rounds
+    # lat_proc shell: /bin/sh -c PROGRAM, and the shell execs PROGRAM (not a builtin): by
+    # default the probe itself as lat_proc's hello; lat_proc exec: the same hello, no shell
+    proc = probe_bin("proc")
+    for mode, shell_calls in (("shell", 1), ("exec", 0)):
+        trace = tmp_path / f"trace-{mode}"
+        done = subprocess.run(["strace", "-f", "-qq", "-z", "-s", "4096", "-e", "trace=execve", "-o", str(trace), proc, mode, "0.1"],
+                              capture_output=True, text=True, env={**os.environ, "LABTUI_PROBE_COUNTS": "1"})
+        assert done.returncode == 0, done.stderr
+        rounds = json.loads(done.stderr.strip().splitlines()[-1])["rounds"]
+        lines = trace.read_text().splitlines()
+        assert sum(f'execve("/bin/sh", ["sh", "-c", "\'{proc}\' --hello"]' in line for line in lines) == shell_calls * rounds
+        assert sum(f'execve("{proc}", ["{proc}", "--hello"]' in line for line in lines) == rounds, lines[:4]
+
+
+def test_proc_metric_says_which_linking_ran(probe_bin) -> None:
+    # the originals fork and exec dynamically linked programs, so the probe is dynamic where
+    # there is a compiler; a static build (FROM scratch images) names its figures _static
+    dynamic = subprocess.run(["ldd", probe_bin("proc")], capture_output=True, text=True)
+    assert "libc.so" in dynamic.stdout, dynamic.stdout
+    for mode, metric in (("fork", "fork_us"), ("exec", "exec_us"), ("spawn", "spawn_lps"), ("multi", "shell1_lpm")):
+        assert run_counted(probe_bin("proc"), mode, "0.1")[0]["metric"] == metric
+    for mode, metric in (("fork", "fork_static_us"), ("shell", "shell_static_us"), ("execl", "execl_static_lps"),
+                         ("multi", "shell1_lpm")):
+        assert run_counted(probe_bin("proc", static=True), mode, "0.1")[0]["metric"] == metric
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")

@@ -3,9 +3,15 @@
 A program is built once per host and source: the binary is cached under
 ``{runtime_dir}/bin/{name}-{digest}``, where the digest covers the source and
 the compiler flags, so an edited source gets a new binary and an unchanged one
-is never rebuilt.  Hosts without a C compiler get a static binary built on the
-controller when both share a machine architecture.  A source that needs
-libraries names them in a comment line ``/* labtui-link: -lsqlite3 -lm */``.
+is never rebuilt.  Programs are linked statically where the host's C library
+allows (so they also run in FROM scratch images).  A source whose measurement
+depends on being dynamically linked, as the original it is named after is,
+says so in a comment line ``/* labtui-build: dynamic */`` and is linked
+dynamically on hosts with a compiler; ``static=True`` asks for the static build
+anyway (images without a C library).  Hosts without a C compiler get a static
+binary built on the controller when both share a machine architecture.  A
+source that needs libraries names them in a comment line
+``/* labtui-link: -lsqlite3 -lm */``.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ FLAGS = ("-O2", "-std=gnu11")
 COMPILE_TIMEOUT_S = 120.0
 _PROBE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _LINK = re.compile(rb"^/\* labtui-link:((?: -l[A-Za-z0-9_.+-]+)+) \*/$", re.M)
+_DYNAMIC = re.compile(rb"^/\* labtui-build: dynamic \*/$", re.M)
 
 # One lock per (event loop, host, program): concurrent callers compile once.
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str], asyncio.Lock]] = (
@@ -55,19 +62,29 @@ def link_flags(source: Path) -> list[str]:
     return found[1].decode().split() if found else []
 
 
-def cached_name(source: Path, name: str) -> str:
-    """The file name a build of source is cached under: name plus a digest of source and flags."""
-    digest = hashlib.sha256(source.read_bytes() + " ".join(FLAGS).encode()).hexdigest()[:12]
+def wants_dynamic(source: Path) -> bool:
+    """Whether a source asks to be linked dynamically (its ``labtui-build: dynamic`` comment)."""
+    return _DYNAMIC.search(source.read_bytes()) is not None
+
+
+def cached_name(source: Path, name: str, *, dynamic: bool = False) -> str:
+    """The file name a build of source is cached under: name plus a digest of source, flags and linking."""
+    flags = [*FLAGS, "dynamic" if dynamic else "static"]
+    digest = hashlib.sha256(source.read_bytes() + " ".join(flags).encode()).hexdigest()[:12]
     return f"{name}-{digest}"
 
 
-async def ensure_program(host: Host, source: Path, name: str) -> str:
-    """Return the path on host of the compiled source, building it there on first use."""
+async def ensure_program(host: Host, source: Path, name: str, *, static: bool = False) -> str:
+    """Return the path on host of the compiled source, building it there on first use.
+
+    Dynamically linked when the source asks for it and static is False; else static where possible.
+    """
+    dynamic = wants_dynamic(source) and not static
     async with _lock_for(host, name):
-        binary = f"{host.runtime_dir}/bin/{cached_name(source, name)}"
+        binary = f"{host.runtime_dir}/bin/{cached_name(source, name, dynamic=dynamic)}"
         if (await host.run(["test", "-x", binary])).ok:
             return binary
-        await _build(host, source, name, binary)
+        await _build(host, source, name, binary, dynamic)
         return binary
 
 
@@ -76,7 +93,7 @@ def _lock_for(host: Host, name: str) -> asyncio.Lock:
     return per_loop.setdefault((id(host), name), asyncio.Lock())
 
 
-async def _build(host: Host, source: Path, name: str, binary: str) -> None:
+async def _build(host: Host, source: Path, name: str, binary: str, dynamic: bool) -> None:
     """Compile on the host, or on the controller when the host has no cc; install atomically."""
     runtime = host.runtime_dir
     stem = Path(binary).name
@@ -85,15 +102,17 @@ async def _build(host: Host, source: Path, name: str, binary: str) -> None:
     await _checked(host, ["mkdir", "-p", f"{runtime}/bin", f"{runtime}/src"])
     await host.put_file(str(source), remote_source)
     libs = link_flags(source)
-    if not await _compile_on_host(host, name, remote_source, partial, libs):
+    if not await _compile_on_host(host, name, remote_source, partial, libs, dynamic):
         await _compile_on_controller(host, source, name, partial, libs)
     await _checked(host, ["mv", "-f", partial, binary])
 
 
-async def _compile_on_host(host: Host, name: str, source: str, output: str, libs: list[str]) -> bool:
-    """Build with the host's cc, static first; False when the host has no cc at all."""
+async def _compile_on_host(
+    host: Host, name: str, source: str, output: str, libs: list[str], dynamic: bool
+) -> bool:
+    """Build with the host's cc (static first unless dynamic); False when the host has no cc at all."""
     failure = ""
-    for flags in ([*FLAGS, "-static"], list(FLAGS)):
+    for flags in ([list(FLAGS)] if dynamic else [[*FLAGS, "-static"], list(FLAGS)]):
         try:
             result = await host.run(["cc", *flags, "-o", output, source, *libs], timeout=COMPILE_TIMEOUT_S)
         except CommandTimeout as exc:

@@ -12,14 +12,10 @@
  *   does); the parent waits for it.  Microseconds per round (lower is better).
  * exec: fork; the child closes stdout and execve()s PROGRAM with an empty
  *   environment; the parent waits.  lat_proc execs its own "hello", a small
- *   dynamically linked program that writes one line to the closed stdout; the
- *   probe's PROGRAM defaults to /bin/true, a small dynamically linked program
- *   that exits.  With PROGRAM "static", or when /bin/true is missing, the
- *   probe execs itself (a static "hello") and names the metric exec_static_us, as lmbench names its static
- *   build's figure "Static Process fork+execve".
+ *   program linked as lat_proc is that writes one line to the closed stdout;
+ *   the probe's default PROGRAM is itself run as such a hello ("--hello").
  * shell: fork; the child closes stdout and runs /bin/sh -c PROGRAM (the shell
- *   execs PROGRAM); the parent waits.  Microseconds per round, shell_us, or
- *   shell_static_us with the probe's own hello.
+ *   execs PROGRAM); the parent waits.  Microseconds per round.
  * spawn: fork; the child calls exit(0); the parent waits and checks the status.
  *   Rounds per second as UnixBench's Run scores it (count / elapsed), lps,
  *   higher is better.
@@ -42,12 +38,19 @@
  * last this probe may use, and the metric is fork_pinned_us or
  * spawn_pinned_lps.
  *
- * This program is linked statically (so it runs in FROM scratch images); the
- * originals' fork and exec loops run in dynamically linked programs: see
- * docs/probes.md for what that changes.
+ * Linking is part of what is measured: a dynamically linked process has the
+ * loader's and the C library's mappings to copy at fork, to tear down at exit
+ * and to set up at every exec.  The originals are dynamically linked, and so is
+ * this probe wherever labtui has a compiler on the host (the comment below);
+ * a static build (FROM scratch images, hosts without a compiler) says so in
+ * the metric: fork_static_us, exec_static_us, shell_static_us, spawn_static_lps,
+ * execl_static_lps (lmbench calls its static build's figures "Static Process
+ * fork+exit", ...).  multi's figure is the shell's and the tools', not this
+ * program's, and keeps its name.
  *
  * With LABTUI_PROBE_COUNTS=1 in the environment the probe also writes one JSON
  * line of counts to stderr (rounds) for tests that check the definition. */
+/* labtui-build: dynamic */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -110,10 +114,14 @@ static void report_counts(long long rounds)
         fprintf(stderr, "{\"rounds\":%lld}\n", rounds);
 }
 
-static void print_reading(const char *metric, double value, const char *unit, const char *better)
+/* The metric name: STEM, "_pinned" when pinned, "_static" when this program's own linking shapes
+ * the figure and it is statically linked (no dynamic loader was given to it: AT_BASE is 0), "_" UNIT. */
+static void print_reading(const char *stem, int pinned, int linking_counts, double value, const char *unit,
+                          const char *better)
 {
-    printf("{\"benchmark\":\"proc\",\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\",\"better\":\"%s\"}\n", metric, value,
-           unit, better);
+    int is_static = linking_counts && getauxval(AT_BASE) == 0;
+    printf("{\"benchmark\":\"proc\",\"metric\":\"%s%s%s_%s\",\"value\":%.6g,\"unit\":\"%s\",\"better\":\"%s\"}\n",
+           stem, pinned ? "_pinned" : "", is_static ? "_static" : "", unit, value, unit, better);
 }
 
 /* ---- one round of each mode ---- */
@@ -224,7 +232,7 @@ static int execl_link(int argc, char **argv)
     double elapsed = (double)(now_ns - start_ns) * 1e-9;
     if (elapsed >= seconds) {
         report_counts(count);
-        print_reading("execl_lps", (double)count / elapsed, "lps", "higher");
+        print_reading("execl", 0, 1, (double)count / elapsed, "lps", "higher");
         return 0;
     }
     char count_s[24], start_s[24];
@@ -324,9 +332,9 @@ static int multi(double seconds, const char *copies, const char *parent)
     rmdir(dir);
     if (failed)
         return 1;
-    char metric[64];
-    snprintf(metric, sizeof metric, "shell%d_lpm", atoi(copies));
-    print_reading(metric, per_s * 60.0, "lpm", "higher");
+    char stem[32];
+    snprintf(stem, sizeof stem, "shell%d", atoi(copies));
+    print_reading(stem, 0, 0, per_s * 60.0, "lpm", "higher");
     return 0;
 }
 
@@ -338,7 +346,7 @@ int main(int argc, char **argv)
         return 1;
     }
     self[len] = '\0';
-    if (argc > 1 && !strcmp(argv[1], "--hello")) /* the static "hello" of exec_static and shell_static */
+    if (argc > 1 && !strcmp(argv[1], "--hello")) /* lat_proc's hello: exec and shell run it by default */
         return write(1, "Hello world\n", 12) == 12 ? 0 : 0;
     if (argc > 1 && !strcmp(argv[1], "--execl"))
         return execl_link(argc, argv);
@@ -358,19 +366,16 @@ int main(int argc, char **argv)
             perror("sched_setaffinity");
             return 1;
         }
-        char metric[32];
         if (!strcmp(mode, "fork")) {
             struct job job = {FORK, NULL, NULL, NULL, NULL};
             if (time_per_round(&job, seconds, &value) < 0)
                 return 1;
-            snprintf(metric, sizeof metric, "fork%s_us", pinned ? "_pinned" : "");
-            print_reading(metric, value, "us", "lower");
+            print_reading("fork", pinned, 1, value, "us", "lower");
         } else {
             struct job job = {SPAWN, NULL, NULL, NULL, NULL};
             if (rate(&job, seconds, &value) < 0)
                 return 1;
-            snprintf(metric, sizeof metric, "spawn%s_lps", pinned ? "_pinned" : "");
-            print_reading(metric, value, "lps", "higher");
+            print_reading("spawn", pinned, 1, value, "lps", "higher");
         }
         return 0;
     }
@@ -378,27 +383,19 @@ int main(int argc, char **argv)
         if (argc > 4)
             usage();
         int is_exec = !strcmp(mode, "exec");
-        const char *program = argc > 3 ? argv[3] : "/bin/true";
+        const char *program = argc > 3 ? argv[3] : NULL;
         char hello[4200];
-        int is_static = !strcmp(program, "static") || access(program, X_OK) != 0;
-        if (is_static) { /* "static", or no such program here: exec this one, as a static hello */
-            if (argc > 3 && strcmp(program, "static")) {
-                fprintf(stderr, "proc: %s is not an executable program\n", program);
-                return 2;
-            }
-            if (is_exec)
-                program = self; /* run as "self --hello" */
-            else {
-                snprintf(hello, sizeof hello, "'%s' --hello", self);
-                program = hello;
-            }
+        if (program == NULL) { /* this program, as lat_proc's hello */
+            snprintf(hello, sizeof hello, "'%s' --hello", self);
+            program = is_exec ? self : hello;
+        } else if (access(program, X_OK) != 0) {
+            fprintf(stderr, "proc: %s is not an executable program\n", program);
+            return 2;
         }
-        struct job job = {is_exec ? EXEC : SHELL, program, NULL, NULL, is_static && is_exec ? "--hello" : NULL};
+        struct job job = {is_exec ? EXEC : SHELL, program, NULL, NULL, argc <= 3 && is_exec ? "--hello" : NULL};
         if (time_per_round(&job, seconds, &value) < 0)
             return 1;
-        char metric[32];
-        snprintf(metric, sizeof metric, "%s%s_us", mode, is_static ? "_static" : "");
-        print_reading(metric, value, "us", "lower");
+        print_reading(mode, 0, 1, value, "us", "lower");
         return 0;
     }
     if (!strcmp(mode, "execl")) {
