@@ -124,8 +124,8 @@ class ImageBuilder:
         await post_build(self.engine, probe_image(default), context, digest)
 
     async def _fetch_static(self, probe: str, into: Path) -> bytes:
-        """Compile probe on the host and copy it here (static only)."""
-        remote = await ensure_program(self.host, probe_source(probe), probe)
+        """Compile probe on the host, statically linked (FROM scratch has no C library), and copy it here."""
+        remote = await ensure_program(self.host, probe_source(probe), probe, static=True)
         return await fetch_static(self.host, remote, into / probe)
 
 
