@@ -234,8 +234,8 @@ def test_shell_probe_default_execs_sh_then_a_program(probe_bin, tmp_path: Path) 
     proc = probe_bin("proc")
     for mode, shell_calls in (("shell", 1), ("exec", 0)):
         trace = tmp_path / f"trace-{mode}"
-        done = subprocess.run(["strace", "-f", "-qq", "-z", "-s", "4096", "-e", "trace=execve", "-o", str(trace), proc, mode, "0.1"],
-                              capture_output=True, text=True, env={**os.environ, "LABTUI_PROBE_COUNTS": "1"})
+        argv = ["strace", "-f", "-qq", "-z", "-s", "4096", "-e", "trace=execve", "-o", str(trace), proc, mode, "0.1"]
+        done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "LABTUI_PROBE_COUNTS": "1"})
         assert done.returncode == 0, done.stderr
         rounds = json.loads(done.stderr.strip().splitlines()[-1])["rounds"]
         lines = trace.read_text().splitlines()
