@@ -294,3 +294,112 @@ def test_console_sessions_view_lists_and_replays_markup_names(tmp_path: Path) ->
     _has_all(" ".join(listed), CLOSE, BOLD, LINK)
     assert replayed[0] == f"{CLOSE} {MATH}"
     assert title == "session s1"
+
+
+# --- compare, images build, the console's SQL pane and Instances view ---------------------------------
+
+
+def _two_sessions(path: Path) -> Path:
+    """A store with sessions s1 and s2 whose benchmark, metric, unit and suite are markup-like."""
+    with StoreWriter.open(path) as writer:
+        for n, sid in enumerate(("s1", "s2")):
+            writer.add(SessionStarted(sid, BOLD, "scaling", LINK, CLOSE, {}, 0, ts=1.79e9 + n))
+            writer.add(StepStarted(sid, 0, 0, 1, 0, ts=1.79e9 + n))
+            for rep in range(3):
+                writer.add(Result(sid, rep, 0, 0, CLOSE, "w1", BOLD, CLOSE, 1.0 + n + rep / 10, LINK, "lower",
+                                  1.79e9 + n, CLOSE))
+            writer.add(SessionEnded(sid, "completed", CLOSE, ts=1.79e9 + n + 1))
+    return path
+
+
+@pytest.mark.parametrize("columns", ["250", "60"])  # the wide table and the narrow layout
+def test_compare_prints_names_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    db = _two_sessions(tmp_path / "lab.duckdb")
+    assert main(["compare", "s1", "s2", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    _has_all(out, BOLD, LINK, f"{CLOSE} (")
+    assert "\n" + BOLD in out or f" {BOLD}" in out  # the benchmark heading, verbatim
+
+
+def test_images_build_prints_names_and_errors_as_text(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from labtui.backends.base import BackendError
+    from labtui.commands import images
+
+    built = [SimpleNamespace(name=BOLD, image_id="sha256:" + CLOSE, size_bytes=1e6, skipped=LINK, built=False)]
+
+    class Builder:
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+
+        async def build_images(self, *, force: bool = False) -> list:
+            if self.fail:
+                raise BackendError(f"cannot build {CLOSE}")
+            return built
+
+    for fail in (False, True):
+        monkeypatch.setattr(images, "open_backend", lambda name, host, fail=fail: Builder(fail))
+        assert images.cmd_images(argparse.Namespace(host="local", force=False)) == (1 if fail else 0)
+    captured = capsys.readouterr()
+    _has_all(captured.out, BOLD, CLOSE, f"skipped: {LINK}")
+    _has_all(captured.err, f"cannot build {CLOSE}")
+
+
+def test_sql_pane_status_and_schema_tree_show_names_as_text(tmp_path: Path) -> None:
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static, Tree
+
+    from labtui.ui.sql_view import SqlPane
+
+    class Host(App):
+        def compose(self) -> ComposeResult:
+            yield SqlPane(tmp_path / "lab.duckdb", id="pane")
+
+    async def scenario() -> tuple[str, list[str]]:
+        app = Host()
+        async with app.run_test() as pilot:
+            pane = app.query_one(SqlPane)
+            pane._show_schema([(CLOSE, BOLD, LINK), (CLOSE, "[bold", "INTEGER")])  # noqa: SLF001
+            pane.status(f"error: no table {CLOSE} {BOLD}", True)
+            await pilot.pause()
+            status = str(pane.query_one("#sql-status", Static).render())
+            tree = pane.query_one("#schema", Tree)
+            labels = [str(node.label) for node in (tree.root.children[0], *tree.root.children[0].children)]
+        return status, labels
+
+    status, labels = asyncio.run(scenario())
+    assert f"error: no table {CLOSE} {BOLD}" in status
+    assert labels == [CLOSE, f"{BOLD}  {LINK}", "[bold  INTEGER"]
+
+
+def test_instances_view_shows_names_and_status_as_text(tmp_path: Path) -> None:
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    from labtui.backends.base import Instance, Labels, open_backend
+    from labtui.hosts import get_host
+    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.inventory import Found
+
+    backend = open_backend("process", get_host("local"))  # no I/O: only its name is used
+    found = [Found(backend, Instance(Labels(LINK, BOLD, "i1"), CLOSE, "process", "[bold", "running", 0.0), None, False)]
+
+    class Host(App):
+        def compose(self) -> ComposeResult:
+            yield InstancesView(tmp_path / "lab.duckdb", "local")
+
+    async def scenario() -> tuple[list[str], str]:
+        app = Host()
+        async with app.run_test(size=(200, 20)) as pilot:
+            view = app.query_one(InstancesView)
+            view.show(found, [CLOSE], [f"note {BOLD}"])
+            await pilot.pause()
+            row = [str(c) for c in view.table.get_row(found[0].key)]
+            rendered = [str(r) for r in view.table._get_row_renderables(0).cells]  # noqa: SLF001  (as drawn)
+            return row + rendered, str(view.query_one("#inst-status", Static).render())
+
+    cells, status = asyncio.run(scenario())
+    _has_all(" ".join(cells), CLOSE, LINK, BOLD, "[bold")
+    _has_all(status, f"backends: {CLOSE}", f"note {BOLD}")

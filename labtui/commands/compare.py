@@ -243,7 +243,7 @@ def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str =
     for name, sessions in zip("AB", sides):
         for s in sessions:
             about = ", ".join(str(s[k]) for k in ("suite", "backend", "host") if s[k])
-            console.print(f"{name}: {s['session_id']} ({about}; {s['status']})", highlight=False)
+            console.print(f"{name}: {s['session_id']} ({about}; {s['status']})", highlight=False, markup=False)
     records = [(r.record(), _style(r)) for r in rows]
     table, width = _wide_table(records)
     if width <= console.width:
@@ -256,7 +256,7 @@ def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str =
         f"p: Welch's two-sided t-test of B − A; significant when p < {ALPHA}; no test with a single sample. "
         + _SAMPLES_NOTE[unit]
         + " CI: Welch's t interval (t), or a BCa bootstrap (boot) where a side has fewer than 10 samples or is skewed.",
-        highlight=False, style="dim",
+        highlight=False, markup=False, style="dim",
     )
 
 
@@ -276,6 +276,7 @@ def _wide_table(records: list[tuple[dict[str, Any], str | None]]):
     from rich import box
     from rich.cells import cell_len
     from rich.table import Table
+    from rich.text import Text
 
     placed = any(r["placement"] for r, _ in records)
     scaled = any(r["background"] for r, _ in records)
@@ -300,8 +301,8 @@ def _wide_table(records: list[tuple[dict[str, Any], str | None]]):
     for (r, style), row in zip(records, cells):
         if r["benchmark"] != benchmark:
             benchmark = r["benchmark"]
-            table.add_row(f"[bold]{benchmark}[/]")
-        table.add_row(*row, style=style)
+            table.add_row(Text(benchmark, style="bold"))
+        table.add_row(*(Text(str(c)) for c in row), style=style)
     return table, width
 
 
@@ -311,16 +312,17 @@ def _print_lines(console, records: list[tuple[dict[str, Any], str | None]]) -> N
     for r, style in records:
         if r["benchmark"] != benchmark:
             benchmark = r["benchmark"]
-            console.print(benchmark, style="bold", highlight=False)
+            console.print(benchmark, style="bold", highlight=False, markup=False)
         where = "".join(f", {k} {r[k]}" for k in ("placement", "background") if r[k])
-        console.print(f"  {r['metric']} ({r['unit'] or '-'}, {r['better']} is better{where})", highlight=False)
+        console.print(f"  {r['metric']} ({r['unit'] or '-'}, {r['better']} is better{where})", highlight=False,
+                      markup=False)
         parts = [f"{side} {_num(r['mean_' + x])} (n={r['n_' + x]})" for side, x in (("A", "a"), ("B", "b")) if r["n_" + x]]
         if r["present"] == "both":
             parts += [f"B/A {_fmt(r['ratio'], '{:.3f}')}", f"change {_fmt(r['change_pct'], '{:+.1f}')} %",
                       f"slowdown {_fmt(r['slowdown_pct'], '{:+.1f}')} %"]
-        console.print("    " + "  ".join(parts), highlight=False, style=style)
+        console.print("    " + "  ".join(parts), highlight=False, markup=False, style=style)
         test = f"95% CI of B−A {_ci(r)}  p {_fmt(r['p_value'], '{:.3g}')}  " if r["p_value"] is not None else ""
-        console.print(f"    {test}{r['verdict']}", highlight=False, style=style)
+        console.print(f"    {test}{r['verdict']}", highlight=False, markup=False, style=style)
 
 
 def _arrow(better: str) -> str:

@@ -7,6 +7,7 @@ from typing import Any, Protocol, cast
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from labtui.backends.base import BackendError, open_backend
 from labtui.hosts import get_host
@@ -25,12 +26,13 @@ def cmd_images(args) -> int:
     try:
         built = asyncio.run(backend.build_images(force=args.force))
     except BackendError as exc:
-        Console(stderr=True).print(f"[red]labtui images build: {exc}[/]", highlight=False)
+        Console(stderr=True).print(f"labtui images build: {exc}", style="red", highlight=False, markup=False)
         return 1
-    table = Table("image", "id", "size", "status", title=f"labtui images on {host.name}", title_justify="left")
+    table = Table("image", "id", "size", "status", title=Text(f"labtui images on {host.name}"), title_justify="left")
     for image in built:
-        table.add_row(image.name, image.image_id.removeprefix("sha256:")[:12], f"{image.size_bytes / 1e6:.1f} MB",
-                      f"skipped: {image.skipped}" if image.skipped else "built" if image.built else "up to date")
+        status = f"skipped: {image.skipped}" if image.skipped else "built" if image.built else "up to date"
+        table.add_row(*(Text(cell) for cell in (image.name, image.image_id.removeprefix("sha256:")[:12],
+                                                 f"{image.size_bytes / 1e6:.1f} MB", status)))
     Console().print(table)
     return 0
 

@@ -75,7 +75,8 @@ class InstancesView(Vertical):
         return self.query_one("#inst-table", DataTable)
 
     def status(self, message: str) -> None:
-        self.query_one("#inst-status", Static).update(message)
+        """Show a line under the table as plain text (names and errors may hold '[/]')."""
+        self.query_one("#inst-status", Static).update(Text(message))
 
     # --- listing ----------------------------------------------------------------------
 
@@ -112,8 +113,9 @@ class InstancesView(Vertical):
     def _cells(self, key: str, f: Found, now: float) -> tuple:
         i = f.instance
         flag = Text(", ".join(self.flags(key, f, now)), "bold red")
-        return ("✔" if key in self.selected else " ", i.name, f.backend.name, i.host, i.labels.role,
-                i.labels.session, i.state, age(i.created_at, now), size(f.memory), flag)
+        cells = ("✔" if key in self.selected else " ", i.name, f.backend.name, i.host, i.labels.role,
+                 i.labels.session, i.state, age(i.created_at, now), size(f.memory))
+        return (*(Text(str(c)) for c in cells), flag)  # a str cell would be read as markup
 
     def visible(self) -> dict[str, Found]:  # type: ignore[override]  # shadows DOMNode.visible (a bool property) as it always has
         """The listed instances that match the filter."""
@@ -179,7 +181,7 @@ class InstancesView(Vertical):
         if key is None:
             return
         self.selected ^= {key}
-        self.table.update_cell(key, "sel", "✔" if key in self.selected else " ")
+        self.table.update_cell(key, "sel", Text("✔" if key in self.selected else " "))
         if self.table.cursor_row < self.table.row_count - 1:
             self.table.move_cursor(row=self.table.cursor_row + 1)
 
@@ -216,7 +218,7 @@ class InstancesView(Vertical):
                    for k, f in self.found.items()
                    if f.instance.labels.session == sid and (fl := self.flags(k, f, now))]
         if not targets:
-            self.notify(f"session {sid} has no stuck or orphaned instance", severity="warning")
+            self.notify(f"session {sid} has no stuck or orphaned instance", severity="warning", markup=False)
             return
         title = f"Clean up {len(targets)} stuck or orphaned instance(s) of session {sid}?"
         if session_is_running(sid):
@@ -232,7 +234,7 @@ class InstancesView(Vertical):
             message += " (not recorded: a run in this console holds the store)"
         self.notify(message, severity="error" if report.failed else "information")
         for error in report.errors:
-            self.notify(error, severity="error", timeout=10)
+            self.notify(error, severity="error", timeout=10, markup=False)
         keys = {_key(t): t.instance.name for t in targets}
         self.failures.update(destroy_errors(keys, report.errors))
         for key in set(keys) - set(destroy_errors(keys, report.errors)):

@@ -26,9 +26,10 @@ from textual.widgets import Input, Static, TextArea, Tree
 
 from labtui.ui.history import History
 
+from rich.text import Text
+
 if TYPE_CHECKING:
     import pyarrow as pa
-    from rich.text import Text
     from textual.widget import Widget
     from textual_fastdatatable import ArrowBackend, DataTable
 
@@ -157,8 +158,6 @@ def _grid_class() -> type[DataTable]:
 
 def result_grid(backend: ArrowBackend | None = None, columns: list[str] | None = None) -> Widget:
     """textual-fastdatatable's grid (imported with pyarrow on first use) over a result."""
-    from rich.text import Text
-
     return _grid_class()(backend=backend, id="result", zebra_stripes=True, null_rep="∅", render_markup=False,
                       column_labels=None if columns is None else [Text(name) for name in columns])
 
@@ -229,9 +228,10 @@ class SqlPane(Vertical):
         return bool(getattr(self.app, "run_active", False))
 
     def status(self, message: str | Text, error: bool = False) -> None:
+        """Show a line under the editor; a str is plain text (an error may quote '[/]' from the data)."""
         box = self.query_one("#sql-status", Static)
         box.set_class(error, "error")
-        box.update(message)
+        box.update(Text(message) if isinstance(message, str) else message)
 
     def focus_editor(self) -> None:
         self.query_one("#sql", TextArea).focus()
@@ -261,8 +261,8 @@ class SqlPane(Vertical):
         nodes: dict[str, Any] = {}
         for table_name, column, dtype in rows:
             if table_name not in nodes:
-                nodes[table_name] = tree.root.add(table_name, data=table_name)
-            nodes[table_name].add_leaf(f"{column}  [dim]{dtype}[/]", data=column)
+                nodes[table_name] = tree.root.add(Text(table_name), data=table_name)
+            nodes[table_name].add_leaf(Text.assemble(column, "  ", (dtype, "dim")), data=column)
 
     @on(Tree.NodeSelected, "#schema")
     def _insert_name(self, event: Tree.NodeSelected) -> None:
