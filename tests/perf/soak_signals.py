@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -75,14 +76,16 @@ def one_round(backend: str, schedule: str, db: Path, rng: random.Random) -> str:
     if status == "aborted" and message != f"aborted by {first.name}":
         problems.append(f"end says {message!r}")
     if status not in ("aborted", "completed"):
-        problems.append(f"status {status}")
+        problems.append(f"status {status} ({message})")
     left = asyncio.run(open_backend(backend, LocalHost()).list(session))
     if left:
-        problems.append(f"{len(left)} instance(s) left")
-    rows = fetch_frame(db, "select count(*) as n from instances where session_id = ? and destroyed_at is null "
-                           "and state <> 'exited'", [session])["n"][0]
-    if rows:
-        problems.append(f"{rows} open row(s)")
+        problems.append(f"{len(left)} instance(s) left: " + ", ".join(f"{i.name} {i.state}" for i in left))
+    rows = fetch_frame(db, "select instance_id, state from instances where session_id = ? and destroyed_at is null "
+                           "and state <> 'exited'", [session])
+    if rows.height:
+        problems.append(f"{rows.height} open row(s): " + ", ".join(f"{i} {s}" for i, s in rows.iter_rows()))
+    if problems and err.strip():
+        problems.append("stderr: " + " | ".join(err.strip().splitlines()[-3:]))
     sent = first.name.removeprefix("SIG") + (f"+{second.name.removeprefix('SIG')}" if second else "")
     return "; ".join(problems) or f"ok ({sent}: {status}, exit {proc.returncode})" + ("" if not err else "")
 
@@ -94,6 +97,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--schedule", action="append", choices=[*SCHEDULES, "random"],
                         help="repeatable; default: INT, TERM, HUP and INT+INT")
+    parser.add_argument("--keep", type=Path, default=None, help="copy the store of every failed round here")
     args = parser.parse_args()
     schedules = args.schedule or list(SCHEDULES)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
@@ -107,6 +111,9 @@ def main() -> None:
             for i in range(args.rounds):
                 verdict = one_round(args.backend, schedule, Path(tmp) / f"{schedule}-{i}.duckdb", rng)
                 failed += not verdict.startswith("ok")
+                if args.keep and not verdict.startswith("ok"):
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(Path(tmp) / f"{schedule}-{i}.duckdb", args.keep)
                 print(f"{schedule:8} round {i + 1:2}: {verdict}", flush=True)
             summary.append((schedule, failed, time.monotonic() - start))
     for schedule, failed, took in summary:
