@@ -14,6 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from labtui.store.reader import connect_readonly
+from labtui.store.schema import StoreError
+
 SMALL = ["--set", "scale.steps=3", "--set", "scale.per_step=10", "--set", "suite.repetitions=2"]
 
 
@@ -75,21 +78,26 @@ def test_unknown_backend_and_host_list_what_exists(tmp_path, env):
 
 def test_kill_9_mid_run_keeps_completed_steps_and_cleanup_ends_orphans(tmp_path, env):
     db = tmp_path / "x.duckdb"
-    before = set(_instances_by_session(env))
     proc = subprocess.Popen(
         [sys.executable, "-m", "labtui", "run", "boot-scaling", "--db", str(db),
          "--set", "scale.steps=200", "--set", "sampling.settle_s=0.1", "--set", "suite.repetitions=1"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
+    # Count this run's own instances (its session id from its store): other runs on the machine, such as
+    # the tests of another xdist worker, start sessions of their own meanwhile.
+    own = None
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and _new_instances(env, before) < 50:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            own = own or _session_in(db)
+            if own is not None and _instances_by_session(env).get(own, 0) >= 50:
+                break
             time.sleep(0.2)
         time.sleep(0.5)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert _new_instances(env, before) >= 50  # instances left behind by the crash
+    assert own is not None and _instances_by_session(env).get(own, 0) >= 50  # instances left behind by the crash
     con = duckdb.connect(str(db), read_only=True)  # the file still opens
     completed = con.execute("select count(*) from steps where ok").fetchone()[0]
     results = con.execute("select count(*) from results").fetchone()[0]
@@ -114,8 +122,17 @@ def _instances_by_session(env: dict[str, str]) -> dict[str, int]:
     return counts
 
 
-def _new_instances(env: dict[str, str], before: set[str]) -> int:
-    return sum(n for sid, n in _instances_by_session(env).items() if sid not in before)
+def _session_in(db: Path) -> str | None:
+    """The session id a running `labtui run` has recorded in db, or None while it has not yet."""
+    try:
+        con = connect_readonly(db)
+    except StoreError:
+        return None  # not created yet, or busy
+    try:
+        row = con.execute("select session_id from sessions").fetchone()
+    finally:
+        con.close()
+    return row[0] if row else None
 
 
 def test_adaptive_runs_add_runs_while_the_spread_is_too_wide_and_stop_at_max_runs(tmp_path, env):
