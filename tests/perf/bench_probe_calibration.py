@@ -1,13 +1,24 @@
 """labtui's named probes against the real UnixBench and lmbench programs, side by side (issue 21).
 
+From the originals' sources (built here, in a temporary directory, with cc and make):
+
+    python tests/perf/bench_probe_calibration.py --unixbench-src /path/to/byte-unixbench \\
+        --lmbench-src /path/to/lmbench [--rounds 5] [--seconds 1] [--only NAME,...] [--markdown]
+
+byte-unixbench is github kdlucas/byte-unixbench (its ``UnixBench/`` is copied
+and built with ``make``); lmbench is lmbench3 (github intel/lmbench; its
+``src/lat_*.c`` are compiled with its ``lib_*.c``, which needs libtirpc-dev).
+Or from originals built already:
+
     LABTUI_UNIXBENCH_DIR=/path/to/byte-unixbench/UnixBench \\
     LABTUI_LMBENCH_DIR=/path/to/lmbench/bin/x86_64-linux-gnu \\
-        python tests/perf/bench_probe_calibration.py [--rounds 5] [--seconds 3] [--only NAME,...] [--markdown]
+        python tests/perf/bench_probe_calibration.py ...
 
 LABTUI_UNIXBENCH_DIR is a built UnixBench tree (the directory holding ``Run``,
 ``pgms/`` and ``testdir/``); LABTUI_LMBENCH_DIR holds lmbench3's built
 ``lat_*`` programs and ``hello``.  A suite of pairs whose original is missing is
-skipped (and said so).  The probes are compiled by labtui.programs.native, as a run does.
+skipped (and said so).  The probes are compiled by labtui.programs.native, as a
+run does (proc dynamically linked, as the originals are).
 
 Every round runs each pair once, probe and original back to back, the order
 of the two alternating from round to round; the pairs themselves are shuffled
@@ -158,6 +169,44 @@ def run(side: Side) -> float:
     return side.read(done.stdout, done.stderr, elapsed)
 
 
+LMBENCH_PROGRAMS = ("lat_proc", "lat_ctx", "lat_mmap", "lat_pagefault", "lat_syscall", "hello")
+LMBENCH_LIBS = ("lib_timing", "lib_mem", "lib_stats", "lib_debug", "lib_sched", "getopt", "lib_tcp", "lib_udp", "lib_unix")
+# scripts/build's flags on Linux with glibc (sched_setaffinity, drand48, uint and int64_t known)
+LMBENCH_CFLAGS = ("-O", "-DRUSAGE", "-DHAVE_uint=1", "-DHAVE_int64_t=1", "-DHAVE_DRAND48", "-DHAVE_SCHED_SETAFFINITY=1",
+                  "-I/usr/include/tirpc", "-w")
+
+
+def build_unixbench(source: Path, into: Path) -> Path:
+    """Copy byte-unixbench's UnixBench tree into into and build it with make; the built tree."""
+    tree = source / "UnixBench" if (source / "UnixBench").is_dir() else source
+    built = into / "UnixBench"
+    shutil.copytree(tree, built, ignore=shutil.ignore_patterns(".git"))
+    for stale in ("arithoh", "context1", "execl", "fstime", "looper", "pipe", "spawn", "syscall"):
+        (built / "pgms" / stale).unlink(missing_ok=True)  # a checkout built before: build afresh
+    (built / "testdir").mkdir(exist_ok=True)
+    subprocess.run(["make", "-C", str(built), "all"], check=True, capture_output=True, timeout=600)
+    return built
+
+
+def build_lmbench(source: Path, into: Path) -> Path:
+    """Build lmbench3's lat_* programs and hello from source/src into into as its Makefile does: the lib_*
+    objects in lmbench.a, each program linked with it and -lm (only what a program uses is linked in)."""
+    src = source / "src" if (source / "src").is_dir() else source
+    into.mkdir(parents=True, exist_ok=True)
+
+    def cc(*argv: str) -> None:
+        subprocess.run(["cc", *LMBENCH_CFLAGS, *argv], check=True, capture_output=True, timeout=600)
+
+    objects = []
+    for lib in LMBENCH_LIBS:
+        cc("-c", "-o", str(into / f"{lib}.o"), str(src / f"{lib}.c"))
+        objects.append(str(into / f"{lib}.o"))
+    subprocess.run(["ar", "rcs", str(into / "lmbench.a"), *objects], check=True, timeout=60)
+    for program in LMBENCH_PROGRAMS:
+        cc("-o", str(into / program), str(src / f"{program}.c"), str(into / "lmbench.a"), "-lm")
+    return into
+
+
 def prepare_lmbench(lm: Path, work: str) -> list[str]:
     """lat_proc execs /tmp/hello; lat_mmap and lat_pagefault need files.  Returns what to remove afterwards."""
     made = []
@@ -181,9 +230,23 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=3, help="duration of each probe and UnixBench run")
     parser.add_argument("--only", default="", help="comma-separated substrings of pair names")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--unixbench-src", type=Path, help="a byte-unixbench checkout to build and compare with")
+    parser.add_argument("--lmbench-src", type=Path, help="an lmbench3 checkout to build and compare with")
     args = parser.parse_args()
     ub = Path(os.environ["LABTUI_UNIXBENCH_DIR"]) if os.environ.get("LABTUI_UNIXBENCH_DIR") else None
     lm = Path(os.environ["LABTUI_LMBENCH_DIR"]) if os.environ.get("LABTUI_LMBENCH_DIR") else None
+    with tempfile.TemporaryDirectory(prefix="labtui-originals-") as originals:
+        if args.unixbench_src is not None:
+            ub = build_unixbench(args.unixbench_src, Path(originals))
+            print(f"built UnixBench from {args.unixbench_src} in {ub}", flush=True)
+        if args.lmbench_src is not None:
+            lm = build_lmbench(args.lmbench_src, Path(originals) / "lmbench")
+            print(f"built lmbench from {args.lmbench_src} in {lm}", flush=True)
+        return compare(args, ub, lm)
+
+
+def compare(args: argparse.Namespace, ub: Path | None, lm: Path | None) -> int:
+    """Run the pairs whose originals are in ub and lm and print the table."""
     if ub is not None and not (ub / "pgms" / "context1").exists():
         print(f"no built UnixBench in {ub} (pgms/context1 missing): skipping UnixBench")
         ub = None
@@ -191,7 +254,8 @@ def main() -> int:
         print(f"no built lmbench in {lm} (lat_proc missing): skipping lmbench")
         lm = None
     if ub is None and lm is None:
-        print("set LABTUI_UNIXBENCH_DIR and/or LABTUI_LMBENCH_DIR to built originals; nothing to compare")
+        print("give --unixbench-src/--lmbench-src, or set LABTUI_UNIXBENCH_DIR/LABTUI_LMBENCH_DIR to built originals; "
+              "nothing to compare")
         return 0
     with tempfile.TemporaryDirectory(prefix="labtui-calibration-") as runtime, tempfile.TemporaryDirectory(
         prefix="labtui-calibration-work-", dir=os.environ.get("TMPDIR", "/tmp")
@@ -210,6 +274,7 @@ def main() -> int:
             todo = [p for p in todo if any(w in p.name for w in wanted)]
         made = prepare_lmbench(lm, work) if lm is not None else []
         values: dict[str, tuple[list[float], list[float]]] = {p.name: ([], []) for p in todo}
+        loads: list[float] = []  # the 1-minute load average before each pair
         try:
             for r in range(args.rounds):
                 order = list(todo)
@@ -218,6 +283,7 @@ def main() -> int:
                     sides = [("probe", pair.probe), ("original", pair.original)]
                     if r % 2:
                         sides.reverse()
+                    loads.append(os.getloadavg()[0])
                     got = {who: run(side) for who, side in sides}
                     values[pair.name][0].append(got["probe"])
                     values[pair.name][1].append(got["original"])
@@ -227,9 +293,11 @@ def main() -> int:
             for path in made:
                 Path(path).unlink(missing_ok=True)
     print()
+    print(f"load average (1 min) before each pair: median {statistics.median(loads):.1f}, "
+          f"range {min(loads):.1f}-{max(loads):.1f}, on {os.cpu_count()} CPUs")
     if args.markdown:
-        print("| original | unit | probe (median) | original (median) | ratio probe/original, median | spread (min-max) |")
-        print("|---|---|---|---|---|---|")
+        print("| original | unit | probe (median) | original (median) | ratio probe/original, median | spread (min-max) | n |")
+        print("|---|---|---|---|---|---|---|")
     for pair in todo:
         probe_values, original_values = values[pair.name]
         ratios = [p / o for p, o in zip(probe_values, original_values) if o]
@@ -238,7 +306,7 @@ def main() -> int:
         if args.markdown:
             print(f"| {pair.name} | {pair.unit} | {statistics.median(probe_values):.4g} | "
                   f"{statistics.median(original_values):.4g} | "
-                  f"{med:.2f} | {min(ratios):.2f}-{max(ratios):.2f} |")
+                  f"{med:.2f} | {min(ratios):.2f}-{max(ratios):.2f} | {len(ratios)} |")
         else:
             print(f"{pair.name}: ratio {med:.2f} (spread {min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} rounds); "
                   f"probe {statistics.median(probe_values):.4g} original {statistics.median(original_values):.4g} "
