@@ -13,7 +13,7 @@ import pytest
 from labtui.core.events import (
     InstanceCreating, InstanceDestroyed, InstanceReady, ResourceSample, Result, SessionStarted, StepStarted,
 )
-from labtui.ui.chart import render_chart, thin
+from labtui.ui.chart import figure_data, x_limits
 from labtui.ui.export import export, result_frame
 from labtui.ui.format import age, cell, count_rows, measure, pct, size, sparkline
 from labtui.ui.history import History
@@ -65,25 +65,33 @@ def test_slowdown_means_across_repetitions_and_normalizes() -> None:
     assert slowdown(RunModel().results_frame()).is_empty()
 
 
-def test_availability_and_chart() -> None:
+def test_availability_and_chart_series() -> None:
     samples = pl.DataFrame(
         {"host": ["a", "a", "a"], "background": [0, 0, 10], "cpu_avail": [0.9, 0.7, 0.5],
          "mem_avail": [0.8, 0.8, 0.6], "swap_avail": [1.0, 1.0, None]},
     )
     avail = availability(samples)
     assert avail["cpu"].to_list() == pytest.approx([0.8, 0.5])
-    slow = slowdown(_results({(1, 0): [1.0], (1, 10): [1.5]}))
-    text = render_chart(slow, avail, "boot_time", width=70).plain
-    assert "boot_time normalized" in text
-    assert "1.500" in text and "80%" in text and "50%" in text
-    assert "█" in text
-    assert "no results yet" in render_chart(slowdown(RunModel().results_frame()), avail, "").plain
+    slow = slowdown(_results({(1, 0): [1.0, 3.0], (1, 10): [3.0], (2, 10): [5.0]}))
+    data = figure_data(slow, avail, "boot_time")
+    assert data is not None
+    assert data.x == [0.0, 10.0] and data.mean == pytest.approx([2.0, 4.0]) and data.baseline == pytest.approx(2.0)
+    assert data.std == pytest.approx([0.0, 2**0.5])  # the spread across repetitions; none with one repetition
+    assert data.avail["cpu"] == pytest.approx([80.0, 50.0]) and data.avail_x == [0.0, 10.0]
+    title = data.title().plain
+    assert "boot_time (s) against background instances" in title and "+100.0%" in title and "2000.00 ms" in title
+    assert x_limits(data) == (0.0, 10.0)
+    assert figure_data(slowdown(RunModel().results_frame()), avail, "") is None
+    assert figure_data(slow, avail, "no_such_metric") is None
 
 
-def test_thin_keeps_ends() -> None:
-    assert thin(list(range(5)), 10) == [0, 1, 2, 3, 4]
-    picked = thin(list(range(101)), 5)
-    assert picked[0] == 0 and picked[-1] == 100 and len(picked) == 5
+def test_chart_series_of_placements() -> None:
+    model = RunModel()
+    model.results.extend([("s1", 1, 1, 0, "cpu", "ops", "ops/s", "higher", 100.0, ""),
+                          ("s1", 1, 2, 1, "cpu", "ops", "ops/s", "higher", 50.0, "same-core")])
+    data = figure_data(slowdown(model.results_frame()), availability(pl.DataFrame()), "ops")
+    assert data is not None and data.placements == ["alone", "same-core"]
+    assert data.x == [1.0, 2.0] and x_limits(data) == (0.5, 2.5) and "against placement" in data.title().plain
 
 
 def test_run_model_counts_and_bounds() -> None:
@@ -242,7 +250,7 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
             info = pane_text(app, "#runinfo")
             assert "completed" in info and "3/3" in info and "background 6" in " ".join(info.split())
             assert app.query_one("#live DataTable", DataTable).row_count == 3
-            assert "boot_time normalized" in pane_text(app, "#live .chart")
+            assert "boot_time (s) against background instances" in pane_text(app, "#live .chart-title")
             hosts = pane_text(app, "#hosts")
             assert "local" in hosts and "CPU" in hosts
             assert sum(view.model.counts().values()) == 0
@@ -383,7 +391,7 @@ async def test_sessions_view_replays_queries_caps_refuses_writes_and_exports(lab
         await pilot.press("enter")
         replay = app.query_one("#replay", SlowdownPanel)
         await wait_for(pilot, lambda: replay.table.row_count == 2, 15, "the replayed slowdown table")
-        assert "boot_time normalized" in pane_text(app, "#replay .chart")
+        assert "boot_time (s) against background instances" in pane_text(app, "#replay .chart-title")
         assert "+100.0%" in [str(c) for c in replay.table.get_row("boot/boot_time@10")]
 
         editor = app.query_one("#sql", TextArea)

@@ -1,103 +1,161 @@
-"""A text chart of one metric normalized to the first step against background instances.
+"""The studies' figure in the console: one metric against background instances, availability below.
 
-One row per background level: a bar to the mean, a band of one std either side,
-the value, then CPU/RAM/swap availability at that level.  Rows are thinned
-evenly to fit, so the chart costs the same at 10 or 1000 levels.
+`figure_data` shapes a slowdown frame (labtui.core.stats' one definition, through
+labtui.ui.series) and an availability frame into plain series; `MetricChart` draws
+them with textual-plot: the mean with ±1 std error bars and the baseline (the first
+step, or the worker alone for an isolation run) above, CPU, RAM and swap free below.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import polars as pl
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+from textual_plot import HiResMode, NumericAxisFormatter, PlotWidget
 
-from labtui.ui.format import pct
+from labtui.ui.format import measure
 
-_LEVEL = "▁▂▃▄▅▆▇█"
-
-
-def thin(levels: list[int], rows: int) -> list[int]:
-    """At most `rows` levels, evenly spread, first and last kept."""
-    if len(levels) <= rows:
-        return levels
-    if rows <= 1:
-        return levels[-1:]
-    picks = {round(i * (len(levels) - 1) / (rows - 1)) for i in range(rows)}
-    return [levels[i] for i in sorted(picks)]
+#: Availability lines: (frame column, label, colour).
+RESOURCES = (("cpu", "CPU free", "cyan"), ("mem", "RAM free", "magenta"), ("swap", "swap free", "yellow"))
+#: The availability plot's key.
+AVAIL_KEY = Text.assemble("availability, % free at each level: ",
+                          *[part for _, label, colour in RESOURCES for part in ((f"─ {label}", colour), "  ")])
 
 
-def bar(mean: float, std: float, scale: float, width: int) -> Text:
-    """█ up to mean-std, ▓ from there to the mean, ░ up to mean+std, on `width` cells."""
-    def cells(x: float) -> int:
-        return max(0, min(width, round(x / scale * width))) if scale > 0 else 0
+@dataclass(frozen=True)
+class FigureData:
+    """What one chart draws: x is background instances, or 1..n placements when `placements` is set."""
 
-    std = 0.0 if math.isnan(std) else std
-    lo, mid, hi = cells(mean - std), cells(mean), cells(mean + std)
-    text = Text()
-    text.append("█" * lo, "green")
-    text.append("▓" * (mid - lo), "green")
-    text.append("░" * (hi - mid), "green")
-    text.append(" " * (width - hi))
-    return text
+    metric: str
+    unit: str
+    x: list[float]
+    mean: list[float]
+    std: list[float]
+    baseline: float
+    placements: list[str] = field(default_factory=list)
+    avail_x: list[float] = field(default_factory=list)
+    avail: dict[str, list[float]] = field(default_factory=dict)
+
+    def title(self) -> Text:
+        """The metric plot's key: what is drawn in which colour, and the last level's change from the baseline."""
+        against = "placement" if self.placements else "background instances"
+        base = "worker alone" if self.placements else "first step"
+        change = (self.mean[-1] / self.baseline - 1) * 100 if self.baseline else math.nan
+        return Text.assemble(
+            (f"{self.metric} ({self.unit})", "bold"), f" against {against}: ", ("● mean ±1 std", "green"), "  ",
+            (f"─ baseline ({base}) {measure(self.baseline, self.unit)}", "grey62"), f"  · last {change:+.1f}%",
+        )
 
 
-def _avail_cell(share: float | None) -> Text:
-    if share is None or math.isnan(share):
-        return Text("  -  ", "dim")
-    block = _LEVEL[min(len(_LEVEL) - 1, int(max(0.0, share) * len(_LEVEL)))]
-    style = "red" if share < 0.1 else "yellow" if share < 0.3 else "cyan"
-    return Text(f"{block}{pct(share):>4}", style)
-
-
-def render_chart(slow: pl.DataFrame, avail: pl.DataFrame, metric: str, *, width: int = 60, rows: int = 12) -> Text:
-    """The chart of `metric` from a slowdown frame and an availability frame."""
-    out = Text()
-    one = slow if slow.is_empty() else slow.filter(pl.col("metric") == metric).sort("background")
+def figure_data(slow: pl.DataFrame, avail: pl.DataFrame, metric: str) -> FigureData | None:
+    """The series of `metric` from a slowdown frame and an availability frame; None without results."""
+    if slow.is_empty() or not metric:
+        return None
+    one = slow.filter(pl.col("metric") == metric)
     if one.is_empty():
-        out.append(f"{metric or 'no metric'}: no results yet", "dim")
-        return out
-    if "placement" in one.columns and any(one["placement"].fill_null("")):
-        return _placement_chart(one, metric, width)
-    by_level = {r["background"]: r for r in one.iter_rows(named=True)}
-    resources = {r["background"]: r for r in avail.iter_rows(named=True)} if not avail.is_empty() else {}
-    scale = max((r["normalized"] or 0) + _relative_std(r) for r in by_level.values())
-    scale = max(scale, 1.0) * 1.05
-    bar_width = max(10, width - 40)
-    out.append(f"{metric} normalized to first step (mean, ±1 std band) · scale 0–{scale:.2f}\n", "bold")
-    out.append(f"{'bg':>6} {'':{bar_width}} {'norm':>6} {'±std':>6}  cpu   ram   swap\n", "dim")
-    for level in thin(sorted(by_level), rows):
-        r = by_level[level]
-        norm = r["normalized"] if r["normalized"] is not None else float("nan")
-        rel_std = _relative_std(r)
-        out.append(f"{level:>6} ")
-        out.append_text(bar(norm, rel_std, scale, bar_width))
-        out.append(f" {norm:>6.3f} {rel_std:>6.3f} ")
-        res = resources.get(level, {})
-        for key in ("cpu", "mem", "swap"):
-            out.append(" ")
-            out.append_text(_avail_cell(res.get(key)))
-        out.append("\n")
-    return out
+        return None
+    placed = "placement" in one.columns and any(one["placement"].fill_null(""))
+    one = one.sort("step" if placed else "background").filter(pl.col("mean").is_not_null() & pl.col("mean").is_not_nan())
+    if one.is_empty():
+        return None
+    mean = [_num(v) for v in one["mean"]]
+    std = [0.0 if math.isnan(s := _num(v)) else s for v in one["std"]]  # one repetition: no spread to show
+    unit = str(one["unit"][0] or "")
+    if placed:
+        names = [str(p or "alone") for p in one["placement"]]
+        return FigureData(metric, unit, [float(i + 1) for i in range(len(names))], mean, std, mean[0], names)
+    frame = avail.sort("background") if not avail.is_empty() else avail
+    shares = {col: [_num(v) * 100 for v in frame[col]] for col, _, _ in RESOURCES} if not frame.is_empty() else {}
+    return FigureData(metric, unit, [float(b) for b in one["background"]], mean, std, mean[0],
+                      avail_x=[float(b) for b in frame["background"]] if shares else [], avail=shares)
 
 
-def _relative_std(row: dict) -> float:
-    """std / mean of a slowdown row; 0 where there is no spread to show (one repetition: std is null)."""
-    return row["std"] / row["mean"] if row["mean"] and row["std"] is not None else 0.0
+def _num(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) else math.nan
 
 
-def _placement_chart(one: pl.DataFrame, metric: str, width: int) -> Text:
-    """An isolation run's chart: one bar per placement, in the order the run measured them."""
-    out = Text()
-    rows = list(one.sort("step").iter_rows(named=True))
-    scale = max(max((r["normalized"] or 0) + _relative_std(r) for r in rows), 1.0) * 1.05
-    bar_width = max(10, width - 34)
-    out.append(f"{metric} normalized to the worker alone (mean, ±1 std band) · scale 0–{scale:.2f}\n", "bold")
-    out.append(f"{'placement':<16} {'':{bar_width}} {'norm':>6} {'±std':>6}\n", "dim")
-    for r in rows:
-        norm = r["normalized"] if r["normalized"] is not None else float("nan")
-        rel_std = _relative_std(r)
-        out.append(f"{(r['placement'] or 'alone')[:16]:<16} ")
-        out.append_text(bar(norm, rel_std, scale, bar_width))
-        out.append(f" {norm:>6.3f} {rel_std:>6.3f}\n")
-    return out
+class _Plot(PlotWidget, can_focus=False):
+    """A plot that takes no focus, so its pan keys never shadow the view's, with narrow margins."""
+
+    def __init__(self, *, id: str, bottom: int) -> None:
+        super().__init__(id=id, allow_pan_and_zoom=False)
+        self.set_reactive(PlotWidget.margin_top, 0)
+        self.set_reactive(PlotWidget.margin_left, 8)
+        self.set_reactive(PlotWidget.margin_bottom, bottom)
+
+    def on_resize(self) -> None:
+        """Re-measure the canvases: the plot maps data to them only on a layout refresh."""
+        self.refresh(layout=True)
+
+
+class MetricChart(Vertical):
+    """The metric plot over the availability plot, redrawn from new frames with `draw`."""
+
+    DEFAULT_CSS = """
+    MetricChart > Static { height: auto; max-height: 2; }
+    MetricChart > #metric-plot { height: 3fr; }
+    MetricChart > #avail-plot { height: 2fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("no results yet", classes="chart-title", markup=False)
+        yield _Plot(id="metric-plot", bottom=1)  # tick labels only: the x label is the availability plot's
+        yield Static(AVAIL_KEY, classes="avail-title")
+        yield _Plot(id="avail-plot", bottom=2)
+
+    @property
+    def title(self) -> Static:
+        return self.query_one(".chart-title", Static)
+
+    def draw(self, slow: pl.DataFrame, avail: pl.DataFrame, metric: str) -> None:
+        """Redraw both plots for `metric`; with no results, say so and leave them empty."""
+        data = figure_data(slow, avail, metric)
+        top, bottom = self.query_one("#metric-plot", _Plot), self.query_one("#avail-plot", _Plot)
+        for plot in (top, bottom):
+            plot.clear()
+            plot.set_x_formatter(NumericAxisFormatter())  # a placement chart leaves its categories behind
+            plot.set_xticks(None)
+        if data is None:
+            self.title.update(f"{metric or 'no metric'}: no results yet")
+            return
+        self.title.update(data.title())
+        _draw_metric(top, data)
+        bottom.display = self.query_one(".avail-title").display = not data.placements
+        if data.avail_x:
+            _draw_availability(bottom, data)
+
+
+def x_limits(data: FigureData) -> tuple[float, float]:
+    """The x range: half a bar beyond the placements, or the background levels and the availability's (one level widened)."""
+    if data.placements:
+        return data.x[0] - 0.5, data.x[-1] + 0.5
+    lo, hi = min(data.x + data.avail_x), max(data.x + data.avail_x)
+    return (lo - 1, hi + 1) if lo == hi else (lo, hi)
+
+
+def _draw_metric(plot: PlotWidget, data: FigureData) -> None:
+    ends = x_limits(data)
+    plot.set_xlimits(*ends)
+    plot.plot(list(ends), [data.baseline] * 2, line_style="grey62", hires_mode=HiResMode.BRAILLE, label="baseline")
+    if data.placements:
+        plot.bar(data.placements, data.mean, bar_style="green", label="mean")
+    else:
+        plot.plot(data.x, data.mean, line_style="green", hires_mode=HiResMode.BRAILLE, label="mean")
+    plot.errorbar(data.x, data.mean, yerr=data.std, marker="●", marker_style="bold green", label="±1 std")
+    high = max(m + s for m, s in zip(data.mean, data.std))
+    plot.set_ylimits(0, high * 1.1 if high > 0 else 1)
+    plot.set_xlabel("")
+    plot.set_ylabel("")
+
+
+def _draw_availability(plot: PlotWidget, data: FigureData) -> None:
+    plot.set_xlimits(*x_limits(data))
+    for col, label, colour in RESOURCES:
+        plot.plot(data.avail_x, data.avail[col], line_style=colour, hires_mode=HiResMode.BRAILLE, label=label)
+    plot.set_ylimits(0, 105)  # 100% stays above the frame's top edge
+    plot.set_xlabel("background instances")

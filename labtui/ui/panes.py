@@ -6,9 +6,9 @@ import polars as pl
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
-from labtui.ui.chart import render_chart
+from labtui.ui.chart import MetricChart
 from labtui.ui.render import SLOWDOWN_HEADERS, slowdown_cells
 from labtui.ui.series import slowdown_rows
 from labtui.ui.tablesync import sync_rows
@@ -19,7 +19,7 @@ class SlowdownPanel(Vertical):
 
     DEFAULT_CSS = """
     SlowdownPanel { height: 1fr; }
-    SlowdownPanel > .chart { height: auto; max-height: 18; border: round $secondary; padding: 0 1; }
+    SlowdownPanel > .chart { height: 2fr; min-height: 12; border: round $secondary; padding: 0 1; }
     SlowdownPanel > DataTable { height: 1fr; border: round $secondary; }
     """
     BINDINGS = [Binding("m", "next_metric", "metric")]
@@ -31,7 +31,7 @@ class SlowdownPanel(Vertical):
         self._avail = pl.DataFrame()
 
     def compose(self) -> ComposeResult:
-        yield Static("no results yet", classes="chart")
+        yield MetricChart(classes="chart")
         table: DataTable = DataTable(cursor_type="row", zebra_stripes=True)
         for header in SLOWDOWN_HEADERS:
             table.add_column(header, key=header)
@@ -56,9 +56,7 @@ class SlowdownPanel(Vertical):
             sync_rows(self.table, rows)
 
     def _draw_chart(self) -> None:
-        chart = self.query_one(".chart", Static)
-        width = max(50, chart.size.width - 2)
-        chart.update(render_chart(self._slow, self._avail, self.metric, width=width, rows=14))
+        self.query_one(MetricChart).draw(self._slow, self._avail, self.metric)
 
     def action_next_metric(self) -> None:
         metrics = self.metrics()
