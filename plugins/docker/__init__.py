@@ -15,6 +15,7 @@ An instance's handle is the container id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self
@@ -185,9 +186,7 @@ class DockerBackend(Backend):
             try:
                 async with _Slot(gate) as slot, asyncio.timeout(spec.timeout_s):
                     created_at, t0 = time.time(), time.monotonic()
-                    created = await self.engine.call(f"creating a container from {image}", "POST",
-                                                     "containers/create", params=params, data=body)
-                    container_id = created["Id"]
+                    container_id = await self._create_container(image, params, body)
                     t1 = time.monotonic()
                     phases["create_s"] = t1 - t0
                     if runat is not None:
@@ -361,6 +360,24 @@ class DockerBackend(Backend):
         for result in results:
             if isinstance(result, BaseException):
                 raise result
+
+    async def _create_container(self, image: str, params: dict[str, str], body: dict[str, Any]) -> str:
+        """POST containers/create and return the id; if cancelled meanwhile, wait for the id and remove it.
+
+        The engine goes on creating a container after its client gives up, so a create cut
+        short by an interrupt left a ``Created`` container behind (up to 8 an interrupt in the
+        signal soak, after the teardown's sweep had listed the session).
+        """
+        call = asyncio.ensure_future(self.engine.call(f"creating a container from {image}", "POST",
+                                                      "containers/create", params=params, data=body))
+        try:
+            created = await asyncio.shield(call)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(API_TIMEOUT_S):
+                    await self._remove_quietly((await call)["Id"])
+            raise
+        return created["Id"]
 
     async def _remove_quietly(self, container_id: str) -> None:
         """Remove a container this backend just created; the error that led here is what matters."""
