@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -71,18 +72,15 @@ def test_sigint_interrupts_a_long_query_exit_130_store_unchanged(store: Path) ->
             time.sleep(0.05)
         time.sleep(1.0)  # the query is running now
         assert proc.poll() is None
-        sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=120)  # the query alone runs for hours: only a lost SIGINT gets here
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    stopped_in = time.monotonic() - sent
     assert proc.returncode == 130, err
     assert "labtui sql: interrupted" in err  # the query's own handler, not an interrupt during imports
     assert "Traceback" not in err and out == ""
-    assert stopped_in < 10
     assert _digest(store) == before
     with StoreWriter.open(store):  # no lock left behind
         pass
@@ -90,9 +88,12 @@ def test_sigint_interrupts_a_long_query_exit_130_store_unchanged(store: Path) ->
 
 def test_timeout_stops_a_long_query(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = _digest(store)
-    began = time.monotonic()
-    assert dispatch(_args(store, SLOW_SQL, timeout=0.5)) == 1
-    assert time.monotonic() - began < 10
+    # The query alone runs for hours: a timeout that does not stop it leaves the thread running past 120 s.
+    status: list[int] = []
+    worker = threading.Thread(target=lambda: status.append(dispatch(_args(store, SLOW_SQL, timeout=0.5))), daemon=True)
+    worker.start()
+    worker.join(120)
+    assert status == [1], "the query was not stopped by its --timeout"
     err = capsys.readouterr().err
     assert "ran longer than 0.5 s and was stopped (raise --timeout)" in err
     assert _digest(store) == before
