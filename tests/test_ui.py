@@ -79,8 +79,8 @@ def test_availability_and_chart_series() -> None:
     assert data.std == pytest.approx([0.0, 2**0.5])  # the spread across repetitions; none with one repetition
     assert data.avail["cpu"] == pytest.approx([80.0, 50.0]) and data.avail_x == [0.0, 10.0]
     title = data.title().plain
-    assert "boot_time (s) against background instances" in title and "+100.0%" in title and "2000.00 ms" in title
-    assert x_limits(data) == (0.0, 10.0)
+    assert "boot_time (s) ● mean ±1 std" in title and "by background instances" in title and "+100.0%" in title and "2000.00 ms" in title
+    assert x_limits(data) == (-0.5, 10.5)
     assert figure_data(slowdown(RunModel().results_frame()), avail, "") is None
     assert figure_data(slow, avail, "no_such_metric") is None
 
@@ -91,7 +91,7 @@ def test_chart_series_of_placements() -> None:
                           ("s1", 1, 2, 1, "cpu", "ops", "ops/s", "higher", 50.0, "same-core")])
     data = figure_data(slowdown(model.results_frame()), availability(pl.DataFrame()), "ops")
     assert data is not None and data.placements == ["alone", "same-core"]
-    assert data.x == [1.0, 2.0] and x_limits(data) == (0.5, 2.5) and "against placement" in data.title().plain
+    assert data.x == [1.0, 2.0] and x_limits(data) == (0.5, 2.5) and "by placement" in data.title().plain
 
 
 def test_run_model_counts_and_bounds() -> None:
@@ -250,7 +250,7 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
             info = pane_text(app, "#runinfo")
             assert "completed" in info and "3/3" in info and "background 6" in " ".join(info.split())
             assert app.query_one("#live DataTable", DataTable).row_count == 3
-            assert "boot_time (s) against background instances" in pane_text(app, "#live .chart-title")
+            assert "boot_time (s) ● mean ±1 std" in pane_text(app, "#live .chart-title")
             hosts = pane_text(app, "#hosts")
             assert "local" in hosts and "CPU" in hosts
             assert sum(view.model.counts().values()) == 0
@@ -391,7 +391,7 @@ async def test_sessions_view_replays_queries_caps_refuses_writes_and_exports(lab
         await pilot.press("enter")
         replay = app.query_one("#replay", SlowdownPanel)
         await wait_for(pilot, lambda: replay.table.row_count == 2, 15, "the replayed slowdown table")
-        assert "boot_time (s) against background instances" in pane_text(app, "#replay .chart-title")
+        assert "boot_time (s) ● mean ±1 std" in pane_text(app, "#replay .chart-title")
         assert "+100.0%" in [str(c) for c in replay.table.get_row("boot/boot_time@10")]
 
         editor = app.query_one("#sql", TextArea)

@@ -1,6 +1,6 @@
-"""SVG snapshots of each console view at a fixed size, fed a fixed event sequence (no live run).
+"""SVG snapshots of each console view at 80x24 and 160x48, fed a fixed event sequence (no live run).
 
-The expected screens are tests/snapshots/<name>.svg.  After a deliberate UI
+The expected screens are tests/snapshots/<view>-<size>.svg.  After a deliberate UI
 change, look at the new screens and accept them with
 `LABTUI_UPDATE_SNAPSHOTS=1 python -m pytest -q tests/test_ui_snapshots.py`.
 A mismatch writes the actual screen next to the test's tmp_path and names it.
@@ -31,7 +31,8 @@ from labtui.core.events import (
 from labtui.hosts import get_host
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-SIZE = (140, 44)
+#: Each view is drawn at the smallest terminal it supports and at a large one.
+SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
 T0 = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC: every recorded timestamp is fixed
 SESSION = "20260101-000000-5a7c0d"
 
@@ -111,11 +112,12 @@ def samples(now: float) -> list[ResourceSample]:
                            ts=now - 60 + i, session_id=SESSION, instances=i // 6) for i in range(60)]
 
 
-async def test_run_view_snapshot(fixed: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", SIZES)
+async def test_run_view_snapshot(fixed: Path, tmp_path: Path, size: str) -> None:
     from labtui.ui.app import LabApp
 
     app = LabApp(fixed, idle_sampling=False)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZES[size]) as pilot:
         view = app.run_view
         view.model.reset("boot-scaling", "process", "local", 2, 3)
         queue: asyncio.Queue = asyncio.Queue()
@@ -130,10 +132,11 @@ async def test_run_view_snapshot(fixed: Path, tmp_path: Path) -> None:
         await pilot.pause(0.2)
         view.redraw()
         await pilot.pause(0.1)
-        check_snapshot("run_view", await settled(app, pilot), tmp_path)
+        check_snapshot(f"run_view-{size}", await settled(app, pilot), tmp_path)
 
 
-async def test_instances_view_snapshot(fixed: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", SIZES)
+async def test_instances_view_snapshot(fixed: Path, tmp_path: Path, size: str) -> None:
     from labtui.ui.app import LabApp
     from labtui.ui.instances_view import InstancesView
     from labtui.ui.inventory import Found
@@ -149,7 +152,7 @@ async def test_instances_view_snapshot(fixed: Path, tmp_path: Path) -> None:
     found = [Found(backend, Instance(Labels(sid, role, name[4:]), name, "process", "local", state, T0 - age_s),
                    memory, orphan) for name, sid, role, state, age_s, memory, orphan in rows]
     app = LabApp(fixed, idle_sampling=False)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZES[size]) as pilot:
         view = app.query_one(InstancesView)
         view.now = lambda: T0
         view.failures[found[4].key] = "lab-ba3: BackendError: refused"
@@ -158,10 +161,11 @@ async def test_instances_view_snapshot(fixed: Path, tmp_path: Path) -> None:
         await pilot.pause(0.2)
         flags = [str(view.table.get_row(f.key)[-1]) for f in found]
         assert flags == ["orphan", "orphan, stuck creating", "", "stuck stopping", "destroy failed"]
-        check_snapshot("instances_view", await settled(app, pilot), tmp_path)
+        check_snapshot(f"instances_view-{size}", await settled(app, pilot), tmp_path)
 
 
-async def test_sessions_view_snapshot(fixed: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", SIZES)
+async def test_sessions_view_snapshot(fixed: Path, tmp_path: Path, size: str) -> None:
     from textual.widgets import DataTable
 
     from labtui.store import StoreWriter
@@ -174,7 +178,7 @@ async def test_sessions_view_snapshot(fixed: Path, tmp_path: Path) -> None:
     writer.flush()
     writer.close()
     app = LabApp(fixed, idle_sampling=False)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZES[size]) as pilot:
         await pilot.press("3")
         sessions = app.query_one("#sessions", DataTable)
         deadline = time.monotonic() + 15
@@ -187,10 +191,11 @@ async def test_sessions_view_snapshot(fixed: Path, tmp_path: Path) -> None:
             await pilot.pause(0.1)
         assert replay.table.row_count == 3
         await pilot.pause(0.2)
-        check_snapshot("sessions_view", await settled(app, pilot), tmp_path)
+        check_snapshot(f"sessions_view-{size}", await settled(app, pilot), tmp_path)
 
 
-async def test_start_dialog_snapshot(fixed: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", SIZES)
+async def test_start_dialog_snapshot(fixed: Path, tmp_path: Path, size: str) -> None:
     from textual.widgets import Input
 
     from labtui.ui.app import LabApp
@@ -202,7 +207,7 @@ async def test_start_dialog_snapshot(fixed: Path, tmp_path: Path) -> None:
                 BackendChoice("xen", False, "no xl command on local")]
 
     app = LabApp(fixed, idle_sampling=False)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZES[size]) as pilot:
         dialog = StartDialog([("boot-scaling  (scaling)", "boot-scaling")], ["local"], check, suite="boot-scaling")
         await app.push_screen(dialog)
         dialog.query_one("#steps", Input).value = "0"
@@ -214,4 +219,4 @@ async def test_start_dialog_snapshot(fixed: Path, tmp_path: Path) -> None:
             await pilot.pause(0.1)
         assert dialog.query_one("#steps", Input).has_class("-invalid")
         await pilot.pause(0.1)
-        check_snapshot("start_dialog", await settled(app, pilot), tmp_path)
+        check_snapshot(f"start_dialog-{size}", await settled(app, pilot), tmp_path)

@@ -23,8 +23,9 @@ from labtui.ui.format import measure
 #: Availability lines: (frame column, label, colour).
 RESOURCES = (("cpu", "CPU free", "cyan"), ("mem", "RAM free", "magenta"), ("swap", "swap free", "yellow"))
 #: The availability plot's key.
-AVAIL_KEY = Text.assemble("availability, % free at each level: ",
-                          *[part for _, label, colour in RESOURCES for part in ((f"─ {label}", colour), "  ")])
+AVAIL_KEY = Text.assemble("availability % ", *[part for _, label, colour in RESOURCES for part in ((f"─ {label}", colour), " ")])
+#: The key when the session recorded no host samples.
+NO_SAMPLES = Text("availability: no host samples at these levels", "dim")
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,11 @@ class FigureData:
     def title(self) -> Text:
         """The metric plot's key: what is drawn in which colour, and the last level's change from the baseline."""
         against = "placement" if self.placements else "background instances"
-        base = "worker alone" if self.placements else "first step"
+        base = "alone" if self.placements else "step 1"
         change = (self.mean[-1] / self.baseline - 1) * 100 if self.baseline else math.nan
         return Text.assemble(
-            (f"{self.metric} ({self.unit})", "bold"), f" against {against}: ", ("● mean ±1 std", "green"), "  ",
-            (f"─ baseline ({base}) {measure(self.baseline, self.unit)}", "grey62"), f"  · last {change:+.1f}%",
+            (f"{self.metric} ({self.unit})", "bold"), " ", ("● mean ±1 std", "green"), " ",
+            (f"─ baseline {measure(self.baseline, self.unit)} ({base})", "grey62"), f" · last {change:+.1f}% · by {against}",
         )
 
 
@@ -97,9 +98,9 @@ class MetricChart(Vertical):
     """The metric plot over the availability plot, redrawn from new frames with `draw`."""
 
     DEFAULT_CSS = """
-    MetricChart > Static { height: auto; max-height: 2; }
-    MetricChart > #metric-plot { height: 3fr; }
-    MetricChart > #avail-plot { height: 2fr; }
+    MetricChart > Static { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    MetricChart > #metric-plot { height: 3fr; min-height: 5; }
+    MetricChart > #avail-plot { height: 2fr; min-height: 4; }
     """
 
     def compose(self) -> ComposeResult:
@@ -125,17 +126,22 @@ class MetricChart(Vertical):
             return
         self.title.update(data.title())
         _draw_metric(top, data)
-        bottom.display = self.query_one(".avail-title").display = not data.placements
-        if data.avail_x:
+        key = self.query_one(".avail-title", Static)
+        key.display = not data.placements
+        key.update(AVAIL_KEY if data.avail_x else NO_SAMPLES)
+        bottom.display = bool(data.avail_x) and not data.placements
+        if bottom.display:
             _draw_availability(bottom, data)
 
 
 def x_limits(data: FigureData) -> tuple[float, float]:
-    """The x range: half a bar beyond the placements, or the background levels and the availability's (one level widened)."""
+    """The x range: half a bar beyond the placements, or the background levels of both plots with a margin
+    (the frame is drawn over the plot's edges, so a point on them would be hidden)."""
     if data.placements:
         return data.x[0] - 0.5, data.x[-1] + 0.5
     lo, hi = min(data.x + data.avail_x), max(data.x + data.avail_x)
-    return (lo - 1, hi + 1) if lo == hi else (lo, hi)
+    pad = max((hi - lo) * 0.03, 0.5)
+    return lo - pad, hi + pad
 
 
 def _draw_metric(plot: PlotWidget, data: FigureData) -> None:
@@ -157,5 +163,6 @@ def _draw_availability(plot: PlotWidget, data: FigureData) -> None:
     plot.set_xlimits(*x_limits(data))
     for col, label, colour in RESOURCES:
         plot.plot(data.avail_x, data.avail[col], line_style=colour, hires_mode=HiResMode.BRAILLE, label=label)
+        plot.scatter(data.avail_x, data.avail[col], marker="•", marker_style=colour)  # a single level is a point
     plot.set_ylimits(0, 105)  # 100% stays above the frame's top edge
     plot.set_xlabel("background instances")
