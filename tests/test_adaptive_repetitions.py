@@ -87,7 +87,7 @@ name = "adaptive"
 kind = "concurrent"
 
 [worker]
-program = "fake"
+program = "hello"  # a probe name (the suite checks it); the script backend runs its script
 args = [{args}]
 measure = "output"
 warmup = 0
