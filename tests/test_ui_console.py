@@ -211,3 +211,31 @@ async def test_start_through_the_dialog_runs_on_the_chosen_backend(lab: Path) ->
             await wait_for(pilot, lambda: not view.active, 30, "the abort")
         finally:
             await destroy_session(session)
+
+
+async def test_a_suite_without_a_backend_brings_the_default_back(lab: Path) -> None:
+    """Choosing a docker suite, then one that names no backend, runs the second on the default, not docker."""
+    from textual.widgets import Select
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.choices import BackendChoice
+    from labtui.ui.start_dialog import StartDialog
+
+    async def check(host: str) -> list[BackendChoice]:
+        return [BackendChoice("process", True, "Linux with labtui-agent"), BackendChoice("docker", True, "engine 28")]
+
+    suites = [("boot-scaling  (scaling)", "boot-scaling"), ("docker-boot-scaling  (scaling)", "docker-boot-scaling")]
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = StartDialog(suites, ["local"], check, suite="boot-scaling")
+        await app.push_screen(dialog)
+        backend = dialog.query_one("#backend", Select)
+        await wait_for(pilot, lambda: backend.value == "process", 10, "the default backend")
+        dialog.query_one("#suite", Select).value = "docker-boot-scaling"
+        await wait_for(pilot, lambda: backend.value == "docker", 10, "the docker suite's own backend")
+        dialog.query_one("#suite", Select).value = "boot-scaling"
+        await wait_for(pilot, lambda: backend.value == "process", 10, "the default backend back")
+        backend.value = "docker"  # a person's own choice survives a change of profile
+        dialog.query_one("#profile", Select).value = "quick"
+        await pilot.pause(0.5)
+        assert backend.value == "docker"

@@ -66,6 +66,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
         super().__init__()
         self._suites, self._hosts, self._check = list(suites), list(hosts), check
         self._suite, self._backend, self._host, self._manual = suite, backend, host, manual
+        self._default_backend = backend  # what a suite that names no backend runs on
         self.choices: dict[str, BackendChoice] = {}
 
     def compose(self) -> ComposeResult:
@@ -141,7 +142,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
     @on(Input.Changed, "#suite-file")
     def _suite_changed(self) -> None:
         self._profiles()
-        self._placeholders()
+        self._placeholders(suite_changed=True)
 
     @on(Select.Changed, "#profile")
     def _profile_changed(self) -> None:
@@ -165,7 +166,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
         return None if value is Select.NULL else str(value)
 
     @work(exclusive=True, group="suite-defaults", exit_on_error=False)
-    async def _placeholders(self) -> None:
+    async def _placeholders(self, suite_changed: bool = False) -> None:
         name = self._suite_name()
         try:
             suite = await asyncio.to_thread(load_suite, name, (), self._profile()) if name else None
@@ -177,11 +178,12 @@ class StartDialog(ModalScreen[StartRequest | None]):
             values["suite.repetitions"] = suite.repetitions
             if suite.scale is not None:
                 values.update({"scale.steps": suite.scale.steps, "scale.per_step": suite.scale.per_step})
-        if suite is not None and suite.backend:
-            self._backend = suite.backend  # preferred once the backends are checked
-            choice = self.choices.get(suite.backend)
+        if suite is not None and suite_changed:
+            # a new suite brings its own backend, or the default back; a profile change keeps the choice
+            self._backend = suite.backend or self._default_backend  # preferred once the backends are checked
+            choice = self.choices.get(self._backend)
             if choice is not None and choice.usable:
-                self.query_one("#backend", Select).value = suite.backend
+                self.query_one("#backend", Select).value = self._backend
         no_scale = suite is not None and suite.scale is None
         for key, input_id in INPUT_IDS.items():
             field = self.query_one(f"#{input_id}", Input)
