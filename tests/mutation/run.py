@@ -61,7 +61,12 @@ RECONCILE_UNIT = (
 )
 
 TARGETS = {t.name: t for t in (
-    Target("stats", "labtui/core/stats.py", ("tests/test_stats.py",)),
+    Target("stats", "labtui/core/stats.py", ("tests/test_stats.py", "tests/test_stats_mutation.py")),
+    # the functions every table, pane, report and `labtui compare` reads (not the scipy wrappers, not the
+    # bootstraps, whose tests take seconds each)
+    Target("stats-core", "labtui/core/stats.py", ("tests/test_stats.py", "tests/test_stats_mutation.py"),
+           functions=("summarize", "slowdown_pct", "normalized", "welch_df", "welch", "few_or_skewed", "mean_ci",
+                      "compare_samples", "rate_sum", "is_work_time", "aggregate_metric", "aggregate_readings")),
     Target("reconcile", "labtui/lifecycle/reconcile.py",
            (*RECONCILE_UNIT, "tests/test_cleanup_selection.py")),
     Target("reconcile-selection", "labtui/lifecycle/reconcile.py", (*RECONCILE_UNIT, "tests/test_cleanup_selection.py"),
@@ -69,6 +74,11 @@ TARGETS = {t.name: t for t in (
     Target("cleanup", "labtui/lifecycle/cleanup.py", ("tests/test_cleanup_selection.py",)),
     Target("suite-validator", "labtui/suites/model.py",
            ("tests/test_suites.py", "-k", "not run_with and not suites_command")),
+    # the loader's checks of values, keys and overrides (the tests that start no run)
+    Target("suite-loader", "labtui/suites/loader.py",
+           ("tests/test_suites.py", "-k", "not run_with and not suites_command"),
+           functions=("_is_int", "_is_number", "_is_cpu_list", "_printable", "_value", "_check_creation",
+                      "_fairshare", "_parse_override", "_apply")),
     Target("docker-label-filter", "plugins/docker/__init__.py",
            ("tests/test_docker_backend.py::test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_"
             "labelled_containers",), functions=("DockerBackend.list",)),

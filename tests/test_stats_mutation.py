@@ -1,0 +1,235 @@
+"""Tests of labtui.core.stats that close the escapes of its mutation run (tests/mutation, target
+stats-core; docs/testing.md).  Each pins one promise of a function the tables, panes, reports and
+`labtui compare` read: the branch for an edge value, or the exact figure of a formula."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import pytest
+
+from labtui.core.stats import (
+    FEW,
+    aggregate_metric,
+    aggregate_readings,
+    compare_samples,
+    few_or_skewed,
+    is_work_time,
+    mean_ci,
+    normalized,
+    rate_sum,
+    slowdown_pct,
+    summarize,
+    t_quantile,
+    welch,
+    welch_df,
+)
+
+#: Symmetric around 10, no skew: a t interval is taken on trust from FEW values on.
+SYMMETRIC = [10.0 + d for d in (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0)] * 3  # 21 values
+#: One far value among equal ones: skewed (G1 well above 1).
+SKEWED = [1.0] * 9 + [1.1] * 5 + [9.0]
+
+
+# --- summarize, slowdown_pct, normalized ----------------------------------------------------
+
+
+def test_a_zero_mean_has_no_coefficient_of_variation():
+    s = summarize([-1.0, 1.0])
+    assert s.mean == 0.0 and s.std == pytest.approx(math.sqrt(2.0)) and math.isnan(s.cv)
+    assert summarize([1.0, 3.0]).cv == pytest.approx(math.sqrt(2.0) / 2.0)
+
+
+def test_two_values_have_a_spread_and_an_interval():
+    s = summarize([1.0, 3.0])
+    assert (s.n, s.mean, s.median) == (2, 2.0, 2.0)
+    assert s.std == pytest.approx(math.sqrt(2.0))
+    assert s.ci95 == pytest.approx(12.706204736 * math.sqrt(2.0) / math.sqrt(2.0), rel=1e-9)  # t_0.975(1)
+
+
+def test_a_zero_baseline_has_no_slowdown():
+    assert math.isnan(slowdown_pct(1.0, 0.0, "lower")) and math.isnan(slowdown_pct(1.0, 0.0, "higher"))
+    assert slowdown_pct(2.0, 2.0, "lower") == 0.0 and slowdown_pct(3.0, 2.0, "higher") == pytest.approx(-50.0)
+
+
+def test_normalized_divides_by_a_first_value_of_one_and_refuses_nothing():
+    assert normalized([1.0, 2.0, 0.5]) == [1.0, 2.0, 0.5]
+    assert normalized([-2.0, 1.0]) == [1.0, -0.5]
+    with pytest.raises(ValueError, match="non-zero first value"):
+        normalized([])
+    with pytest.raises(ValueError, match="non-zero first value"):
+        normalized([0.0])
+
+
+# --- Welch ------------------------------------------------------------------------------------
+
+
+def test_welch_df_without_any_spread_is_the_pooled_df():
+    assert welch_df(0.0, 3, 0.0, 4) == 5.0
+    assert welch_df(0.0, 2, 0.0, 2) == 2.0
+
+
+def test_welch_without_spread_keeps_the_sign_and_the_pooled_df():
+    down = welch([4.0, 4.0, 4.0], [3.0, 3.0])
+    assert (down.t, down.p, down.diff, down.se, down.df) == (-math.inf, 0.0, -1.0, 0.0, 3.0)
+    assert (down.ci_low, down.ci_high) == (-1.0, -1.0)
+    same = welch([3.0, 3.0], [3.0, 3.0, 3.0])
+    assert (same.diff, same.se, same.df) == (0.0, 0.0, 3.0)
+
+
+@pytest.mark.parametrize(("a", "b"), [([1.0], [1.0, 2.0]), ([1.0, 2.0], [1.0]), ([], [1.0, 2.0])])
+def test_welch_needs_two_values_on_each_side(a, b):
+    with pytest.raises(ValueError, match="at least 2 values on each side"):
+        welch(a, b)
+
+
+def test_welch_has_the_standard_error_and_the_level_asked_for():
+    a, b = [1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0, 10.0]
+    w95, w80 = welch(a, b), welch(a, b, 0.80)
+    se = math.sqrt(summarize(a).std ** 2 / 4 + summarize(b).std ** 2 / 5)
+    assert w95.se == pytest.approx(se) and w95.t == pytest.approx(w95.diff / se)
+    half95 = t_quantile(0.975, w95.df) * se
+    half80 = t_quantile(0.90, w95.df) * se
+    assert (w95.ci_low, w95.ci_high) == (pytest.approx(w95.diff - half95), pytest.approx(w95.diff + half95))
+    assert (w80.ci_low, w80.ci_high) == (pytest.approx(w95.diff - half80), pytest.approx(w95.diff + half80))
+
+
+# --- few or skewed, and the interval of a mean ---------------------------------------------------
+
+
+def test_few_or_skewed_draws_the_line_at_few_values_and_at_skew():
+    ten = SYMMETRIC[:FEW - 1] + [10.0]
+    assert few_or_skewed(ten[:FEW - 1]) is True  # few
+    assert few_or_skewed(ten) is False  # FEW values, symmetric
+    assert few_or_skewed(SYMMETRIC) is False
+    assert few_or_skewed(SKEWED) is True  # many, but skewed
+    assert few_or_skewed([-v for v in SKEWED]) is True  # skewed the other way
+    assert few_or_skewed([5.0] * 20) is False  # no spread: no skew to judge
+
+
+def test_mean_ci_is_students_t_for_many_symmetric_values():
+    ci = mean_ci(SYMMETRIC)
+    s = summarize(SYMMETRIC)
+    half = t_quantile(0.975, s.n - 1) * s.std / math.sqrt(s.n)
+    assert ci is not None and ci.method == "t" and ci.level == 0.95
+    assert (ci.low, ci.high) == (pytest.approx(s.mean - half), pytest.approx(s.mean + half))
+    ci90 = mean_ci(SYMMETRIC, 0.90)
+    half90 = t_quantile(0.95, s.n - 1) * s.std / math.sqrt(s.n)
+    assert ci90 is not None and (ci90.low, ci90.high) == (pytest.approx(s.mean - half90), pytest.approx(s.mean + half90))
+
+
+def test_mean_ci_of_two_values_is_students_t_and_of_one_is_none():
+    assert mean_ci([1.0]) is None and mean_ci([]) is None
+    ci = mean_ci([1.0, 3.0])  # few, but too few for a bootstrap
+    assert ci is not None and ci.method == "t"
+    assert (ci.low, ci.high) == (pytest.approx(2.0 - 12.706204736), pytest.approx(2.0 + 12.706204736))
+
+
+def test_mean_ci_of_skewed_values_is_a_bootstrap():
+    ci = mean_ci(SKEWED)
+    assert ci is not None and ci.method == "bootstrap" and ci.low < summarize(SKEWED).mean < ci.high
+
+
+# --- compare_samples ----------------------------------------------------------------------------
+
+
+def test_compare_prints_welchs_interval_for_many_symmetric_values():
+    b = [v * 1.5 for v in SYMMETRIC]
+    c = compare_samples(SYMMETRIC, b, "lower")
+    assert c.welch is not None and c.bootstrap is None
+    assert c.ci is not None and (c.ci.low, c.ci.high, c.ci.method, c.ci.level) == (
+        c.welch.ci_low, c.welch.ci_high, "t", 0.95)
+    c90 = compare_samples(SYMMETRIC, b, "lower", alpha=0.10)
+    assert c90.ci is not None and c90.ci.level == pytest.approx(0.90) and c90.ci.high < c.ci.high
+    assert c90.welch is not None and (c90.welch.ci_low, c90.welch.ci_high) == (c90.ci.low, c90.ci.high)
+
+
+@pytest.mark.parametrize("few_side", ["a", "b"])
+def test_compare_bootstraps_when_either_side_is_few(few_side):
+    few = [10.0, 11.0, 9.5, 12.0, 10.5]
+    a, b = (few, SYMMETRIC) if few_side == "a" else (SYMMETRIC, few)
+    c = compare_samples(a, b, "lower")
+    assert c.bootstrap is not None and c.ci is c.bootstrap and c.ci.method == "bootstrap"
+
+
+def test_compare_keeps_welchs_interval_when_no_bootstrap_is_possible():
+    c = compare_samples([1.0, 2.0, 3.0], [2.0, 3.0, 4.0], "lower")  # few, but under BOOTSTRAP_MIN
+    assert c.welch is not None and c.bootstrap is None
+    assert c.ci is not None and c.ci.method == "t" and (c.ci.low, c.ci.high) == (c.welch.ci_low, c.welch.ci_high)
+
+
+def test_compare_is_significant_only_below_alpha():
+    c = compare_samples([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0, 10.0], "lower")
+    assert c.welch is not None and 0.01 < c.welch.p < 0.1
+    assert c.significant is (c.welch.p < 0.05)
+    assert compare_samples([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0, 10.0], "lower",
+                           alpha=c.welch.p * 1.01).significant is True
+    assert compare_samples([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0, 10.0], "lower",
+                           alpha=c.welch.p * 0.99).significant is False
+
+
+# --- aggregates ---------------------------------------------------------------------------------
+
+
+def test_rate_sum_is_the_sum_of_inverse_times_in_seconds():
+    assert rate_sum([2.0, 4.0], "ms") == pytest.approx(750.0)  # 500/s + 250/s
+    assert rate_sum([0.5], "s") == pytest.approx(2.0)
+    assert rate_sum([2.0, 3.0], "min") == pytest.approx(1 / 120 + 1 / 180)
+    assert math.isnan(rate_sum([1.0, 0.0], "s")) and math.isnan(rate_sum([-1.0, 2.0], "us"))
+    assert math.isnan(rate_sum([1.0, float("nan")], "s"))
+
+
+@pytest.mark.parametrize(("metric", "unit", "better", "expected"), [
+    ("fork_us", "us", "lower", True),
+    ("inserts_5000_s", "s", "lower", True),
+    ("boot-time", "ms", "lower", True),
+    ("fork_us", "us", "higher", False),  # a time unit, but higher is better: not a time of work
+    ("fork_us", "bytes", "lower", False),  # not a time unit
+    ("read_latency_us", "us", "lower", False),  # 'latency' inside a word
+    ("maxgap_us", "us", "lower", False),  # 'gap' inside a word
+    ("boot-lag", "ms", "lower", False),  # 'lag' as a whole word, after '-'
+    ("p99_ms", "ms", "lower", False),
+    ("Max_s", "s", "lower", False),  # case does not matter
+    ("flag_s", "s", "lower", True),  # 'lag' inside a word is no lag
+])
+def test_is_work_time(metric, unit, better, expected):
+    assert is_work_time(metric, unit, better) is expected
+
+
+def test_aggregate_metric_has_one_aggregate_per_kind_of_metric():
+    share = aggregate_metric("cpu_share", "ratio", "higher", [0.25, 0.5])
+    assert share is not None and (share.metric, share.value, share.unit, share.better, share.how) == (
+        "cpu_share_sum", 0.75, "ratio", "higher", "sum")
+    fork = aggregate_metric("fork_us", "us", "lower", [100.0, 200.0])
+    assert fork is not None and (fork.metric, fork.unit, fork.better, fork.how) == (
+        "fork_us_rate_sum", "1/s", "higher", "rate_sum")
+    assert fork.value == pytest.approx(15000.0)
+    assert aggregate_metric("rss", "bytes", "lower", [1.0, 2.0]) is None
+    assert aggregate_metric("maxgap_us", "us", "lower", [1.0]) is None
+    assert aggregate_metric("cpu_share", "ratio", "higher", []) is None
+    assert aggregate_metric("fork_us", "us", "lower", []) is None
+
+
+class Reading(NamedTuple):
+    benchmark: str
+    metric: str
+    value: float
+    unit: str
+    better: str
+
+
+def test_aggregate_readings_groups_by_metric_in_first_seen_order():
+    readings = [
+        Reading("proc", "fork_us", 100.0, "us", "lower"),
+        Reading("hg", "cpu_share", 0.25, "ratio", "higher"),
+        Reading("proc", "fork_us", 200.0, "us", "lower"),
+        Reading("hg", "maxgap_us", 5.0, "us", "lower"),
+        Reading("hg", "cpu_share", 0.5, "ratio", "higher"),
+        Reading("hg", "cpu_share", 1.0, "other", "higher"),  # another unit: another metric
+    ]
+    found = aggregate_readings(readings)
+    assert [(b, a.metric, a.unit) for b, a in found] == [
+        ("proc", "fork_us_rate_sum", "1/s"), ("hg", "cpu_share_sum", "ratio"), ("hg", "cpu_share_sum", "other")]
+    assert [a.value for _, a in found] == [pytest.approx(15000.0), 0.75, 1.0]
+    assert aggregate_readings([]) == []
