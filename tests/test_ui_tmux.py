@@ -132,3 +132,42 @@ def test_console_in_tmux_steps_counts_and_queries(tmp_path: Path, monkeypatch: p
                 asyncio.run(backend.destroy(instance, force=True))
     assert asyncio.run(open_backend("process", get_host("local")).list(sessions[0])) == []
     assert run_sql(db, "select count(*) from results").rows == [(shown,)]
+
+
+def test_console_in_tmux_runs_an_isolation_suite_to_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """isolation-cpu --profile quick, chosen and started with keystrokes only, runs to `completed`; then q."""
+    db = tmp_path / "lab.duckdb"
+    term = Terminal("labtui-test-" + secrets.token_hex(4))
+    env = {"LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "LABTUI_STATE_DIR": str(tmp_path / "state"),
+           "TERM": "xterm-256color"}
+    for key in ("LABTUI_RUNTIME_DIR", "LABTUI_STATE_DIR"):
+        monkeypatch.setenv(key, env[key])
+    status_file = tmp_path / "exit-status"
+    try:
+        term.start(["sh", "-c", '"$0" -m labtui --db "$1"; echo $? > "$2"', sys.executable, str(db), str(status_file)],
+                   env, (160, 48))
+        term.wait(lambda s: "no run yet" in s and "CPU" in s, "the console to draw", 30)
+        term.keys("s")
+        term.wait(lambda s: "Start a run" in s and "process  ✔" in s, "the start dialog with process usable")
+        term.keys("Tab")  # from the suite list to the suite file, which wins over the list
+        term.keys("suites/isolation-cpu.toml", literal=True)
+        term.keys("Tab")
+        term.wait(lambda s: "isolation, 20 repetition(s) of" in s, "the suite's plan", 15)
+        term.keys("Enter", "Down", "Enter")  # the profile list: the suite as written, then quick
+        term.wait(lambda s: re.search(r"profile\s+▊\s+quick", s) is not None and "isolation, 2 repetition(s)" in s,
+                  "profile quick and its plan", 15)
+        term.keys("C-s")
+        screen = term.wait(lambda s: re.search(r"status\s+completed", s) is not None, "the run to complete", 240)
+        assert "isolation-cpu on process@local" in screen and "repetition 2/2" in " ".join(screen.split())
+        assert "by placement" in screen and "alone" in screen  # the chart: a bar per placement
+        session = re.search(r"session\s+(\d{8}-\d{6}-[0-9a-f]{6})", screen)[1]
+        assert instances_total(screen) == 0
+        term.keys("q")  # no run is active: q quits without asking
+        term.wait(lambda s: status_file.exists() and status_file.read_text().strip() != "", "the console to exit", 30)
+        assert status_file.read_text().strip() == "0"
+    finally:
+        term.kill()
+    assert run_sql(db, "select suite, status from sessions").rows == [("isolation-cpu", "completed")]
+    placements = run_sql(db, "select count(distinct placement), count(distinct repetition) from results").rows[0]
+    assert placements[0] >= 2 and placements[1] == 2  # the worker alone and at least one attacker placement, twice
+    assert asyncio.run(open_backend("process", get_host("local")).list(session)) == []
