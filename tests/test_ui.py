@@ -148,6 +148,7 @@ def test_pane_renderers() -> None:
     assert "press s" in run_text(model, "auto").plain
     assert "no host" in hosts_text({}).plain
     model.reset("boot-scaling", "process", "local", 2, 3)
+    model.apply(StepStarted("s1", 2, 0, 3, 0))  # the view counts steps as they start, by the plan's position
     model.apply(StepStarted("s1", 2, 1, 3, 10))
     text = " ".join(run_text(model, "manual: waiting, press n").plain.split())
     assert "repetition 2/2 step 2/3" in text and "background 10" in text and "boot-scaling on process@local" in text
