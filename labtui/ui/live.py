@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass, field
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from labtui.core.events import (
     Event,
@@ -26,30 +25,29 @@ from labtui.core.events import (
     StepStarted,
 )
 
+if TYPE_CHECKING:
+    import polars as pl
+
 #: Resource samples kept per host (ten minutes at one per second).
 SAMPLES_KEPT = 600
 #: Results kept for the chart and the slowdown table.
 RESULTS_KEPT = 100_000
 
-RESULT_SCHEMA = {
-    "session_id": pl.String,
-    "repetition": pl.Int64,
-    "step": pl.Int64,
-    "background": pl.Int64,
-    "benchmark": pl.String,
-    "metric": pl.String,
-    "unit": pl.String,
-    "better": pl.String,
-    "value": pl.Float64,
-    "placement": pl.String,
-}
-AVAIL_SCHEMA = {
-    "host": pl.String,
-    "background": pl.Int64,
-    "cpu_avail": pl.Float64,
-    "mem_avail": pl.Float64,
-    "swap_avail": pl.Float64,
-}
+#: Columns of a results frame (the store's results table's), and of an availability frame.
+RESULT_COLUMNS = ("session_id", "repetition", "step", "background", "benchmark", "metric", "unit", "better", "value",
+                  "placement")
+AVAIL_COLUMNS = ("host", "background", "cpu_avail", "mem_avail", "swap_avail")
+
+
+def _frame(rows: list[tuple], columns: tuple[str, ...]) -> pl.DataFrame:
+    """Rows as a polars frame with the results table's column types (polars is imported on first use)."""
+    import polars as pl
+
+    types = {"session_id": pl.String, "repetition": pl.Int64, "step": pl.Int64, "background": pl.Int64,
+             "benchmark": pl.String, "metric": pl.String, "unit": pl.String, "better": pl.String,
+             "value": pl.Float64, "placement": pl.String, "host": pl.String, "cpu_avail": pl.Float64,
+             "mem_avail": pl.Float64, "swap_avail": pl.Float64}
+    return pl.DataFrame(rows, schema={c: types[c] for c in columns}, orient="row")
 
 
 @dataclass
@@ -84,7 +82,10 @@ class RunModel:
     message: str = ""
     repetition: int = 0
     repetitions: int = 0
+    #: The engine's step index (an isolation run numbers a placement by its place in PLACEMENTS).
     step: int = -1
+    #: Where the current step is in the plan: 0 for the first step started in this repetition.
+    position: int = -1
     steps: int = 0
     background: int = 0
     steps_done: int = 0
@@ -98,7 +99,7 @@ class RunModel:
         """Start over for a new session, keeping host histories."""
         self.session_id, self.suite, self.backend, self.host = "", suite, backend, host
         self.status, self.message = "starting", ""
-        self.repetition, self.repetitions, self.step, self.steps = 0, repetitions, -1, steps
+        self.repetition, self.repetitions, self.step, self.position, self.steps = 0, repetitions, -1, -1, steps
         self.background = self.steps_done = 0
         self.instances.clear()
         self.results.clear()
@@ -119,6 +120,7 @@ class RunModel:
             case SessionEnded():
                 self.status, self.message = event.status, event.message
             case StepStarted():
+                self.position = self.position + 1 if event.repetition == self.repetition else 0
                 self.repetition, self.step, self.steps = event.repetition, event.step, event.steps
                 self.background = event.background
             case StepEnded():
@@ -157,7 +159,7 @@ class RunModel:
         return Counter((i.backend, i.state, i.role) for i in self.instances.values())
 
     def results_frame(self) -> pl.DataFrame:
-        return pl.DataFrame(list(self.results), schema=RESULT_SCHEMA, orient="row")
+        return _frame(list(self.results), RESULT_COLUMNS)
 
     def availability_frame(self) -> pl.DataFrame:
-        return pl.DataFrame(list(self.availability), schema=AVAIL_SCHEMA, orient="row")
+        return _frame(list(self.availability), AVAIL_COLUMNS)

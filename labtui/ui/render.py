@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -10,6 +11,9 @@ from rich.text import Text
 from labtui.core.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.ui.format import measure, number, pct, signed_pct, sparkline
 from labtui.ui.live import HostState, RunModel
+
+if TYPE_CHECKING:
+    from labtui.engine import Plan
 
 SLOWDOWN_HEADERS = ("metric", "bg", "mean", "std", "n", "norm", "slowdown")
 
@@ -43,7 +47,7 @@ def run_text(model: RunModel, gate_state: str) -> Text:
     out = Text()
     if model.status == "idle":
         return Text("no run yet: choose a suite, then press s", "dim")
-    step = f"{model.step + 1 if model.step >= 0 else '-'}/{model.steps}"
+    step = f"{model.position + 1 if model.position >= 0 else '-'}/{model.steps}"
     rows = [
         ("suite", f"{model.suite} on {model.backend}@{model.host}"),
         ("session", model.session_id or "-"),
@@ -56,6 +60,19 @@ def run_text(model: RunModel, gate_state: str) -> Text:
         out.append(f"{key:<11}", "dim")
         out.append(f"{value}\n", "bold" if key in ("status", "repetition") else "")
     return out
+
+
+def next_step_text(plan: Plan, model: RunModel) -> str:
+    """What "next" will do after the model's current step, by its place in the plan (not the engine's index)."""
+    if model.steps == plan.steps_per_repetition:
+        return plan.next_step(model.repetition, model.position)
+    # the engine runs fewer steps than planned (an isolation run skipped a placement the host lacks):
+    # the plan's lines no longer match, so only the position, numbered as Plan.next_step numbers it
+    if model.position + 1 < model.steps:
+        return f"rep {model.repetition}/{model.repetitions}, step {model.position + 1}"
+    if model.repetition < model.repetitions:
+        return f"rep {model.repetition + 1}/{model.repetitions}, step 0"
+    return "end of the run: teardown"
 
 
 def counts_table(model: RunModel) -> Table:
@@ -75,8 +92,12 @@ def slowdown_cells(row: tuple) -> tuple[Text, ...]:
     return tuple(Text(str(c)) for c in cells)
 
 
-def log_line(event: Event) -> Text | None:
-    """An event as one log line, or None for events the log leaves out (samples, instances)."""
+def log_line(event: Event, position: int | None = None) -> Text | None:
+    """An event as one log line, or None for events the log leaves out (samples, instances).
+
+    A step is numbered by `position`, its place in the plan (RunModel.position once the event is
+    applied), when given; the engine's index can skip numbers (an isolation run that skips a placement).
+    """
     stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
     match event:
         case SessionStarted():
@@ -85,9 +106,11 @@ def log_line(event: Event) -> Text | None:
             body = f"session {event.session_id} {event.status}" + (f": {event.message}" if event.message else "")
             style = "bold green" if event.status == "completed" else "bold red"
         case StepStarted():
-            body, style = f"rep {event.repetition} step {event.step + 1}/{event.steps}: {event.background} background", ""
+            step = event.step if position is None else position
+            body, style = f"rep {event.repetition} step {step + 1}/{event.steps}: {event.background} background", ""
         case StepEnded():
-            body, style = f"rep {event.repetition} step {event.step + 1} done" + ("" if event.ok else " (failed)"), "dim"
+            step = event.step if position is None else position
+            body, style = f"rep {event.repetition} step {step + 1} done" + ("" if event.ok else " (failed)"), "dim"
         case Result():
             value = measure(event.value, event.unit)
             body, style = f"{event.benchmark}/{event.metric} = {value} at {event.background} bg", "cyan"

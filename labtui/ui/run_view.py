@@ -1,8 +1,12 @@
 """The Run view: choose a suite, step through a session, watch hosts, counts, chart and log.
 
-The session runs as a Textual worker on the app's event loop.  Its events land
-in a queue that is drained every 100 ms into an in-memory RunModel; panes are
-redrawn at most once per drain, never per event.
+The session runs as a Textual worker on the app's event loop, so whatever the
+view does on that loop delays the engine.  Its events land in a queue that is
+drained every 100 ms into an in-memory RunModel; text panes are redrawn at most
+once per drain, never per event.  The slowdown table (an in-memory DuckDB query)
+is recomputed in a thread, and only when results arrived; new host samples alone
+redraw the chart at most once per CHART_EVERY_S.  The session service, the engine
+and the hosts are imported when a run starts, not with the view.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -19,19 +24,19 @@ from textual.message import Message
 from textual.widgets import ProgressBar, RichLog, Static
 from textual.worker import Worker
 
-from labtui.engine import SessionRunner
-from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
-from labtui.hosts import HostError, get_host, known_hosts
 from labtui.core.errors import LabError
-from labtui.session import LabRun, RunRequest
-from labtui.suites import list_suites
-from labtui.ui.choices import StartRequest, backend_choices
+from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
 from labtui.ui.live import RunModel
 from labtui.ui.modals import ConfirmScreen
 from labtui.ui.panes import SlowdownPanel
-from labtui.ui.render import counts_table, hosts_text, log_line, run_text
-from labtui.ui.series import availability, slowdown
-from labtui.ui.start_dialog import StartDialog
+from labtui.ui.render import counts_table, hosts_text, log_line, next_step_text, run_text
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from labtui.engine import SessionRunner
+    from labtui.session import LabRun
+    from labtui.ui.choices import StartRequest
 
 DRAIN_S = 0.1
 #: Events folded per drain at most, so a burst never stalls a keypress.
@@ -82,6 +87,8 @@ class RunView(Vertical):
         self._drawn = -1
         self._charted = (-1, -1)
         self._chart_at = 0.0
+        self._charting: Worker | None = None
+        self._slow: pl.DataFrame | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="top"):
@@ -122,8 +129,7 @@ class RunView(Vertical):
         if gate.auto:
             return "auto"
         if gate.waiting:
-            position = self.model
-            return f"manual: waiting, press n: {self.lab.plan.next_step(position.repetition, position.step)}"
+            return f"manual: waiting, press n: {next_step_text(self.lab.plan, self.model)}"
         return "manual"
 
     # --- sampling hosts while idle -----------------------------------------------
@@ -140,6 +146,8 @@ class RunView(Vertical):
 
     async def _sample_idle(self) -> None:
         """Sample the host while no session runs (a running session samples it itself)."""
+        from labtui.hosts import HostError, get_host
+
         try:
             host = get_host(self.host_name)
         except HostError as exc:
@@ -171,20 +179,23 @@ class RunView(Vertical):
                 created += isinstance(event, InstanceCreating)
                 ready += isinstance(event, InstanceReady)
                 destroyed += isinstance(event, InstanceDestroyed)
-                if (line := log_line(event)) is not None:
+                if (line := log_line(event, self.model.position)) is not None:
                     log.write(line)
             for n, what in ((created, "creating"), (ready, "ready"), (destroyed, "destroyed")):
                 if n:
                     self.log_text(f"{n} instance(s) {what}", style="dim")
-        if self.model.version != self._drawn and self.shown():
-            self.redraw()
+        if self.shown():
+            if self.model.version != self._drawn:
+                self.redraw()
+            else:
+                self._chart_if_due()  # results that came while the last chart was being computed
 
     def shown(self) -> bool:
         """True when the view is on screen (its tab is active): hidden panes are not redrawn."""
         return all(node.display for node in self.ancestors_with_self)
 
     def redraw(self) -> None:
-        """Repaint the text panes, and the chart/table when results or samples moved."""
+        """Repaint the text panes, and start a chart/table redraw when results or samples moved."""
         self._drawn = self.model.version
         hosts = self.query_one("#hosts", Static)
         hosts.update(hosts_text(self.model.hosts, width=max(30, hosts.size.width - 2)))
@@ -194,12 +205,32 @@ class RunView(Vertical):
         progress.display = bool(self.model.total_steps)  # no bouncing bar before the first run
         if self.model.total_steps:
             progress.update(total=self.model.total_steps, progress=self.model.steps_done)
+        self._chart_if_due()
+
+    def _chart_if_due(self) -> None:
+        """Redraw the chart and table when results came, or samples came and CHART_EVERY_S passed."""
         charted = (len(self.model.results), len(self.model.availability))
-        due = charted[0] != self._charted[0] or time.monotonic() - self._chart_at >= CHART_EVERY_S
-        if charted != self._charted and due:
-            self._charted, self._chart_at = charted, time.monotonic()
-            slow = slowdown(self.model.results_frame())
-            self.query_one("#live", SlowdownPanel).show(slow, availability(self.model.availability_frame()))
+        if charted == self._charted or self._charting is not None:
+            return
+        new_results = charted[0] != self._charted[0] or self._slow is None
+        if not new_results and time.monotonic() - self._chart_at < CHART_EVERY_S:
+            return
+        self._charted, self._chart_at = charted, time.monotonic()
+        results = self.model.results_frame() if new_results else None
+        self._charting = self.run_worker(self._chart(results, self.model.availability_frame()), group="chart",
+                                         exit_on_error=False)
+
+    async def _chart(self, results: pl.DataFrame | None, samples: pl.DataFrame) -> None:
+        """Show a new slowdown frame (computed in a thread: the engine shares this loop) and availability."""
+        from labtui.ui.series import availability, slowdown
+
+        try:
+            if results is not None:
+                self._slow = await asyncio.to_thread(slowdown, results)
+            if self._slow is not None:
+                self.query_one("#live", SlowdownPanel).show(self._slow, availability(samples))
+        finally:
+            self._charting = None
 
     def log_text(self, message: str, style: str = "") -> None:
         self.query_one("#log", RichLog).write(Text(message, style))
@@ -211,6 +242,11 @@ class RunView(Vertical):
         if self.active:
             self.notify("a run is already active", severity="warning")
             return
+        from labtui.hosts import known_hosts
+        from labtui.suites import list_suites
+        from labtui.ui.choices import backend_choices
+        from labtui.ui.start_dialog import StartDialog
+
         suites = [(f"{s.name}  ({s.kind or 'invalid'})", s.name) for s in list_suites()]
         dialog = StartDialog(suites, known_hosts(), backend_choices, suite=self.suite_name,
                              backend=self.backend_name, host=self.host_name, manual=self.manual)
@@ -225,6 +261,8 @@ class RunView(Vertical):
         if self.active:
             self.notify("a run is already active", severity="warning")
             return
+        from labtui.session import LabRun, RunRequest
+
         suite = request.suite
         lab = LabRun(RunRequest(suite, self.db_path, (request.host,), request.backend, manual=request.manual),
                      notify=self._notice)
@@ -240,8 +278,7 @@ class RunView(Vertical):
         self.lab = lab
         self.model.reset(suite.name, runner.ctx.backend.name, runner.ctx.host.name, lab.plan.repetitions,
                          lab.plan.steps_per_repetition)
-        self._charted = (-1, -1)
-        self._chart_at = 0.0
+        self._charted, self._chart_at, self._slow = (-1, -1), 0.0, None
         self._stop_idle_sampler()
         if request.overrides:
             self.log_text("overrides: " + " ".join(request.overrides), "dim")
