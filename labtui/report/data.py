@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
@@ -44,6 +44,16 @@ WHERE i.session_id = ? AND i.boot_s IS NOT NULL AND i.role <> 'warmup'
 ORDER BY repetition, i.created_at
 """
 
+#: Each figure's samples: its per-repetition values, grouped as the slowdown view groups them (its n).
+_SAMPLES = """
+SELECT benchmark, metric, unit, better, placement, background, list(value ORDER BY repetition) AS samples
+FROM (SELECT benchmark, metric, unit, better, coalesce(placement, '') AS placement, background, repetition,
+             avg(value) AS value
+      FROM results WHERE session_id = ?
+      GROUP BY benchmark, metric, unit, better, coalesce(placement, ''), background, repetition)
+GROUP BY benchmark, metric, unit, better, placement, background
+"""
+
 
 @dataclass(frozen=True)
 class SessionData:
@@ -67,6 +77,8 @@ class SessionData:
     problems: pl.DataFrame
     #: Added to the label when two compared sessions would otherwise look alike.
     label_suffix: str = ""
+    #: Each figure's per-repetition values (repetition_samples), for labtui.core.stats.trust.
+    samples: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def id(self) -> str:
@@ -128,7 +140,14 @@ def load_session(db: str | os.PathLike[str], session_id: str) -> SessionData:
             db, "SELECT level, kind, message FROM events WHERE session_id = ? "
             "AND level IN ('warning', 'error') ORDER BY ts", [session_id],
         ),
+        samples=repetition_samples(db, session_id),
     )
+
+
+def repetition_samples(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
+    """Per figure (benchmark, metric, unit, better, placement, background) the list of its
+    per-repetition means: the independent samples the slowdown view's mean, std and n are of."""
+    return fetch_frame(db, _SAMPLES, [session_id])
 
 
 def with_placement(slowdown: pl.DataFrame) -> pl.DataFrame:
