@@ -114,8 +114,11 @@ def test_console_in_tmux_steps_counts_and_queries(tmp_path: Path, monkeypatch: p
 
         term.keys("3")
         term.wait(lambda s: sessions[0] in s and "sessions (enter opens)" in s, "the Sessions view")
-        term.keys("Tab", "Tab", "F7")  # the sessions list, the replay table, then the SQL editor
+        term.keys("4")  # the SQL editor, from any view; its footer shows only the editor's keys
+        term.wait(lambda s: "run SQL" in s.splitlines()[-1] and "filter" not in s.splitlines()[-1], "the SQL editor's focus")
+        term.keys("F7")  # select all the editor's text, so that typing replaces it
         term.keys("select count(*) from results", literal=True)
+        term.wait(lambda s: "select count(*) from results" in s, "the query in the editor")
         term.keys("C-r")
         screen = term.wait(lambda s: "count_star()" in s and "1 row" in s, "the query result")
         shown = result_cell(screen, "count_star()")
