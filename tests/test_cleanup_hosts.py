@@ -56,7 +56,14 @@ def test_cleanup_without_host_removes_the_zones_of_a_killed_run(seeded: FakeHost
     run.communicate()
     assert _lab_zones(seeded), "the killed run left no zone to clean up"
     assert "zhost" in cleanup_hosts(db)
-    cleanup = _labtui("cleanup", "--orphans", "--db", str(db), env=env)
+    # The judgement of --orphans on every host, as a dry run: a real one would also end, on this machine, the
+    # instances of other tests (another xdist worker's) that hold no running-lock.  Then only this run's session.
+    judged = _labtui("cleanup", "--orphans", "--dry-run", "--db", str(db), env=env)
+    assert judged.returncode == 0 and "== host zhost" in judged.stdout, judged.stdout + judged.stderr
+    assert all(zone in judged.stdout for zone in _lab_zones(seeded)), judged.stdout
+    with duckdb.connect(str(db), read_only=True) as con:
+        (session,) = con.execute("select session_id from sessions").fetchone()
+    cleanup = _labtui("cleanup", "--session", session, "--db", str(db), env=env)
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     assert "== host zhost" in cleanup.stdout and "== host local" in cleanup.stdout
     assert _lab_zones(seeded) == set()
