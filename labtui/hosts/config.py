@@ -26,6 +26,7 @@ _KEYS = (
     "address", "port", "user", "identity", "known_hosts", "tags", "jump",
     "runtime_dir", "connect_timeout_s", "keepalive_s", "path", "persist_s", "guests",
 )
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BRIDGE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 _GUEST_KEYS = ("kernel", "ramdisk", "addresses", "netmask", "gateway", "bridge", "port", "user", "identity",
                "known_hosts")
@@ -129,12 +130,27 @@ def load_lab_config(path: Path | None = None) -> LabConfig:
         if explicit:
             raise ConfigError(f"{path}: lab config not found")
         return LabConfig(None, {})
-    text = path.read_text()
+    text = _read(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
     return LabConfig(path, _parse(path, text, data))
+
+
+def _read(path: Path) -> str:
+    """The config's text; a file that cannot be read or is not UTF-8 text is a ConfigError."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the lab config: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a UTF-8 text file (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                          "a lab config is TOML") from None
 
 
 def _parse(path: Path, text: str, data: dict[str, Any]) -> dict[str, HostConfig]:
@@ -169,15 +185,17 @@ def _host(path: Path, text: str, name: str, table: Any) -> HostConfig:
     for key in ("address", "user", "identity", "known_hosts", "jump", "runtime_dir", "path"):
         if key in table:
             value = table[key]
-            if not isinstance(value, str) or not value.strip():
-                raise fail(key, f"must be a non-empty string, not {value!r}")
+            if not isinstance(value, str) or not value.strip() or _CONTROL.search(value):
+                raise fail(key, f"must be a non-empty string without control characters, not {value!r}")
             values[key] = value
     port = table.get("port", 22)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise fail("port", f"must be an integer 1-65535, not {port!r}")
     values["port"] = port
+    if "identity" in values:
+        _check_identity(values["identity"], fail)
     tags = table.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+    if not isinstance(tags, list) or not all(isinstance(t, str) and t and not _CONTROL.search(t) for t in tags):
         raise fail("tags", f"must be a list of non-empty strings, not {tags!r}")
     values["tags"] = tuple(tags)
     if "persist_s" in table:
@@ -214,9 +232,11 @@ def _guests(path: Path, text: str, name: str, table: Any) -> GuestLogin:
     for key in ("kernel", "ramdisk", "addresses", "netmask", "gateway", "bridge", "user", "identity", "known_hosts"):
         if key in table:
             value = table[key]
-            if not isinstance(value, str) or not value.strip():
-                raise fail(key, f"must be a non-empty string, not {value!r}")
+            if not isinstance(value, str) or not value.strip() or _CONTROL.search(value):
+                raise fail(key, f"must be a non-empty string without control characters, not {value!r}")
             values[key] = value
+    if "identity" in values:
+        _check_identity(values["identity"], fail)
     for key in ("kernel", "addresses"):
         if key not in values:
             raise ConfigError(f"{path}:{_line(text, name, sub='guests')}: host {name!r}: guests: {key!r} is required")
@@ -238,6 +258,19 @@ def _guests(path: Path, text: str, name: str, table: Any) -> GuestLogin:
         raise fail("port", f"must be an integer 1-65535, not {port!r}")
     values["port"] = port
     return GuestLogin(**values)
+
+
+def _check_identity(identity: str, fail: Any) -> None:
+    """An identity file that exists must be a private key SSH can load (a missing one fails at connect)."""
+    path = Path(identity).expanduser()
+    if not path.is_file():
+        return
+    import asyncssh  # only when an identity is named: the import costs a tenth of a second
+
+    try:
+        asyncssh.read_private_key(path)
+    except (asyncssh.KeyImportError, OSError, ValueError) as exc:
+        raise fail("identity", f"{path} is not a private key labtui can use ({exc})") from None
 
 
 def _check_jump(path: Path, text: str, host: HostConfig, hosts: dict[str, HostConfig]) -> None:

@@ -362,7 +362,16 @@ def _program(raw: dict[str, Any], name: str, cls: type[Program], src: _Source) -
     values = _table(raw, name, src)
     if (values["program"] is None) == (values["image"] is None):
         raise src.error((name,), "give exactly one of program (a probe name) or image")
+    _check_probe(values["program"], (name, "program"), src)
     return cls(**values)
+
+
+def _check_probe(program: str | None, path: tuple[str, str], src: _Source) -> None:
+    """A program must be one of the bundled probes (``suites/probes/<name>.c``), which every backend builds."""
+    probes = bundled_dir("suites") / "probes"
+    if program is not None and not (probes / f"{program}.c").is_file():
+        known = ", ".join(sorted(p.stem for p in probes.glob("*.c"))) or "none"
+        raise src.error(path, f"no probe {program!r}; known probes: {known}")
 
 
 def _check_kind_tables(raw: dict[str, Any], kind: str, src: _Source) -> None:
@@ -442,6 +451,7 @@ def _fairshare(raw: dict[str, Any], head: dict[str, Any], src: _Source) -> Fairs
                                      "(or fairshare.image), not a [worker] table")
     if fair.program is not None and fair.image is not None:
         raise src.error(("fairshare",), "give at most one of program (a probe name) or image")
+    _check_probe(fair.program, ("fairshare", "program"), src)
     reserved_weight = fair.weights()[0]
     if "weight" in fair.methods and not 1 <= reserved_weight <= 10000:
         raise src.error(("fairshare", "reserved_share"),
@@ -511,7 +521,11 @@ def _parse_override(text: str) -> _Override:
     valid = _suite_keys()
     if dotted not in valid:
         raise SuiteError(OVERRIDE, None, dotted, _unknown("key", dotted, valid))
-    return _Override(path, _toml_value(value.strip()), f"{dotted}={value.strip()}")
+    try:
+        parsed = _toml_value(value.strip())
+    except RecursionError:
+        raise SuiteError(OVERRIDE, None, dotted, "invalid TOML: arrays or tables nested too deeply") from None
+    return _Override(path, parsed, f"{dotted}={value.strip()}")
 
 
 def _apply(raw: dict[str, Any], overrides: Sequence[_Override]) -> None:
@@ -630,6 +644,8 @@ def _parse(text: str, display: str) -> dict[str, Any]:
                 line = len(text.splitlines()) or None
                 message += " (at end of file)"
         raise SuiteError(display, line, None, f"invalid TOML: {message}") from None
+    except RecursionError:
+        raise SuiteError(display, None, None, "invalid TOML: arrays or tables nested too deeply") from None
 
 
 def load_suite(name_or_path: str, overrides: Sequence[str] = (), profile: str | None = None) -> Suite:
