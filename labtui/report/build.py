@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
+from labtui.core.outputs import PrivateOutput
 from labtui.report.data import SessionData, distinct_labels, load_session
 from labtui.report.extra import creation_charts, share_charts
 from labtui.report.isolation import isolation_charts
@@ -36,19 +39,24 @@ def charts_for(sessions: list[SessionData]) -> list[Chart]:
 def write_report(
     db: str | os.PathLike[str], session_ids: list[str], out: Path, fmt: str = "html"
 ) -> list[Path]:
-    """Write the report of one session (or two overlaid) into `out`; return the files written."""
+    """Write the report of one session (or two overlaid) into `out`; return the files written.
+
+    Files are 0600 and directories created for them 0700; a write that fails
+    (a full disk) raises ExportError and leaves nothing of this report behind.
+    """
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     sessions = distinct_labels([load_session(db, sid) for sid in session_ids])
     charts = charts_for(sessions)
-    out.mkdir(parents=True, exist_ok=True)
     if fmt == "html":
-        path = out / "report.html"
-        path.write_text(render_page(sessions, charts), encoding="utf-8")
-        return [path]
-    written = []
-    for chart in charts:
-        path = out / f"{chart.slug}.{fmt}"
-        path.write_bytes(chart.render(fmt))
-        written.append(path)
-    return written
+        page = render_page(sessions, charts).encode("utf-8")
+        with PrivateOutput(out) as output:
+            return [output.write("report.html", lambda file: file.write(page))]
+    if not charts:
+        return []
+    with PrivateOutput(out) as output:
+        return [output.write(f"{chart.slug}.{fmt}", partial(_write_chart, chart, fmt)) for chart in charts]
+
+
+def _write_chart(chart: Chart, fmt: str, file: BinaryIO) -> None:
+    file.write(chart.render(fmt))

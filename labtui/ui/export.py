@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, cast
 
 import polars as pl
 
+from labtui.core.outputs import PrivateOutput
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -39,14 +41,11 @@ def export_arrow(table: pa.Table, path: Path) -> Path:
 
 
 def export(frame: pl.DataFrame, path: Path) -> Path:
-    """Write frame to path as Parquet (.parquet/.pq) or CSV (anything else)."""
+    """Write frame to path as Parquet (.parquet/.pq) or CSV (anything else); 0600, in directories made 0700."""
     path = path.expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() in (".parquet", ".pq"):
-        frame.write_parquet(path)
-    else:
-        frame.write_csv(path)
-    return path
+    parquet = path.suffix.lower() in (".parquet", ".pq")
+    with PrivateOutput(path.parent) as output:
+        return output.write(path.name, frame.write_parquet if parquet else frame.write_csv)
 
 
 def open_in_desktop(path: Path) -> bool:
