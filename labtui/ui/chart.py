@@ -24,6 +24,8 @@ from labtui.ui.format import measure
 RESOURCES = (("cpu", "CPU free", "cyan"), ("mem", "RAM free", "magenta"), ("swap", "swap free", "yellow"))
 #: The availability plot's key.
 AVAIL_KEY = Text.assemble("availability % ", *[part for _, label, colour in RESOURCES for part in ((f"─ {label}", colour), " ")])
+#: Below this many rows the availability plot is left out, so that the metric's plot keeps the room.
+AVAIL_MIN_ROWS = 16
 #: The key when the session recorded no host samples.
 NO_SAMPLES = Text("availability: no host samples at these levels", "dim")
 
@@ -102,12 +104,24 @@ class MetricChart(Vertical):
     MetricChart > #metric-plot { height: 3fr; min-height: 5; }
     MetricChart > #avail-plot { height: 2fr; min-height: 4; }
     """
+    #: Whether the availability key and plot have something to show (see _fit).
+    _avail_key: bool = True
+    _avail_plot: bool = True
 
     def compose(self) -> ComposeResult:
         yield Static("no results yet", classes="chart-title", markup=False)
         yield _Plot(id="metric-plot", bottom=1)  # tick labels only: the x label is the availability plot's
         yield Static(AVAIL_KEY, classes="avail-title")
         yield _Plot(id="avail-plot", bottom=2)
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """Show the availability key and plot where they have something to show and room to show it."""
+        roomy = self.size.height >= AVAIL_MIN_ROWS
+        self.query_one(".avail-title").display = self._avail_key and roomy
+        self.query_one("#avail-plot").display = self._avail_plot and roomy
 
     @property
     def title(self) -> Static:
@@ -126,11 +140,10 @@ class MetricChart(Vertical):
             return
         self.title.update(data.title())
         _draw_metric(top, data)
-        key = self.query_one(".avail-title", Static)
-        key.display = not data.placements
-        key.update(AVAIL_KEY if data.avail_x else NO_SAMPLES)
-        bottom.display = bool(data.avail_x) and not data.placements
-        if bottom.display:
+        self.query_one(".avail-title", Static).update(AVAIL_KEY if data.avail_x else NO_SAMPLES)
+        self._avail_key, self._avail_plot = not data.placements, bool(data.avail_x) and not data.placements
+        self._fit()
+        if self._avail_plot:
             _draw_availability(bottom, data)
 
 
