@@ -76,11 +76,12 @@ class Pair:
 
 
 def ub_count(stdout: str, stderr: str, elapsed: float) -> float:
-    """UnixBench's score of a COUNT line, as Run computes it."""
+    """UnixBench's score of a COUNT line, as Run computes it: the last one counts (fstime -c prints its
+    write and read passes' COUNT lines before the copy's; Run's readResults keeps the last)."""
     found = re.findall(r"^COUNT\|([\d.]+)\|(\d+)\|", stderr + stdout, re.M)
     if not found:
         raise ValueError(f"no COUNT line in {stderr[-300:]!r}")
-    count, timebase = float(found[0][0]), int(found[0][1])
+    count, timebase = float(found[-1][0]), int(found[-1][1])
     return count / (elapsed / timebase) if timebase else count
 
 
