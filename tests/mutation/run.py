@@ -115,9 +115,11 @@ def toml_str(value: str) -> str:
     return json.dumps(value)
 
 
-def write_config(target: Target, work: Path, cfg: Path) -> None:
+def write_config(target: Target, work: Path, cfg: Path, server: Path) -> None:
     tests = " ".join(toml_quote_arg(a) for a in target.tests)
-    command = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -p no:randomly {tests}"
+    # through the fork server (forkserver.py): scipy and friends are imported once, not once per mutant
+    command = (f"{sys.executable} tests/mutation/forkserver.py run {server} {max(1.0, target.timeout - 5)} -- "
+               f"-x -q -p no:cacheprovider -p no:randomly {tests}")
     lines = [
         "[cosmic-ray]",
         f"module-path = {toml_str(target.path)}",
@@ -153,12 +155,24 @@ def prepare(work: Path) -> None:
 
 
 def run_target(target: Target, work: Path, out: Path) -> dict:
-    cfg, session = out / f"{target.name}.toml", out / f"{target.name}.sqlite"
+    cfg, session, sock = out / f"{target.name}.toml", out / f"{target.name}.sqlite", out / f"{target.name}.sock"
     session.unlink(missing_ok=True)
-    write_config(target, work, cfg)
+    sock.unlink(missing_ok=True)
+    write_config(target, work, cfg, sock)
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(out / "runtime"), "LABTUI_LOCK_DIR": str(out / "locks")}
     started = time.monotonic()
+    server = subprocess.Popen([sys.executable, "tests/mutation/forkserver.py", "serve", str(sock)], cwd=work, env=env,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready", "the fork server did not start"
+        return _run_target(target, work, cfg, session, env, started)
+    finally:
+        server.kill()
+        server.wait()
+        sock.unlink(missing_ok=True)
 
+
+def _run_target(target: Target, work: Path, cfg: Path, session: Path, env: dict[str, str], started: float) -> dict:
     def step(*argv: str) -> None:
         subprocess.run(argv, cwd=work, env=env, check=True)
 
@@ -168,7 +182,10 @@ def run_target(target: Target, work: Path, out: Path) -> dict:
         step(cosmic("cr-filter-lines"), "--config", str(cfg), str(session))
     base = subprocess.run(f"{json.loads(toml_cmd(cfg))}", shell=True, cwd=work, env=env, capture_output=True, text=True)
     if base.returncode != 0:
-        raise SystemExit(f"{target.name}: the tests fail without any mutation:\n{base.stdout[-3000:]}{base.stderr[-2000:]}")
+        log = Path(str(cfg.with_suffix(".sock")) + ".last.log")
+        shown = log.read_text()[-3000:] if log.exists() else ""
+        raise SystemExit(f"{target.name}: the tests fail without any mutation:\n{shown}{base.stdout[-2000:]}"
+                         f"{base.stderr[-2000:]}")
     step(cosmic("cosmic-ray"), "exec", str(cfg), str(session))
     summary = summarize(target, session)
     summary["seconds"] = round(time.monotonic() - started)
