@@ -95,6 +95,42 @@ def test_chart_series_of_placements() -> None:
     assert data.x == [1.0, 2.0] and x_limits(data) == (0.5, 2.5) and "by placement" in data.title().plain
 
 
+@pytest.mark.parametrize("size, avail_shown", [((100, 44), True), ((100, 24), False)])
+async def test_chart_panel_plots_cycles_metrics_and_makes_room(size: tuple[int, int], avail_shown: bool) -> None:
+    from textual.app import App, ComposeResult
+    from textual_plot import PlotWidget
+
+    from labtui.ui.panes import SlowdownPanel
+
+    model = RunModel()
+    for rep, scale in ((1, 1.0), (2, 1.2)):
+        for step, background in enumerate((0, 10, 20), 1):
+            model.results.append(("s1", rep, step, background, "boot", "boot_time", "s", "lower", 0.002 * scale, ""))
+            model.results.append(("s1", rep, step, background, "boot", "rss", "B", "lower", 1e6 + background, ""))
+    samples = pl.DataFrame({"host": ["a"] * 3, "background": [0, 10, 20], "cpu_avail": [0.9, 0.6, 0.3],
+                            "mem_avail": [0.8, 0.7, 0.6], "swap_avail": [1.0, 1.0, 1.0]})
+
+    class Host(App):
+        def compose(self) -> ComposeResult:
+            yield SlowdownPanel(id="live")
+
+    app = Host()
+    async with app.run_test(size=size) as pilot:
+        panel = app.query_one(SlowdownPanel)
+        panel.show(slowdown(model.results_frame()), availability(samples))
+        panel.table.focus()
+        await pilot.pause(0.2)
+        assert str(panel.query_one(".chart-title").content).startswith("boot_time (s)")
+        metric_plot = panel.query_one("#metric-plot", PlotWidget)
+        assert len(metric_plot._datasets) == 3  # the baseline, the mean, its ±1 std error bars
+        assert panel.query_one("#avail-plot", PlotWidget).display is avail_shown
+        assert len(panel.query_one("#avail-plot", PlotWidget)._datasets) == 6  # a line and points per resource
+        await pilot.press("m")
+        assert str(panel.query_one(".chart-title").content).startswith("rss (B)")
+        await pilot.press("m")
+        assert str(panel.query_one(".chart-title").content).startswith("boot_time (s)")
+
+
 def test_run_model_counts_and_bounds() -> None:
     model = RunModel()
     model.apply(SessionStarted("s1", "boot-scaling", "scaling", "process", "local", {}, 1))
