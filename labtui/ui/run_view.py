@@ -50,13 +50,13 @@ class RunView(Vertical):
     """Start, step, pause and abort a session and watch it live."""
 
     DEFAULT_CSS = """
-    RunView #top { height: 10; }
+    RunView #top { height: 10; max-height: 40%; }
     RunView .pane { border: round $primary; padding: 0 1; width: 1fr; height: 100%; }
     RunView #runbox { width: 1fr; }
     RunView #live { height: 1fr; layout: horizontal; }
     RunView #live > .chart { width: 3fr; height: 100%; max-height: 100%; }
     RunView #live > DataTable { width: 2fr; height: 100%; }
-    RunView #log { height: 8; border: round $secondary; }
+    RunView #log { height: 8; max-height: 20%; border: round $secondary; }
     """
     BINDINGS = [
         Binding("s", "start", "start"),
