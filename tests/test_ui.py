@@ -117,6 +117,8 @@ async def test_chart_panel_plots_cycles_metrics_and_makes_room(size: tuple[int, 
     app = Host()
     async with app.run_test(size=size) as pilot:
         panel = app.query_one(SlowdownPanel)
+        await pilot.pause(0.1)
+        assert not panel.query_one("#metric-plot").display  # no results: the key line says so, no empty axes
         panel.show(slowdown(model.results_frame()), availability(samples))
         panel.table.focus()
         await pilot.pause(0.2)

@@ -104,7 +104,8 @@ class MetricChart(Vertical):
     MetricChart > #metric-plot { height: 3fr; min-height: 5; }
     MetricChart > #avail-plot { height: 2fr; min-height: 4; }
     """
-    #: Whether the availability key and plot have something to show (see _fit).
+    #: Whether the plots, the availability key and its plot have something to show (see _fit).
+    _has_data: bool = False
     _avail_key: bool = True
     _avail_plot: bool = True
 
@@ -118,25 +119,28 @@ class MetricChart(Vertical):
         self._fit()
 
     def _fit(self) -> None:
-        """Show the availability key and plot where they have something to show and room to show it."""
+        """Show the plots where they have something to show, the availability's where there is room too."""
         roomy = self.size.height >= AVAIL_MIN_ROWS
-        self.query_one(".avail-title").display = self._avail_key and roomy
-        self.query_one("#avail-plot").display = self._avail_plot and roomy
+        self.query_one("#metric-plot").display = self._has_data
+        self.query_one(".avail-title").display = self._has_data and self._avail_key and roomy
+        self.query_one("#avail-plot").display = self._has_data and self._avail_plot and roomy
 
     @property
     def title(self) -> Static:
         return self.query_one(".chart-title", Static)
 
     def draw(self, slow: pl.DataFrame, avail: pl.DataFrame, metric: str) -> None:
-        """Redraw both plots for `metric`; with no results, say so and leave them empty."""
+        """Redraw both plots for `metric`; with no results, say so and hide them."""
         data = figure_data(slow, avail, metric)
         top, bottom = self.query_one("#metric-plot", _Plot), self.query_one("#avail-plot", _Plot)
         for plot in (top, bottom):
             plot.clear()
             plot.set_x_formatter(NumericAxisFormatter())  # a placement chart leaves its categories behind
             plot.set_xticks(None)
+        self._has_data = data is not None
         if data is None:
             self.title.update(f"{metric or 'no metric'}: no results yet")
+            self._fit()
             return
         self.title.update(data.title())
         _draw_metric(top, data)
