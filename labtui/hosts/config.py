@@ -12,6 +12,7 @@ import ipaddress
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -260,7 +261,7 @@ def _guests(path: Path, text: str, name: str, table: Any) -> GuestLogin:
     return GuestLogin(**values)
 
 
-def _check_identity(identity: str, fail: Any) -> None:
+def _check_identity(identity: str, fail: Callable[[str, str], ConfigError]) -> None:
     """An identity file that exists must be a private key SSH can load (a missing one fails at connect)."""
     path = Path(identity).expanduser()
     if not path.is_file():
