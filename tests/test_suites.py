@@ -378,3 +378,128 @@ def test_suites_command_says_what_each_reproduces(tmp_path: Path) -> None:
     assert "reproduces" in out.stdout
     row = next(line for line in out.stdout.splitlines() if " lmbench-fork " in line)
     assert "study 004 §4.2, Table 2: fork process" in row and "concurrent" in row
+
+
+# --- the validator's edges (the escapes of the suite-loader mutation run, docs/testing.md) ----------
+
+FAIRSHARE = '[suite]\nname = "fs"\nkind = "fairshare"\n'
+CREATION = ('[suite]\nname = "c"\nkind = "creation"\n[scale]\nsteps = 3\nper_step = 1\n'
+            '[worker]\nprogram = "proc"\nargs = ["fork", "1"]\nmeasure = "output"\n[background]\nprogram = "sleeper"\n')
+
+
+def suite_error(tmp_path: Path, text: str, overrides: tuple[str, ...] = ()) -> SuiteError:
+    with pytest.raises(SuiteError) as caught:
+        load_suite(write(tmp_path, text), list(overrides))
+    return caught.value
+
+
+@pytest.mark.parametrize("cpus", ["0", "2-2", "0-3", "0,2-3", "1,1", "10-12,14"])
+def test_a_cpu_list_with_ascending_ranges_is_taken(tmp_path: Path, cpus: str) -> None:
+    assert load_suite(write(tmp_path, FAIRSHARE + f'[fairshare]\ncpus = "{cpus}"\n')).fairshare.cpus == cpus
+
+
+@pytest.mark.parametrize("cpus", ["3-2", "0,3-1", "", "0-", "-1", "0;1", "a", "0-1-2"])
+def test_a_cpu_list_with_a_descending_range_or_junk_is_refused(tmp_path: Path, cpus: str) -> None:
+    err = suite_error(tmp_path, FAIRSHARE + f'[fairshare]\ncpus = "{cpus}"\n')
+    assert err.key == "fairshare.cpus" and "a CPU list" in err.message
+
+
+@pytest.mark.parametrize("text", ["with space", "tab\there", "line\nbreak", "~tilde", "é"])
+def test_printable_text_is_taken(tmp_path: Path, text: str) -> None:
+    suite = load_suite(write(tmp_path, GOOD.replace('name = "t"\n', f'name = "t"\ndescription = {json.dumps(text)}\n')))
+    assert suite.description == text
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\x1b", "\x1f", "\x7f", "\r"])
+def test_control_characters_are_refused(tmp_path: Path, char: str) -> None:
+    err = suite_error(tmp_path, GOOD.replace('name = "t"\n', f'name = "t"\ndescription = {json.dumps("a" + char + "b")}\n'))
+    assert err.key == "suite.description" and "no control characters" in err.message
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", '"1.5"', "true"])
+def test_a_number_key_takes_finite_numbers_only(value: str) -> None:
+    with pytest.raises(SuiteError) as caught:
+        load_suite("boot-scaling", [f"sampling.settle_s={value}"])
+    assert caught.value.key == "sampling.settle_s" and "a number from" in caught.value.message
+
+
+def test_a_number_key_takes_an_integer_as_a_float() -> None:
+    settle = load_suite("boot-scaling", ["sampling.settle_s=3"]).sampling.settle_s
+    assert settle == 3.0 and isinstance(settle, float)
+
+
+@pytest.mark.parametrize(("extra", "key", "message"), [
+    ("start = 1\n", "scale.start", "starts from no instances: expected 0, got 1"),
+    ("per_step = 2\n", "scale.per_step", "one instance per step: expected 1, got 2"),
+])
+def test_a_creation_suite_starts_from_none_and_adds_one_per_step(tmp_path: Path, extra: str, key: str,
+                                                                  message: str) -> None:
+    text = CREATION.replace("per_step = 1\n", "per_step = 1\n" + extra) if "start" in extra else \
+        CREATION.replace("per_step = 1\n", extra)
+    err = suite_error(tmp_path, text)
+    assert err.key == key and message in err.message
+
+
+def test_a_creation_suite_runs_a_program_not_an_image(tmp_path: Path) -> None:
+    err = suite_error(tmp_path, CREATION.replace('program = "proc"\n', 'image = "labtui/proc"\n'))
+    assert err.key == "worker.image" and "give program, not image" in err.message
+    suite = load_suite(write(tmp_path, CREATION))
+    assert suite.kind == "creation" and suite.scale == Scale(start=0, steps=3, per_step=1)
+
+
+def test_a_fairshare_suite_refuses_a_worker_table_and_two_probes(tmp_path: Path) -> None:
+    err = suite_error(tmp_path, FAIRSHARE + '[worker]\nprogram = "hello"\nmeasure = "boot"\n')
+    assert err.key == "worker" and "runs its own probe" in err.message
+    err = suite_error(tmp_path, FAIRSHARE + '[fairshare]\nprogram = "hourglass"\nimage = "x"\n')
+    assert err.key == "fairshare" and "at most one of program" in err.message
+    assert load_suite(write(tmp_path, FAIRSHARE + '[fairshare]\nimage = "x"\n')).fairshare.image == "x"
+
+
+def test_fairshare_weights_and_caps_must_be_settable(tmp_path: Path) -> None:
+    # weight: the reserved instance's weight out of 1..10000 only matters when the weight method is used
+    err = suite_error(tmp_path, FAIRSHARE + "[fairshare]\nreserved_share = 0.995\n")
+    assert err.key == "fairshare.reserved_share" and "weights go from 1 to 10000" in err.message
+    assert load_suite(write(tmp_path, FAIRSHARE + "[fairshare]\nmethods = []\nreserved_share = 0.995\n"))
+    # cap: the smallest cap is 0.01 of a CPU, blamed on the key that made it small
+    err = suite_error(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["cap"]\nreserved_share = 0.005\n')
+    assert err.key == "fairshare.reserved_share" and "smallest cap is 0.01" in err.message
+    err = suite_error(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["cap"]\ninstances = 200\nreserved_share = 0.5\n')
+    assert err.key == "fairshare.instances" and "cap an instance at 0.0025" in err.message
+    assert load_suite(write(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["weight"]\nreserved_share = 0.005\n'))
+    assert load_suite(write(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["cap"]\nreserved_share = 0.01\n'))
+
+
+def test_a_fairshare_run_needs_an_operation_timeout_past_its_end(tmp_path: Path) -> None:
+    # start_delay_s + duration_s + 10 s: exactly that is enough, a second less is not
+    table = "[fairshare]\nduration_s = 100.0\nstart_delay_s = 5.0\n"
+
+    def timeout(seconds: float) -> str:
+        return FAIRSHARE + f"operation_timeout_s = {seconds}\n" + table
+
+    assert load_suite(write(tmp_path, timeout(115.0))).fairshare.duration_s == 100.0
+    err = suite_error(tmp_path, timeout(114.0))
+    assert err.key == "fairshare.duration_s" and "operation_timeout_s of at least 115" in err.message
+    # a cpu_time run reads the domains' CPU time and holds no instance until then
+    assert load_suite(write(tmp_path, timeout(20.0) + 'measure = "cpu_time"\n')).fairshare.measure == "cpu_time"
+
+
+@pytest.mark.parametrize("text", ["=3", " = 3", ".=3"])
+def test_an_override_needs_a_key(text: str) -> None:
+    with pytest.raises(SuiteError) as caught:
+        load_suite("boot-scaling", [text])
+    assert caught.value.file == "--set"
+    assert "expected key.path=value" in caught.value.message or "unknown key" in caught.value.message
+
+
+def test_an_override_key_and_value_are_stripped_and_recorded() -> None:
+    suite = load_suite("boot-scaling", [" scale . steps = 4 ", "sampling.settle_s= 0.5"])
+    assert suite.scale.steps == 4 and suite.sampling.settle_s == 0.5
+    assert suite.overrides == ("scale.steps=4", "sampling.settle_s=0.5")
+
+
+def test_an_override_creates_the_table_a_file_left_out(tmp_path: Path) -> None:
+    assert "[measure]" not in GOOD
+    suite = load_suite(write(tmp_path, GOOD), ["measure.memory=true"])
+    assert suite.measure.memory is True
+    err = suite_error(tmp_path, "measure = 3\n" + GOOD, ("measure.memory=true",))  # not a table: reported as such
+    assert err.key == "measure" and err.line == 1
