@@ -133,6 +133,31 @@ async def test_chart_panel_plots_cycles_metrics_and_makes_room(size: tuple[int, 
         assert str(panel.query_one(".chart-title").content).startswith("boot_time (s)")
 
 
+async def test_table_diff_updates_changed_cells_and_widens_columns() -> None:
+    from textual.app import App, ComposeResult
+    from textual.widgets import DataTable
+
+    from labtui.ui.tablesync import sync_rows
+
+    class Host(App):
+        def compose(self) -> ComposeResult:
+            table: DataTable = DataTable()
+            table.add_columns("metric", "std")
+            yield table
+
+    app = Host()
+    async with app.run_test(size=(60, 10)) as pilot:
+        table = app.query_one(DataTable)
+        assert sync_rows(table, {"a": ("boot_time", "-"), "b": ("rss", "-")}) == 4
+        await pilot.pause(0.1)
+        assert sync_rows(table, {"a": ("boot_time", "0.14 ms"), "b": ("rss", "-")}) == 1  # one cell changed
+        await pilot.pause(0.1)
+        std = list(table.columns.values())[1]
+        assert std.content_width >= len("0.14 ms")  # widened, so the new value is not cut
+        assert "0.14 ms" in table.render_line(1).text
+        assert sync_rows(table, {"b": ("rss", "-")}) == 1 and table.row_count == 1
+
+
 def test_run_model_counts_and_bounds() -> None:
     model = RunModel()
     model.apply(SessionStarted("s1", "boot-scaling", "scaling", "process", "local", {}, 1))

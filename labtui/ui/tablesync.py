@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rich.cells import cell_len
+from rich.text import Text
 from textual.widgets import DataTable
 
 #: Removing a row from Textual's DataTable renumbers every row after it, so when more rows go
@@ -34,10 +36,16 @@ def sync_rows(table: DataTable, rows: Mapping[str, Sequence[object]]) -> int:
         current = table.get_row(key)
         for column, old, new in zip(columns, current, cells):
             if old != new:
-                table.update_cell(key, column, new)
+                # a wider value widens its column (a narrower one keeps it: shrinking re-measures every row)
+                table.update_cell(key, column, new, update_width=_width(new) > table.columns[column].content_width)
                 changed += 1
     _keep_cursor(table, cursor_key)
     return changed
+
+
+def _width(cell: object) -> int:
+    """Cells a value takes on one line (Text by its plain text, anything else as str)."""
+    return cell_len(cell.plain if isinstance(cell, Text) else str(cell))
 
 
 def _cursor_key(table: DataTable) -> str | None:
