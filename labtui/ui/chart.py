@@ -181,5 +181,5 @@ def _draw_availability(plot: PlotWidget, data: FigureData) -> None:
     for col, label, colour in RESOURCES:
         plot.plot(data.avail_x, data.avail[col], line_style=colour, hires_mode=HiResMode.BRAILLE, label=label)
         plot.scatter(data.avail_x, data.avail[col], marker="•", marker_style=colour)  # a single level is a point
-    plot.set_ylimits(0, 105)  # 100% stays above the frame's top edge
+    plot.set_ylimits(-5, 105)  # 0% and 100% stay off the frame's edges
     plot.set_xlabel("background instances")
