@@ -9,6 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from labtui.commands.render_fairshare import render_fairshare
+from labtui.core.stats import OUTLIER_Z, Trust, trust
+from labtui.report.data import repetition_samples
 from labtui.store import StoreError, slowdown_frame
 
 MAX_SUMMARY_ROWS = 21
@@ -16,11 +18,13 @@ MAX_SUMMARY_ROWS = 21
 
 def render_summary(console: Console, db: Path, session_id: str) -> None:
     """Print each metric of a session by background count (and placement, for isolation runs):
-    mean, std, n, normalized, slowdown."""
+    mean, median, 95% interval, CoV, n, normalized, slowdown, and what makes a figure doubtful
+    (labtui.core.stats.trust: wide spread, outliers, two modes), explained under its table."""
     try:
         if render_fairshare(console, db, session_id):
             return
         frame = slowdown_frame(db, session_id)
+        samples = _samples_by_figure(db, session_id)
     except StoreError as exc:
         console.print(Text.assemble(("cannot read results:", "red"), " ", str(exc)))
         return
@@ -34,26 +38,53 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         unit = rows["unit"][0]
         better = rows["better"][0]
         table = Table(title=Text(f"{benchmark}: {metric} ({unit}, {better} is better)"), title_justify="left")
-        for col in (("placement",) if placed else ()) + ("background", "mean", "std", "n", "normalized", "slowdown %"):
-            table.add_column(col, justify="left" if col == "placement" else "right")
+        for col in (("placement",) if placed else ()) + ("background", "mean", "median", "95% CI", "CoV", "n",
+                                                          "normalized", "slowdown %", "trust"):
+            table.add_column(col, justify="left" if col in ("placement", "trust") else "right")
+        notes: list[str] = []
         for i in shown:
             r = rows.row(i, named=True)
+            t = trust(samples.get((benchmark, metric, unit, better, r["placement"] or "", r["background"]), [r["mean"]]))
             table.add_row(
                 *((Text(r["placement"] or ""),) if placed else ()),
                 str(r["background"]),
                 _num(r["mean"], unit),
-                _num(r["std"], unit),
+                _num(t.summary.median, unit),
+                f"{_num(t.ci.low, unit)} to {_num(t.ci.high, unit)}" if t.ci else "-",
+                f"{abs(t.summary.cv):.1%}" if t.summary.n > 1 and t.summary.cv == t.summary.cv else "-",
                 str(r["n"]),
                 f"{r['normalized']:.3f}" if r["normalized"] is not None else "-",
                 f"{r['slowdown_pct']:+.1f}" if r["slowdown_pct"] is not None else "-",
+                Text(", ".join(t.flags()), style="yellow"),
             )
+            notes += _notes(t, r["placement"] or f"background {r['background']}", unit)
         console.print(table)
+        for note in notes:
+            console.print(Text("  warning: " + note, style="yellow"))
         if len(shown) < rows.height:
             console.print(
                 f"showing {len(shown)} of {rows.height} background counts; all of them: "
                 f"labtui sql \"select * from slowdown where session_id = '{session_id}' and metric = '{metric}'\"",
                 highlight=False, markup=False,
             )
+
+
+def _samples_by_figure(db: Path, session_id: str) -> dict[tuple, list[float]]:
+    """Each figure's per-repetition values, keyed like the slowdown view's rows."""
+    frame = repetition_samples(db, session_id)
+    return {(r["benchmark"], r["metric"], r["unit"], r["better"], r["placement"], r["background"]): r["samples"]
+            for r in frame.iter_rows(named=True)}
+
+
+def _notes(t: Trust, where: str, unit: str) -> list[str]:
+    """Sentences naming a figure's outliers and modes (its CoV is in the table)."""
+    found = []
+    if t.outliers:
+        found.append(f"{where}: outlier(s) by modified Z-score > {OUTLIER_Z}: "
+                     + ", ".join(_num(v, unit) for v in t.outliers))
+    if t.modes:
+        found.append(f"{where}: bimodal, two groups around {_num(t.modes[0], unit)} and {_num(t.modes[1], unit)}")
+    return found
 
 
 def _evenly_spaced(count: int, most: int) -> list[int]:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import polars as pl
 
+from labtui.core.stats import OUTLIER_Z, SPREAD_LIMIT, modes, outliers
 from labtui.report.data import SessionData
 
 #: Coefficient of variation above which a step's numbers are flagged.
-CV_LIMIT = 0.10
+CV_LIMIT = SPREAD_LIMIT
 _LISTED = 6
 
 
 def session_warnings(data: SessionData) -> list[str]:
-    """Status, failed steps, high coefficient of variation, swap use and logged problems, as sentences."""
+    """Status, failed steps, high coefficient of variation, outliers, two modes, swap use and logged
+    problems, as sentences."""
     found: list[str] = []
     status = data.session.get("status")
     if status != "completed":
@@ -37,12 +39,30 @@ def session_warnings(data: SessionData) -> list[str]:
         found.append(
             f"coefficient of variation above {CV_LIMIT:.0%} at {len(where)} step(s): " + _listing(where)
         )
+    found += _doubtful_samples(data.samples)
     if data.min_swap is not None and data.min_swap < 1.0:
         found.append(f"swap in use: swap availability fell to {data.min_swap * 100:.1f}%")
     for r in data.problems.head(_LISTED).iter_rows(named=True):
         found.append(f"logged {r['level']} ({r['kind']}): {r['message']}")
     if len(data.problems) > _LISTED:
         found.append(f"and {len(data.problems) - _LISTED} more logged warnings or errors (see the events table)")
+    return found
+
+
+def _doubtful_samples(samples: pl.DataFrame) -> list[str]:
+    """Outliers (modified Z-score) and bimodal samples among the figures' per-repetition values."""
+    odd, split = [], []
+    for r in samples.iter_rows(named=True):
+        name = f"{r['benchmark']}/{r['metric']} at {_at(r)}"
+        if far := outliers(r["samples"]):
+            odd.append(f"{name}: " + ", ".join(f"{v:.4g}" for v in far) + f" {r['unit']}")
+        if two := modes(r["samples"]):
+            split.append(f"{name}: around {two[0]:.4g} and {two[1]:.4g} {r['unit']}")
+    found = []
+    if odd:
+        found.append(f"outliers (modified Z-score above {OUTLIER_Z}) at {len(odd)} step(s): " + _listing(odd))
+    if split:
+        found.append(f"two modes (bimodal samples) at {len(split)} step(s): " + _listing(split))
     return found
 
 

@@ -1,0 +1,122 @@
+"""How far to trust a figure (issue 23, part 3): n, median, interval and CoV beside every mean, and
+warnings for a wide spread, outliers (modified Z-score > 3.5, as hyperfine flags them) and two modes,
+in the CLI's run table and in reports."""
+
+from __future__ import annotations
+
+import io
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from labtui.commands.render import render_summary
+from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, modes, modified_z_scores, outliers, trust
+from labtui.report.alerts import session_warnings
+from labtui.report.data import load_session
+from labtui.store import StoreWriter
+
+
+def test_modified_z_scores_by_hand() -> None:
+    values = [10.0, 11.0, 12.0, 13.0, 40.0]  # median 12, |x - 12| = 2 1 0 1 28, MAD 1
+    assert modified_z_scores(values) == pytest.approx([0.6745 * d for d in (-2, -1, 0, 1, 28)])
+    assert outliers(values) == [40.0]
+    assert outliers([10.0, 11.0, 12.0, 13.0, 14.0]) == []
+
+
+def test_modified_z_scores_when_most_values_are_equal() -> None:
+    values = [5.0, 5.0, 5.0, 5.0, 9.0]  # MAD 0: (x - median) / (1.253314 * mean |x - median|)
+    assert modified_z_scores(values)[-1] == pytest.approx(4.0 / (1.253314 * 0.8))
+    assert outliers(values) == [9.0]
+    assert modified_z_scores([3.0, 3.0, 3.0]) == [0.0, 0.0, 0.0] and outliers([3.0] * 4) == []
+
+
+def test_the_boot_pattern_of_issue_23_is_bimodal() -> None:
+    """Boot times either about 1 ms or 8 to 25 ms: two modes, which mean and std hide."""
+    values = [0.001, 0.0011, 0.012, 0.0009, 0.02, 0.001, 0.008, 0.025, 0.001, 0.0012]
+    low, high = modes(values)
+    assert low == pytest.approx(statistics.median([0.001, 0.0011, 0.0009, 0.001, 0.001, 0.0012]))
+    assert high == pytest.approx(statistics.median([0.012, 0.02, 0.008, 0.025]))
+    assert "bimodal" in trust(values).flags()
+
+
+@pytest.mark.parametrize("draw", [
+    lambda rng, n: rng.normal(10.0, 1.0, n),
+    lambda rng, n: rng.lognormal(0.0, 0.5, n),  # skewed, one mode
+    lambda rng, n: rng.uniform(1.0, 2.0, n),
+])
+def test_one_mode_is_seldom_called_two(draw) -> None:
+    rng = np.random.default_rng(23)
+    calls = sum(modes(list(draw(rng, 10))) is not None for _ in range(400))
+    assert calls <= 0.05 * 400  # fixed seed: 0 to 4% here (uniform, flattest, the most)
+
+
+def test_no_bimodality_verdict_on_few_values() -> None:
+    half = BIMODAL_MIN // 2
+    assert modes([1.0] * half + [9.0] * (half - 1)) is None
+    assert modes([1.0] * half + [9.0] * half) == (1.0, 9.0)
+
+
+def test_trust_of_steady_and_noisy_samples() -> None:
+    steady = trust([1.00, 1.01, 0.99, 1.00, 1.02])
+    assert steady.flags() == [] and steady.summary.n == 5 and steady.ci is not None
+    assert steady.ci.contains(steady.summary.mean)
+    noisy = trust([1.0, 1.1, 0.9, 1.0, 5.0])
+    assert noisy.flags() == ["CoV > 10%", "1 outlier"] and noisy.outliers == (5.0,)
+    assert trust([2.0]).ci is None and trust([2.0]).flags() == []
+
+
+# --- in the run table and the report ---------------------------------------------------------------
+
+
+def _store(path: Path, samples: dict[int, list[float]]) -> Path:
+    """A session whose boot_time at each background count has the given per-repetition values."""
+    sid = "s1"
+    events: list = [SessionStarted(sid, "t", "scaling", "process", "local", {}, 0, ts=1.79e9)]
+    for step, (background, values) in enumerate(samples.items()):
+        for rep, value in enumerate(values, 1):
+            events.append(StepStarted(sid, rep, step, len(samples), background, ts=1.79e9 + step))
+            events.append(Result(sid, rep, step, background, "local", f"w{rep}", "boot", "boot_time", value, "s",
+                                 "lower", 1.79e9 + step))
+            events.append(StepEnded(sid, rep, step, background, ts=1.79e9 + step + 0.5))
+    events.append(SessionEnded(sid, "completed", "", ts=1.79e9 + 9))
+    with StoreWriter.open(path) as writer:
+        for event in events:
+            writer.add(event)
+    return path
+
+
+SAMPLES = {
+    0: [0.0100, 0.0101, 0.0099, 0.0100, 0.0102, 0.0100, 0.0101, 0.0099, 0.0100, 0.0101],  # steady
+    10: [0.0100, 0.0101, 0.0099, 0.0100, 0.0102, 0.0100, 0.0101, 0.0099, 0.0100, 0.0400],  # one outlier
+    20: [0.001, 0.0011, 0.012, 0.0009, 0.02, 0.001, 0.008, 0.025, 0.001, 0.0012],  # two modes
+}
+
+
+def test_the_run_table_says_how_far_to_trust_each_figure(tmp_path: Path) -> None:
+    db = _store(tmp_path / "lab.duckdb", SAMPLES)
+    out = io.StringIO()
+    render_summary(Console(file=out, width=250), db, "s1")
+    text = out.getvalue()
+    for header in ("median", "95% CI", "CoV", "n", "trust"):
+        assert f" {header} " in text
+    lines = {b: next(line for line in text.splitlines() if line.startswith(f"│ {b:>10} ")) for b in SAMPLES}
+    assert "outlier" not in lines[0] and "bimodal" not in lines[0] and "CoV >" not in lines[0]
+    assert "1 outlier" in lines[10] and "CoV > 10%" in lines[10]
+    assert "bimodal" in lines[20]
+    assert f"background 10: outlier(s) by modified Z-score > {OUTLIER_Z}: 40.000 ms" in text
+    assert "background 20: bimodal, two groups around 1.000 ms and 16.000 ms" in text
+    assert "10.000 ms" in lines[0]  # the median
+
+
+def test_a_report_warns_of_outliers_and_two_modes(tmp_path: Path) -> None:
+    db = _store(tmp_path / "lab.duckdb", SAMPLES)
+    found = session_warnings(load_session(db, "s1"))
+    outlying = [w for w in found if w.startswith("outliers")]
+    bimodal = [w for w in found if w.startswith("two modes")]
+    assert len(outlying) == 1 and "boot/boot_time at background 10: 0.04 s" in outlying[0]
+    assert len(bimodal) == 1 and "boot/boot_time at background 20" in bimodal[0]
+    assert not any("background 0" in w for w in found)
