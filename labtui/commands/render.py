@@ -18,7 +18,7 @@ MAX_SUMMARY_ROWS = 21
 
 def render_summary(console: Console, db: Path, session_id: str) -> None:
     """Print each metric of a session by background count (and placement, for isolation runs):
-    mean, median, 95% interval, CoV, n, normalized, slowdown, and what makes a figure doubtful
+    mean, median, 95% interval, CoV, n, slowdown (normalized is in the slowdown view), and what makes a figure doubtful
     (labtui.core.stats.trust: wide spread, outliers, two modes), explained under its table."""
     try:
         if render_fairshare(console, db, session_id):
@@ -39,7 +39,7 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         better = rows["better"][0]
         table = Table(title=Text(f"{benchmark}: {metric} ({unit}, {better} is better)"), title_justify="left")
         for col in (("placement",) if placed else ()) + ("background", "mean", "median", "95% CI", "CoV", "n",
-                                                          "normalized", "slowdown %", "trust"):
+                                                          "slowdown %", "trust"):
             table.add_column(col, justify="left" if col in ("placement", "trust") else "right")
         notes: list[str] = []
         for i in shown:
@@ -50,10 +50,9 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
                 str(r["background"]),
                 _num(r["mean"], unit),
                 _num(t.summary.median, unit),
-                f"{_num(t.ci.low, unit)} to {_num(t.ci.high, unit)}" if t.ci else "-",
+                _interval(t.ci.low, t.ci.high, unit) if t.ci else "-",
                 f"{abs(t.summary.cv):.1%}" if t.summary.n > 1 and t.summary.cv == t.summary.cv else "-",
                 str(r["n"]),
-                f"{r['normalized']:.3f}" if r["normalized"] is not None else "-",
                 f"{r['slowdown_pct']:+.1f}" if r["slowdown_pct"] is not None else "-",
                 Text(", ".join(t.flags()), style="yellow"),
             )
@@ -92,6 +91,12 @@ def _evenly_spaced(count: int, most: int) -> list[int]:
         return list(range(count))
     step = (count - 1) / (most - 1)
     return sorted({round(i * step) for i in range(most)})
+
+
+def _interval(low: float, high: float, unit: str) -> str:
+    """low-high with the unit once: "9.401-19.993 ms"."""
+    a, b = _num(low, unit).split(" "), _num(high, unit).split(" ")
+    return f"{a[0]}–{b[0]}" + (f" {b[1]}" if len(b) > 1 else "")
 
 
 def _num(value: float | None, unit: str) -> str:

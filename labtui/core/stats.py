@@ -397,8 +397,9 @@ class Trust:
         return abs(self.summary.cv) > self.spread_limit  # nan (a zero mean) compares False
 
     def flags(self) -> list[str]:
-        """Short words for a table cell: "CoV > 10%", "2 outliers", "bimodal"; empty when nothing is wrong."""
-        found = [f"CoV > {self.spread_limit:.0%}"] if self.wide else []
+        """Short words for a table cell: "spread" (CoV above the limit), "2 outliers", "bimodal"; empty
+        when nothing is wrong."""
+        found = ["spread"] if self.wide else []
         if self.outliers:
             found.append(f"{len(self.outliers)} outlier" + ("s" if len(self.outliers) > 1 else ""))
         if self.modes:
