@@ -177,7 +177,7 @@ class RunContext:
         """
         if not self.creating:
             return
-        pending, self.creating = set(self.creating), set()
+        pending = set(self.creating)  # forgotten only once closed: a second interrupt may cut this sweep short
         found = [i for i in await self._bounded(self.backend.list(self.session_id), (), "list")
                  if i.labels.instance in pending]
         self.log("info", "teardown", f"{len(pending)} create(s) were cut short; {len(found)} of them left an instance")
@@ -189,6 +189,7 @@ class RunContext:
         for instance_id in sorted(pending):
             state = "destroyed" if instance_id in alive else "create-cancelled"
             self.bus.publish(InstanceDestroyed(self.session_id, instance_id, state=state))
+        self.creating -= pending
 
     async def _bounded(self, work: Awaitable[T], items: Sequence[object], what: str) -> T:
         """Await a backend call with a timeout that grows with the batch size."""
