@@ -12,6 +12,10 @@ The order is the same whichever face asked:
 Signals (SIGINT, SIGTERM, SIGHUP) all start the same orderly teardown; a
 second SIGINT or SIGTERM stops waiting and force-destroys what is left.  Faces
 call ``next()``, ``auto()``, ``pause()``, ``abort()`` and ``leave()``.
+
+A face whose event loop also draws (the console) calls ``await run_in_thread()``
+instead of ``await run()``: the run gets an event loop of its own in a thread, so
+a redraw never delays the engine (a create waits on several loop wake-ups).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import contextlib
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from labtui.backends.base import Backend, BackendError, open_backend
 from labtui.core.errors import UsageError
@@ -71,6 +76,8 @@ class LabRun:
         #: The name of the signal that stopped the run (None: it was not stopped by a signal).
         self.signal: str | None = None
         self._view: StoreView | None = None
+        #: The loop the run runs on, once it runs (control calls from elsewhere are handed to it).
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # --- before anything starts -------------------------------------------------
 
@@ -96,6 +103,7 @@ class LabRun:
         RunRefused when the store cannot be opened (nothing has started then).
         """
         runners = self.prepare()
+        self._loop = asyncio.get_running_loop()
         db = self.request.db
         self._view = await asyncio.to_thread(read_store_quietly, db)  # read before the writer holds the file
         try:
@@ -107,7 +115,7 @@ class LabRun:
         merged: asyncio.Queue[Event | None] = asyncio.Queue()
         forwards = [asyncio.create_task(_forward(r.bus.subscribe(durable=True), merged)) for r in runners]
         store_task = asyncio.create_task(writer.consume(merged))  # commits, then closes the writer
-        with self._signals():  # until the store has committed each session's end
+        with self._signals(self._on_signal):  # until the store has committed each session's end
             async with contextlib.AsyncExitStack() as hosts:
                 for runner in runners:
                     hosts.push_async_callback(runner.ctx.host.close)
@@ -128,6 +136,34 @@ class LabRun:
         self.outcomes = [self._outcome(r, s) for r, s in zip(runners, statuses)]
         return self.outcomes
 
+    async def run_in_thread(self) -> list[Outcome]:
+        """``run()`` on an event loop of its own in a thread; the caller's loop stays free to draw.
+
+        Signals are caught on the caller's loop and handed to the run's; notices come back on the
+        caller's loop; next, auto, pause, abort, leave and force may be called from the caller's thread.
+        """
+        caller = asyncio.get_running_loop()
+        notify = self._notify
+
+        def notify_caller(level: str, text: str) -> None:
+            caller.call_soon_threadsafe(notify, level, text)
+
+        self._notify = notify_caller
+        with self._signals(lambda signum: self._call(self._on_signal, signum)):
+            return await asyncio.to_thread(asyncio.run, self.run())
+
+    def _call(self, action: Callable[..., Any], *args: Any) -> None:
+        """Do action on the run's loop: at once when on it (or when it is not running), else handed over."""
+        loop = self._loop
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is None or loop is here or loop.is_closed():
+            action(*args)
+        else:
+            loop.call_soon_threadsafe(action, *args)
+
     async def _reconcile(self, runners: list[SessionRunner], writer: StoreWriter) -> None:
         checks = await asyncio.gather(*(reconcile_before_run(r.ctx.backend, writer.path, self._view) for r in runners))
         for updates, summary in checks:
@@ -146,25 +182,25 @@ class LabRun:
 
     def next(self) -> None:
         """Let the waiting step(s) go on."""
-        self.gate.next()
+        self._call(self.gate.next)
 
     def auto(self) -> None:
         """Run on without pausing."""
-        self.gate.set_auto(True)
+        self._call(self.gate.set_auto, True)
 
     def pause(self) -> None:
         """Pause after the current step."""
-        self.gate.set_auto(False)
+        self._call(self.gate.set_auto, False)
 
     def abort(self, reason: str) -> None:
         """Stop every session now, tear down, and record reason as each session's end."""
-        self._stop(reason, leave=False)
+        self._call(self._stop, reason, False)
 
     def leave(self, reason: str) -> None:
         """Stop every session now without tearing down: its instances stay running (a console quit)."""
-        self._stop(reason, leave=True)
+        self._call(self._stop, reason, True)
 
-    def _stop(self, reason: str, *, leave: bool) -> None:
+    def _stop(self, reason: str, leave: bool) -> None:
         if self._stopping:
             return
         self._stopping = True
@@ -183,6 +219,9 @@ class LabRun:
 
     def force(self) -> None:
         """Stop waiting for an orderly teardown: force-destroy what is left of every session."""
+        self._call(self._force)
+
+    def _force(self) -> None:
         if self._forced:
             return
         self._forced = True
@@ -203,13 +242,13 @@ class LabRun:
     # --- signals --------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _signals(self):
-        """INT, TERM and HUP abort (a second INT or TERM forces) while the sessions run."""
+    def _signals(self, handler: Callable[[int], None]):
+        """INT, TERM and HUP call handler (abort; a second INT or TERM forces) while the sessions run."""
         loop = asyncio.get_running_loop()
         installed = []
         for signum in STOP_SIGNALS:
             try:
-                loop.add_signal_handler(signum, self._on_signal, signum)
+                loop.add_signal_handler(signum, handler, signum)
             except (ValueError, RuntimeError, NotImplementedError):  # not the main thread: the face handles it
                 continue
             installed.append(signum)
@@ -227,7 +266,7 @@ class LabRun:
             self.signal = name
             self.abort(f"aborted by {name}")
         elif signum in FORCE_SIGNALS:
-            self.force()
+            self._force()
 
 
 def _plan(request: RunRequest) -> Plan:

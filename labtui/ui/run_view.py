@@ -1,12 +1,14 @@
 """The Run view: choose a suite, step through a session, watch hosts, counts, chart and log.
 
-The session runs as a Textual worker on the app's event loop, so whatever the
-view does on that loop delays the engine.  Its events land in a queue that is
-drained every 100 ms into an in-memory RunModel; text panes are redrawn at most
-once per drain, never per event.  The slowdown table (an in-memory DuckDB query)
-is recomputed in a thread, and only when results arrived; new host samples alone
-redraw the chart at most once per CHART_EVERY_S.  The session service, the engine
-and the hosts are imported when a run starts, not with the view.
+The session runs on an event loop of its own in a thread (LabRun.run_in_thread),
+so drawing never delays the engine's loop; a Textual worker awaits it.  Its
+events land in a queue (put by the engine's thread, only ever read here with
+get_nowait) that is drained every 100 ms into an in-memory RunModel.  Text panes
+are redrawn at most once per drain, never per event, and only when their text
+changed.  The slowdown table (an in-memory DuckDB query) is recomputed in a
+thread, and only when results arrived; new host samples alone redraw the chart
+at most once per CHART_EVERY_S (drawing still takes the GIL from the engine).
+The session service, the engine and the hosts are imported when a run starts.
 """
 
 from __future__ import annotations
@@ -304,7 +306,7 @@ class RunView(Vertical):
         """Run the session through the service; restore idle sampling after, and quit after a signal."""
         session_id, status = lab.runners[0].session_id, "failed"
         try:
-            outcome = (await lab.run())[0]
+            outcome = (await lab.run_in_thread())[0]  # on a loop of its own: redraws never delay it
             status = outcome.status
             if outcome.message and status != "completed":
                 self.log_text(f"{status}: {outcome.message}", "red")
