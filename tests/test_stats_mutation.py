@@ -167,6 +167,9 @@ def test_compare_is_significant_only_below_alpha():
                            alpha=c.welch.p * 1.01).significant is True
     assert compare_samples([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0, 10.0], "lower",
                            alpha=c.welch.p * 0.99).significant is False
+    # a p-value equal to alpha is not below it
+    assert compare_samples([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0, 10.0], "lower",
+                           alpha=c.welch.p).significant is False
 
 
 # --- aggregates ---------------------------------------------------------------------------------
