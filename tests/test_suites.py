@@ -507,3 +507,10 @@ def test_an_override_creates_the_table_a_file_left_out(tmp_path: Path) -> None:
     assert suite.measure.memory is True
     err = suite_error(tmp_path, "measure = 3\n" + GOOD, ("measure.memory=true",))  # not a table: reported as such
     assert err.key == "measure" and err.line == 1
+
+
+def test_an_override_nested_too_deeply_is_one_error() -> None:
+    with pytest.raises(SuiteError) as caught:
+        load_suite("boot-scaling", ["worker.args=" + "[" * 5000 + "]" * 5000])
+    assert (caught.value.file, caught.value.key) == ("--set", "worker.args")
+    assert "nested too deeply" in caught.value.message
