@@ -390,18 +390,19 @@ def test_run_on_the_process_backend_reproduces_fair_share_weight_and_cap(tmp_pat
     assert "fairshare: share of CPUs 0 achieved against requested" in out and "each other (3)" in out
     found = shares(db)
     assert sorted(found) == [(0, "worker"), (1, "reserved"), (1, "worker"), (2, "reserved"), (2, "worker")]
-    # equal: each near 1/4 of what the four received together (a good part of CPU 0, even on a busy machine)
+    # equal: each near 1/4 of what the four received together (however little of CPU 0 a busy machine left them)
     equal = [a for a, _ in found[(0, "worker")]]
-    assert len(equal) == 4 and together(found, 0) > 0.25
+    assert len(equal) == 4 and together(found, 0) > 0
     assert all(0.7 < a / together(found, 0) / 0.25 < 1.3 for a in equal), equal
     assert {r for _, r in found[(0, "worker")]} == {0.25}
     # weight: the reserved one gets about 1/10 of what they received together, not the 1/4 of an equal share
     ((reserved, requested),) = found[(1, "reserved")]
     assert requested == pytest.approx(0.1) and [r for _, r in found[(1, "worker")]] == pytest.approx([0.3] * 3)
     assert 0.06 < reserved / together(found, 1) < 0.15, (reserved, together(found, 1))
-    # cap: caps of 0.1 and 0.3 of CPU 0 are ceilings
+    # cap: caps of 0.1 and 0.3 of CPU 0 are ceilings (other work on CPU 0 may leave less; the kernel's own
+    # accounting of a cap is test_a_cap_holds_an_instance_to_its_share)
     ((reserved, _),) = found[(2, "reserved")]
-    assert 0.04 < reserved <= 0.12, reserved
+    assert 0 < reserved <= 0.12, reserved
     assert all(a <= 0.33 for a, _ in found[(2, "worker")])
     con = duckdb.connect(str(db), read_only=True)
     try:
