@@ -1,0 +1,54 @@
+"""The tcp probe (suite vserver-iperf, the VServer/Xen paper's Figure 5): TCP bandwidth over
+127.0.0.1, run as a process-backend instance, and its failures."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from labtui.backends.base import InstanceSpec, Labels
+from labtui.hosts.local import LocalHost
+from labtui.parsers.probe import parse_probe_output
+from labtui.programs.native import ensure_program, probe_source
+from tests.backend_lab import Lab, open_lab
+
+
+@pytest.fixture
+async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
+    async for lab in open_lab("process", "tcp"):
+        yield lab
+
+
+async def _run(lab: Lab, args: list[str]):
+    spec = InstanceSpec(Labels(lab.session(), "worker", "w1"), program="tcp", args=tuple(args), wait="exit",
+                        capture_output=True, timeout_s=30)
+    return await lab.backend.create(spec)
+
+
+async def test_tcp_reports_loopback_bandwidth(lab: Lab) -> None:
+    instance = await _run(lab, ["0.3", "65536"])
+    assert instance.exit_code == 0, instance
+    (reading,) = parse_probe_output(instance.output or "")
+    assert (reading.benchmark, reading.metric, reading.unit, reading.better) == ("tcp", "tcp_mb_s", "MB/s", "higher")
+    assert reading.value > 1.0  # any loopback moves more than 1 MB/s
+
+
+@pytest.mark.parametrize("args", [["0"], ["1", "0"], ["1", "99999999"]])
+async def test_tcp_refuses_bad_arguments(lab: Lab, args: list[str]) -> None:
+    instance = await _run(lab, args)
+    assert instance.exit_code == 2
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)")
+async def test_tcp_fails_at_once_where_loopback_is_down(runtime_dir: Path) -> None:
+    """In a new network namespace lo is down: the probe exits 1 naming the error, without hanging."""
+    binary = await ensure_program(LocalHost(), probe_source("tcp"), "tcp")
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+        pytest.skip("cannot create a network namespace here")
+    done = subprocess.run(["unshare", "-n", binary, "0.2"], capture_output=True, text=True, timeout=20)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "tcp: connect to 127.0.0.1" in done.stderr
