@@ -1,0 +1,51 @@
+"""The compile probe (suite vserver-compile, the kernel compile of the VServer/Xen paper's Figure 6):
+a real build with cc, and its failures."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from labtui.backends.base import InstanceSpec, Labels
+from labtui.hosts.local import LocalHost
+from labtui.parsers.probe import parse_probe_output
+from labtui.programs.native import ensure_program, probe_source
+from tests.backend_lab import Lab, open_lab
+
+
+@pytest.fixture
+async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
+    async for lab in open_lab("process", "compile"):
+        yield lab
+
+
+async def _run(lab: Lab, args: list[str]):
+    spec = InstanceSpec(Labels(lab.session(), "worker", "w1"), program="compile", args=tuple(args), wait="exit",
+                        capture_output=True, timeout_s=60)
+    return await lab.backend.create(spec)
+
+
+async def test_compile_times_a_build_and_leaves_nothing(lab: Lab, tmp_path: Path) -> None:
+    instance = await _run(lab, ["3", "2", str(tmp_path)])
+    assert instance.exit_code == 0, instance
+    (reading,) = parse_probe_output(instance.output or "")
+    assert (reading.benchmark, reading.metric, reading.unit, reading.better) == ("compile", "compile_3_s", "s", "lower")
+    assert reading.value > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["0"], ["2", "0"], ["2", "300"]])
+async def test_compile_refuses_bad_arguments(lab: Lab, args: list[str]) -> None:
+    assert (await _run(lab, args)).exit_code == 2
+
+
+async def test_compile_without_cc_says_so(runtime_dir: Path, tmp_path: Path) -> None:
+    binary = await ensure_program(LocalHost(), probe_source("compile"), "compile")
+    done = subprocess.run([binary, "1", "1", str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          env={"PATH": str(tmp_path / "nothing")})
+    assert done.returncode == 1 and done.stdout == ""
+    assert "compile: cannot run cc (no C compiler in this instance)" in done.stderr
+    assert list(tmp_path.iterdir()) == []
