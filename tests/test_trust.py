@@ -120,3 +120,11 @@ def test_a_report_warns_of_outliers_and_two_modes(tmp_path: Path) -> None:
     assert len(outlying) == 1 and "boot/boot_time at background 10: 0.04 s" in outlying[0]
     assert len(bimodal) == 1 and "boot/boot_time at background 20" in bimodal[0]
     assert not any("background 0" in w for w in found)
+
+
+def test_without_bootstrap_the_interval_is_students_t() -> None:
+    values = [1.0, 1.2, 0.9, 1.1, 1.5]
+    assert trust(values).ci.method == "bootstrap"  # few values: BCa where it is affordable
+    t = trust(values, bootstrap=False)
+    assert t.ci.method == "t"
+    assert t.ci.high - t.summary.mean == pytest.approx(t.summary.ci95)

@@ -14,6 +14,8 @@ from labtui.report.data import repetition_samples
 from labtui.store import StoreError, slowdown_frame
 
 MAX_SUMMARY_ROWS = 21
+#: Above this many rows in all tables, intervals are Student's t only (a bootstrap costs ~10 ms a row).
+MAX_BOOTSTRAP_ROWS = 200
 
 
 def render_summary(console: Console, db: Path, session_id: str) -> None:
@@ -31,6 +33,11 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
     if frame.is_empty():
         console.print("no results recorded")
         return
+    groups = frame.group_by(["benchmark", "metric"], maintain_order=True)
+    bootstrap = sum(min(rows.height, MAX_SUMMARY_ROWS) for _, rows in groups) <= MAX_BOOTSTRAP_ROWS
+    if not bootstrap:
+        console.print(f"95% intervals are Student's t (more than {MAX_BOOTSTRAP_ROWS} rows: no bootstrap)",
+                      highlight=False, markup=False)
     for (benchmark, metric), rows in frame.group_by(["benchmark", "metric"], maintain_order=True):
         rows = rows.sort(["step", "background"])
         placed = any(rows["placement"].fill_null(""))
@@ -44,7 +51,8 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         notes: list[str] = []
         for i in shown:
             r = rows.row(i, named=True)
-            t = trust(samples.get((benchmark, metric, unit, better, r["placement"] or "", r["background"]), [r["mean"]]))
+            t = trust(samples.get((benchmark, metric, unit, better, r["placement"] or "", r["background"]), [r["mean"]]),
+                      bootstrap=bootstrap)
             table.add_row(
                 *((Text(r["placement"] or ""),) if placed else ()),
                 str(r["background"]),
