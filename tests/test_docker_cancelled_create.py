@@ -39,3 +39,18 @@ async def test_cancelled_create_many_leaves_nothing(runtime_dir: Path, yields: i
     await backend.destroy_many(left, force=True)  # the test's own cleanup, whatever the outcome
     if task.cancelled():
         assert left == [], [f"{i.name} {i.state}" for i in left]
+
+
+@pytest.mark.skipif(not Path(SOCKET).is_socket(), reason=f"no Docker engine socket at {SOCKET}: start dockerd")
+async def test_destroy_while_another_removal_is_under_way(runtime_dir: Path) -> None:
+    """The teardown's sweep can meet a removal that a cancelled create started: both end without an error."""
+    backend = open_backend("docker", LocalHost())
+    await backend.prepare(["sleeper"])
+    session = "twice-" + secrets.token_hex(4)
+    made = await backend.create_many([InstanceSpec(Labels(session, "background", f"ba{i}"), program="sleeper")
+                                      for i in range(6)])
+    try:
+        await asyncio.gather(*(backend.destroy(i, force=True) for i in made for _ in range(2)))
+    finally:
+        await backend.destroy_many(await backend.list(session), force=True)
+    assert await backend.list(session) == []

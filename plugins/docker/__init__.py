@@ -343,9 +343,22 @@ class DockerBackend(Backend):
                 await self.engine.call(f"removing container {short}", "DELETE", f"containers/{instance.handle}",
                                        params={"force": True})
             except EngineError as exc:
-                if exc.status != 404:
+                if exc.status == 409 and "already in progress" in str(exc):
+                    await self._gone(instance.handle)  # another removal (of a create cut short) is under way
+                elif exc.status != 404:
                     raise
         self.staging.forget(instance.handle)
+
+    async def _gone(self, handle: str) -> None:
+        """Wait until the engine no longer knows the container (bounded by the caller's timeout)."""
+        while True:
+            try:
+                await self.engine.call(f"inspecting container {handle[:12]}", "GET", f"containers/{handle}/json")
+            except EngineError as exc:
+                if exc.status == 404:
+                    return
+                raise
+            await asyncio.sleep(0.05)
 
     async def destroy_many(self, instances: Sequence[Instance], *, force: bool = False) -> None:
         """Remove containers over one client, at most max_parallel_creates at a time; raise the first error."""
