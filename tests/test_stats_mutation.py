@@ -151,6 +151,9 @@ def test_compare_bootstraps_when_either_side_is_few(few_side):
     a, b = (few, SYMMETRIC) if few_side == "a" else (SYMMETRIC, few)
     c = compare_samples(a, b, "lower")
     assert c.bootstrap is not None and c.ci is c.bootstrap and c.ci.method == "bootstrap"
+    assert c.ci.level == pytest.approx(0.95) and c.ci.low < c.diff < c.ci.high
+    c90 = compare_samples(a, b, "lower", alpha=0.10)
+    assert c90.ci is not None and c90.ci.level == pytest.approx(0.90) and c.ci.low < c90.ci.low < c90.ci.high < c.ci.high
 
 
 def test_compare_keeps_welchs_interval_when_no_bootstrap_is_possible():
