@@ -462,8 +462,11 @@ def test_fairshare_weights_and_caps_must_be_settable(tmp_path: Path) -> None:
     assert load_suite(write(tmp_path, FAIRSHARE + "[fairshare]\nmethods = []\nreserved_share = 0.995\n"))
     # the edges: a weight of 1 is the smallest there is, 0 is none; 10000 is the largest
     assert load_suite(write(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["weight"]\nreserved_share = 0.93458\n'))
-    err = suite_error(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["weight"]\nreserved_share = 0.9346\n')
-    assert "a CPU weight of 10003" in err.message
+    err = suite_error(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["weight"]\nreserved_share = 0.934585\n')
+    assert "a CPU weight of 10001" in err.message
+    # a reserved cap of exactly 0.01 is allowed: too many others is what made a cap too small
+    err = suite_error(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["cap"]\ninstances = 200\nreserved_share = 0.01\n')
+    assert err.key == "fairshare.instances", err
     assert load_suite(write(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["weight"]\nreserved_share = 0.001\n'))
     err = suite_error(tmp_path, FAIRSHARE + '[fairshare]\nmethods = ["weight"]\nreserved_share = 0.0007\n')
     assert err.key == "fairshare.reserved_share" and "a CPU weight of 0 against 100" in err.message
