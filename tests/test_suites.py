@@ -140,8 +140,9 @@ def test_override_with_bad_value_blames_set() -> None:
 
 
 def test_override_without_equals() -> None:
-    with pytest.raises(SuiteError, match="expected key.path=value"):
+    with pytest.raises(SuiteError, match="expected key.path=value") as caught:
         load_suite("boot-scaling", ["scale.steps"])
+    assert (caught.value.file, caught.value.key) == ("--set", "scale.steps")
 
 
 # --- errors ---------------------------------------------------------------------
