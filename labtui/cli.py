@@ -7,9 +7,10 @@ it runs, so `labtui --help` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from labtui import __version__
@@ -157,20 +158,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `labtui` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "config", None):
-        os.environ["LABTUI_CONFIG"] = args.config  # read by labtui.hosts.get_host, here and in children
-    if args.command is None:
-        from labtui.ui import open_console
+    with _lab_config(getattr(args, "config", None)):
+        if args.command is None:
+            from labtui.ui import open_console
 
-        return open_console(Path(args.db) if args.db else None)
-    from labtui.commands import dispatch
+            return open_console(Path(args.db) if args.db else None)
+        from labtui.commands import dispatch
 
+        try:
+            return dispatch(args)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
+
+
+@contextlib.contextmanager
+def _lab_config(path: str | None) -> Iterator[None]:
+    """--config as LABTUI_CONFIG (read by labtui.hosts.get_host, here and in children) for this call only.
+
+    Restored afterwards, so a caller that runs main() in-process keeps its own lab config.
+    """
+    if not path:
+        yield
+        return
+    before = os.environ.get("LABTUI_CONFIG")
+    os.environ["LABTUI_CONFIG"] = path
     try:
-        return dispatch(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LABTUI_CONFIG", None)
+        else:
+            os.environ["LABTUI_CONFIG"] = before
 
 if __name__ == "__main__":
     raise SystemExit(main())

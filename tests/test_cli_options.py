@@ -105,3 +105,17 @@ def test_hosts_check_takes_config_after_the_action(tmp_path: Path, env: dict[str
         proc = _labtui(*argv, cwd=tmp_path, env=env)
         assert "far" in proc.stdout + proc.stderr, (argv, proc.stdout, proc.stderr)
         assert "unrecognized arguments" not in proc.stderr
+
+
+def test_config_given_to_main_does_not_outlive_the_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """main() run in-process (tests, scripts) leaves LABTUI_CONFIG as it found it, set or not."""
+    from labtui.cli import main
+
+    config = tmp_path / "lab.toml"
+    config.write_text('[hosts.h]\naddress = "127.0.0.2"\n')
+    monkeypatch.delenv("LABTUI_CONFIG", raising=False)
+    assert main(["--config", str(config), "--db", str(tmp_path / "lab.duckdb"), "info"]) == 0
+    assert "LABTUI_CONFIG" not in os.environ
+    monkeypatch.setenv("LABTUI_CONFIG", "/somewhere/else.toml")
+    assert main(["info", "--config", str(config), "--db", str(tmp_path / "lab.duckdb")]) == 0
+    assert os.environ["LABTUI_CONFIG"] == "/somewhere/else.toml"
