@@ -67,6 +67,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
         self._suites, self._hosts, self._check = list(suites), list(hosts), check
         self._suite, self._backend, self._host, self._manual = suite, backend, host, manual
         self._default_backend = backend  # what a suite that names no backend runs on
+        self._new_suite = False  # a suite was chosen whose backend is not applied yet
         self.choices: dict[str, BackendChoice] = {}
 
     def compose(self) -> ComposeResult:
@@ -141,8 +142,9 @@ class StartDialog(ModalScreen[StartRequest | None]):
     @on(Select.Changed, "#suite")
     @on(Input.Changed, "#suite-file")
     def _suite_changed(self) -> None:
+        self._new_suite = True  # kept until a run of _placeholders applies it (a newer run cancels an older)
         self._profiles()
-        self._placeholders(suite_changed=True)
+        self._placeholders()
 
     @on(Select.Changed, "#profile")
     def _profile_changed(self) -> None:
@@ -166,7 +168,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
         return None if value is Select.NULL else str(value)
 
     @work(exclusive=True, group="suite-defaults", exit_on_error=False)
-    async def _placeholders(self, suite_changed: bool = False) -> None:
+    async def _placeholders(self) -> None:
         name = self._suite_name()
         try:
             suite = await asyncio.to_thread(load_suite, name, (), self._profile()) if name else None
@@ -178,8 +180,9 @@ class StartDialog(ModalScreen[StartRequest | None]):
             values["suite.repetitions"] = suite.repetitions
             if suite.scale is not None:
                 values.update({"scale.steps": suite.scale.steps, "scale.per_step": suite.scale.per_step})
-        if suite is not None and suite_changed:
+        if suite is not None and self._new_suite:
             # a new suite brings its own backend, or the default back; a profile change keeps the choice
+            self._new_suite = False
             self._backend = suite.backend or self._default_backend  # preferred once the backends are checked
             choice = self.choices.get(self._backend)
             if choice is not None and choice.usable:
