@@ -177,3 +177,31 @@ def test_console_in_tmux_runs_an_isolation_suite_to_its_end(tmp_path: Path, monk
     placements = run_sql(db, "select count(distinct placement), count(distinct repetition) from results").rows[0]
     assert placements[0] >= 2 and placements[1] == 2  # the worker alone and at least one attacker placement, twice
     assert asyncio.run(open_backend("process", get_host("local")).list(session)) == []
+
+
+def test_closing_the_terminal_mid_run_tears_down_records_and_ends_the_console(tmp_path: Path) -> None:
+    """A closed terminal (SIGHUP) during a run: torn down, recorded 'aborted by SIGHUP', and the process ends."""
+    db, pid_file = tmp_path / "lab.duckdb", tmp_path / "console.pid"
+    term = Terminal("labtui-test-" + secrets.token_hex(4))
+    env = {"LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "LABTUI_STATE_DIR": str(tmp_path / "state"),
+           "TERM": "xterm-256color"}
+    try:
+        term.start(["sh", "-c", 'echo $$ > "$2"; exec "$0" -m labtui --db "$1"', sys.executable, str(db),
+                    str(pid_file)], env, (160, 48))
+        term.wait(lambda s: "no run yet" in s, "the console to draw", 30)
+        term.keys("s")
+        term.wait(lambda s: "Start a run" in s and "process  ✔" in s, "the start dialog with process usable", 60)
+        term.keys("C-s")  # boot-scaling as written: long enough to be cut short
+        term.wait(lambda s: re.search(r"status\s+running", s) is not None and instances_total(s), "instances", 90)
+    finally:
+        term.kill()  # the terminal closes: the console gets SIGHUP
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 120
+    while Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text():
+        assert time.monotonic() < deadline, "the console did not end after its terminal closed"
+        time.sleep(0.5)
+    (session, status, message), = run_sql(db, "select session_id, status, message from sessions").rows
+    assert (status, message) == ("aborted", "aborted by SIGHUP")
+    assert run_sql(db, "select count(*) from instances where state in ('creating', 'running', 'destroying')"
+                   ).rows == [(0,)]
+    assert asyncio.run(open_backend("process", get_host("local")).list(session)) == []

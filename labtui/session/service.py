@@ -136,11 +136,13 @@ class LabRun:
         self.outcomes = [self._outcome(r, s) for r, s in zip(runners, statuses)]
         return self.outcomes
 
-    async def run_in_thread(self) -> list[Outcome]:
+    async def run_in_thread(self, ended: Callable[[], None] | None = None) -> list[Outcome]:
         """``run()`` on an event loop of its own in a thread; the caller's loop stays free to draw.
 
         Signals are caught on the caller's loop and handed to the run's; notices come back on the
         caller's loop; next, auto, pause, abort, leave and force may be called from the caller's thread.
+        ``ended`` is called in the run's thread once every session's end is recorded and the store
+        closed: it still runs when the caller's loop is stuck (a console whose terminal closed).
         """
         caller = asyncio.get_running_loop()
         notify = self._notify
@@ -149,8 +151,14 @@ class LabRun:
             caller.call_soon_threadsafe(notify, level, text)
 
         self._notify = notify_caller
+        def run_then_end() -> list[Outcome]:
+            outcomes = asyncio.run(self.run())
+            if ended is not None:
+                ended()
+            return outcomes
+
         with self._signals(lambda signum: self._call(self._on_signal, signum)):
-            return await asyncio.to_thread(asyncio.run, self.run())
+            return await asyncio.to_thread(run_then_end)
 
     def _call(self, action: Callable[..., Any], *args: Any) -> None:
         """Do action on the run's loop: at once when on it (or when it is not running), else handed over."""

@@ -14,6 +14,8 @@ The session service, the engine and the hosts are imported when a run starts.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -306,7 +308,7 @@ class RunView(Vertical):
         """Run the session through the service; restore idle sampling after, and quit after a signal."""
         session_id, status = lab.runners[0].session_id, "failed"
         try:
-            outcome = (await lab.run_in_thread())[0]  # on a loop of its own: redraws never delay it
+            outcome = (await lab.run_in_thread(ended=lambda: _end_if_hung_up(lab)))[0]  # redraws never delay it
             status = outcome.status
             if outcome.message and status != "completed":
                 self.log_text(f"{status}: {outcome.message}", "red")
@@ -320,7 +322,7 @@ class RunView(Vertical):
                 self.log_text(f"instances left running: `{command}` ends them", "red")
             self._start_idle_sampler()
             self.post_message(self.Finished(session_id, status))
-        if lab.signal is not None:  # a closed terminal or a kill: the session is recorded, the console ends
+        if lab.signal is not None:  # a kill: the session is recorded, the console ends
             self.app.exit(130)
 
     def _gate(self) -> LabRun | None:
@@ -378,3 +380,13 @@ class RunView(Vertical):
             self.lab.abort(reason)
             self.log_text(f"aborting ({reason}): the run stops and tears down", "bold red")
             self.redraw()
+
+
+def _end_if_hung_up(lab: LabRun) -> None:
+    """After a run stopped by SIGHUP, end the process (called in the run's thread, its end recorded).
+
+    The terminal is gone: Textual's writes to the dead tty block the console's loop for ever (it spun
+    and never ended), so the process cannot leave through the app's exit.
+    """
+    if lab.signal == signal.SIGHUP.name:
+        os._exit(130)
