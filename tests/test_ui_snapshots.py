@@ -131,6 +131,11 @@ async def test_run_view_snapshot(fixed: Path, tmp_path: Path, size: str) -> None
         view.drain()
         await pilot.pause(0.2)
         view.redraw()
+        # the slowdown table is computed in a worker thread: a screen taken before it ends shows it half-drawn
+        for _ in range(300):
+            if view._charting is None or view._charting.is_finished:
+                break
+            await pilot.pause(0.1)
         await pilot.pause(0.1)
         check_snapshot(f"run_view-{size}", await settled(app, pilot), tmp_path)
 
