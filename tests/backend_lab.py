@@ -23,6 +23,12 @@ class Lab:
         self.sessions.append(name)
         return name
 
+    async def run_program(self, program: str, args: list[str], timeout_s: float) -> Instance:
+        """One worker instance of a bundled probe, run to its exit with its output captured."""
+        spec = InstanceSpec(Labels(self.session(), "worker", "w1"), program=program, args=tuple(args), wait="exit",
+                            capture_output=True, timeout_s=timeout_s)
+        return await self.backend.create(spec)
+
     async def sleepers(
         self, session: str, count: int, role: str = "idle", program: str = "sleeper", **extra: Any
     ) -> list[Instance]:

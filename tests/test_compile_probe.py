@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from labtui.backends.base import InstanceSpec, Labels
 from labtui.hosts.local import LocalHost
 from labtui.parsers.probe import parse_probe_output
 from labtui.programs.native import ensure_program, probe_source
@@ -22,14 +21,9 @@ async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
         yield lab
 
 
-async def _run(lab: Lab, args: list[str]):
-    spec = InstanceSpec(Labels(lab.session(), "worker", "w1"), program="compile", args=tuple(args), wait="exit",
-                        capture_output=True, timeout_s=60)
-    return await lab.backend.create(spec)
-
 
 async def test_compile_times_a_build_and_leaves_nothing(lab: Lab, tmp_path: Path) -> None:
-    instance = await _run(lab, ["3", "2", str(tmp_path)])
+    instance = await lab.run_program("compile", ["3", "2", str(tmp_path)], 60)
     assert instance.exit_code == 0, instance
     (reading,) = parse_probe_output(instance.output or "")
     assert (reading.benchmark, reading.metric, reading.unit, reading.better) == ("compile", "compile_3_s", "s", "lower")
@@ -39,7 +33,7 @@ async def test_compile_times_a_build_and_leaves_nothing(lab: Lab, tmp_path: Path
 
 @pytest.mark.parametrize("args", [["0"], ["2", "0"], ["2", "300"]])
 async def test_compile_refuses_bad_arguments(lab: Lab, args: list[str]) -> None:
-    assert (await _run(lab, args)).exit_code == 2
+    assert (await lab.run_program("compile", args, 60)).exit_code == 2
 
 
 async def test_compile_without_cc_says_so(runtime_dir: Path, tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from labtui.backends.base import InstanceSpec, Labels
 from labtui.hosts.local import LocalHost
 from labtui.parsers.probe import parse_probe_output
 from labtui.programs.native import ensure_program, probe_source
@@ -23,14 +22,9 @@ async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
         yield lab
 
 
-async def _run(lab: Lab, args: list[str]):
-    spec = InstanceSpec(Labels(lab.session(), "worker", "w1"), program="tcp", args=tuple(args), wait="exit",
-                        capture_output=True, timeout_s=30)
-    return await lab.backend.create(spec)
-
 
 async def test_tcp_reports_loopback_bandwidth(lab: Lab) -> None:
-    instance = await _run(lab, ["0.3", "65536"])
+    instance = await lab.run_program("tcp", ["0.3", "65536"], 30)
     assert instance.exit_code == 0, instance
     (reading,) = parse_probe_output(instance.output or "")
     assert (reading.benchmark, reading.metric, reading.unit, reading.better) == ("tcp", "tcp_mb_s", "MB/s", "higher")
@@ -39,7 +33,7 @@ async def test_tcp_reports_loopback_bandwidth(lab: Lab) -> None:
 
 @pytest.mark.parametrize("args", [["0"], ["1", "0"], ["1", "99999999"]])
 async def test_tcp_refuses_bad_arguments(lab: Lab, args: list[str]) -> None:
-    instance = await _run(lab, args)
+    instance = await lab.run_program("tcp", args, 30)
     assert instance.exit_code == 2
 
 
