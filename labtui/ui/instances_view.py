@@ -28,6 +28,7 @@ from labtui.ui.format import age, size
 from labtui.ui.inventory import Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.modals import ConfirmScreen
 from labtui.ui.tablesync import sync_rows
+from labtui.ui.rowtable import RowTable
 
 COLUMNS = ("sel", "name", "backend", "host", "role", "session", "state", "age", "memory", "flag")
 #: The rows follow the filter this long after the last typed character (10,000 rows take a while to filter).
@@ -64,7 +65,7 @@ class InstancesView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: any text in name, role, session, state...", id="inst-filter")
-        table: DataTable = DataTable(id="inst-table", cursor_type="row", zebra_stripes=True)
+        table = RowTable(id="inst-table")
         for column in COLUMNS:
             table.add_column(column, key=column)
         yield table

@@ -12,6 +12,7 @@ from labtui.ui.chart import MetricChart
 from labtui.ui.render import SLOWDOWN_HEADERS, slowdown_cells
 from labtui.ui.series import slowdown_rows
 from labtui.ui.tablesync import sync_rows
+from labtui.ui.rowtable import RowTable
 
 
 class SlowdownPanel(Vertical):
@@ -32,7 +33,7 @@ class SlowdownPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield MetricChart(classes="chart")
-        table: DataTable = DataTable(cursor_type="row", zebra_stripes=True)
+        table = RowTable()
         for header in SLOWDOWN_HEADERS:
             table.add_column(header, key=header)
         yield table

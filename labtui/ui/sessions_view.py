@@ -24,6 +24,7 @@ from labtui.ui.panes import SlowdownPanel
 from labtui.ui.replay import replay_availability
 from labtui.ui.sql_view import BUSY, SqlPane
 from labtui.ui.tablesync import sync_rows
+from labtui.ui.rowtable import RowTable
 
 
 class SessionsView(Horizontal):
@@ -50,7 +51,7 @@ class SessionsView(Horizontal):
     def compose(self) -> ComposeResult:
         with Vertical(id="sess-left"):
             yield Input(placeholder="filter sessions", id="sess-filter", classes="hidden-input")
-            yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+            yield RowTable(id="sessions")
             yield SlowdownPanel(id="replay")
         yield SqlPane(self.db_path, id="sess-right")
 

@@ -1,0 +1,89 @@
+"""RowTable draws exactly what Textual's DataTable draws, and a cursor move renders only the rows it touches."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable
+
+from labtui.ui.rowtable import RowTable
+
+ROWS = 300
+
+
+class Tables(App):
+    """A RowTable and a plain DataTable holding the same rows, the one focused is driven by keys."""
+
+    def compose(self) -> ComposeResult:
+        yield RowTable(id="kept")
+        yield DataTable(id="plain", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        for table in self.query(DataTable):
+            table.styles.height = 12
+            for column in ("name", "state", "age"):
+                table.add_column(column, key=column)
+            for i in range(ROWS):
+                table.add_row(Text(f"lab-{i:04d}"), Text("running" if i % 3 else "[/]stuck"), Text(f"{i}s"),
+                              key=str(i))
+
+
+def lines(table: DataTable) -> list[str]:
+    """Every visible line as its segments' text and style, as the compositor would get it."""
+    return [repr(list(table.render_line(y))) for y in range(table.size.height)]
+
+
+async def press_on_both(app: Tables, pilot, keys: list[str]) -> None:
+    """The same keys to each table in turn; then neither holds the focus, so both draw alike."""
+    for table_id in ("kept", "plain"):
+        app.query_one(f"#{table_id}", DataTable).focus()
+        await pilot.press(*keys)
+        await pilot.pause()
+    app.set_focus(None)
+    await pilot.pause()
+
+
+async def test_a_row_table_draws_what_a_data_table_draws_after_moves_scrolls_and_updates() -> None:
+    app = Tables()
+    async with app.run_test(size=(80, 30)) as pilot:
+        await pilot.pause()
+        kept, plain = app.query_one("#kept", RowTable), app.query_one("#plain", DataTable)
+        await press_on_both(app, pilot, [])
+        assert lines(kept) == lines(plain)
+        await press_on_both(app, pilot, ["down"] * 25)  # past the bottom: the table scrolls
+        assert kept.cursor_row == plain.cursor_row == 25
+        assert lines(kept) == lines(plain)
+        for table in (kept, plain):
+            table.update_cell("24", "state", Text("gone"))
+        await pilot.pause()
+        assert "gone" in "".join(lines(kept))
+        assert lines(kept) == lines(plain)
+        await press_on_both(app, pilot, ["up"] * 3 + ["pagedown", "up"])
+        assert kept.cursor_row == plain.cursor_row > 25
+        assert lines(kept) == lines(plain)
+
+
+async def test_a_cursor_move_renders_only_the_rows_it_touches(monkeypatch) -> None:
+    rendered: list[int] = []
+    plain_render_line = DataTable._render_line
+
+    def counting(self, y, x1, x2, base_style):
+        rendered.append(y)
+        return plain_render_line(self, y, x1, x2, base_style)
+
+    monkeypatch.setattr(DataTable, "_render_line", counting)
+    app = Tables()
+    async with app.run_test(size=(80, 30)) as pilot:
+        kept = app.query_one("#kept", RowTable)
+        kept.focus()
+        await pilot.press("down", "down", "down", "down", "down", "down", "down", "down")  # cursor on row 8, of 11 shown
+        await pilot.pause()
+        rendered.clear()
+        await pilot.press("down")
+        await pilot.pause()
+        # row 9 (line 10 under the header) got the cursor; row 8 without it was drawn before the cursor came
+        assert sorted(set(rendered)) in ([10], [9, 10]), sorted(set(rendered))
+        rendered.clear()
+        await pilot.press("down", "down", "down", "down")  # the table scrolls: only the rows new on screen and the cursor's
+        await pilot.pause()
+        assert len(set(rendered)) <= 8, sorted(set(rendered))
