@@ -3,11 +3,13 @@
 The session runs on an event loop of its own in a thread (LabRun.run_in_thread),
 so drawing never delays the engine's loop; a Textual worker awaits it.  Its
 events land in a queue (put by the engine's thread, only ever read here with
-get_nowait) that is drained every 100 ms into an in-memory RunModel.  Text panes
+get_nowait) that is drained every DRAIN_S into an in-memory RunModel.  Text panes
 are redrawn at most once per drain, never per event, and only when their text
 changed.  The slowdown table (an in-memory DuckDB query) is recomputed in a
-thread, and only when results arrived; new host samples alone redraw the chart
-at most once per CHART_EVERY_S (drawing still takes the GIL from the engine).
+thread, only when results arrived, and while a session runs at most once per
+RUN_CHART_EVERY_S; new host samples alone redraw the chart at most once per
+CHART_EVERY_S.  Drawing takes the GIL and a core from the engine's thread, so
+what a person cannot see faster is not drawn faster (bench_faces.py).
 The session service, the engine and the hosts are imported when a run starts.
 """
 
@@ -43,12 +45,15 @@ if TYPE_CHECKING:
     from labtui.session import LabRun
     from labtui.ui.choices import StartRequest
 
-DRAIN_S = 0.1
+DRAIN_S = 0.25
 #: Events folded per drain at most, so a burst never stalls a keypress.
 DRAIN_MAX = 5000
 #: New samples alone redraw the chart at most this often (new results redraw it at once): a redraw
 #: of both plots costs tens of ms of the loop the engine runs on.
 CHART_EVERY_S = 5.0
+#: While a session runs, new results redraw the chart and slowdown table at most this often; when it
+#: ends they are drawn at once.
+RUN_CHART_EVERY_S = 1.0
 DEFAULT_SUITE = "boot-scaling"
 
 
@@ -225,12 +230,14 @@ class RunView(Vertical):
             pane.update(text, layout=layout)
 
     def _chart_if_due(self) -> None:
-        """Redraw the chart and table when results came, or samples came and CHART_EVERY_S passed."""
+        """Redraw the chart and table when results came (at most every RUN_CHART_EVERY_S during a run), or
+        samples came and CHART_EVERY_S passed."""
         charted = (len(self.model.results), len(self.model.availability))
         if charted == self._charted or self._charting is not None:
             return
         new_results = charted[0] != self._charted[0] or self._slow is None
-        if not new_results and time.monotonic() - self._chart_at < CHART_EVERY_S:
+        every = (RUN_CHART_EVERY_S if self.active else 0.0) if new_results else CHART_EVERY_S
+        if time.monotonic() - self._chart_at < every:
             return
         self._charted, self._chart_at = charted, time.monotonic()
         results = self.model.results_frame() if new_results else None
