@@ -217,7 +217,9 @@ def test_pane_renderers() -> None:
     assert "repetition 2/2 step 2/3" in text and "background 10" in text and "boot-scaling on process@local" in text
     model.add_sample(ResourceSample("local", 0.42, 0.5, None, 1, 0.3))
     hosts = hosts_text(model.hosts, width=40).plain
-    assert "local ● connected" in hosts and "CPU   42%" in hosts and "swap    -" in hosts
+    assert "local ● connected" in hosts and "CPU free   42%" in hosts and "swap free    -" in hosts
+    narrow = hosts_text(model.hosts, width=22).plain.splitlines()  # the pane at 80x24: no line wraps
+    assert [line for line in narrow[1:] if len(line) > 22] == [] and "RAM free   50%" in narrow[2], narrow
     model.apply(InstanceCreating("s1", "ba1", "local", "process", "background", "ba1"))
     assert counts_table(model).row_count == 2
     assert log_line(ResourceSample("local", 1, 1, 1, 1, 1)) is None

@@ -19,11 +19,11 @@ SLOWDOWN_HEADERS = ("metric", "bg", "mean", "std", "n", "norm", "slowdown")
 
 
 def hosts_text(hosts: dict[str, HostState], width: int = 40, stale_s: float = 10.0) -> Text:
-    """Each host: connection state, then CPU/RAM/swap availability and a sparkline."""
+    """Each host: connection state, then free CPU/RAM/swap (availability, as the charts) and a sparkline."""
     out = Text()
     if not hosts:
         return Text("no host sampled yet", "dim")
-    spark_w = max(5, width - 16)
+    spark_w = width - 16  # what " CPU free   42% " leaves; a pane too narrow for 3 cells gets no sparkline
     for name, state in hosts.items():
         latest = state.latest
         fresh = latest is not None and time.time() - latest.ts < stale_s
@@ -32,12 +32,13 @@ def hosts_text(hosts: dict[str, HostState], width: int = 40, stale_s: float = 10
         if latest is not None and latest.load1 is not None:
             out.append(f"  load {latest.load1:.2f}", "dim")
         out.append("\n")
-        for label, attr in (("CPU", "cpu_avail"), ("RAM", "mem_avail"), ("swap", "swap_avail")):
+        for label, attr in (("CPU free", "cpu_avail"), ("RAM free", "mem_avail"), ("swap free", "swap_avail")):
             values = [getattr(s, attr) for s in state.samples]
             now = values[-1] if values else None
             style = "red" if now is not None and now < 0.1 else "cyan"
-            out.append(f" {label:<4} {pct(now):>4} ")
-            out.append(sparkline(values, spark_w), style)
+            out.append(f" {label:<9} {pct(now):>4} ")
+            if spark_w >= 3:
+                out.append(sparkline(values, spark_w), style)
             out.append("\n")
     return out
 

@@ -212,7 +212,7 @@ class RunView(Vertical):
         self._drawn = self.model.version
         hosts = self.query_one("#hosts", Static)
         # the hosts pane's size is the layout's, not its text's: no layout pass for a new sample
-        self._show(hosts, hosts_text(self.model.hosts, width=max(30, hosts.size.width - 2)), layout=False)
+        self._show(hosts, hosts_text(self.model.hosts, width=hosts.size.width - 2), layout=False)
         self._show(self.query_one("#runinfo", Static), run_text(self.model, self.gate_state()))
         if (counts := self.model.counts()) != self._counted:
             self._counted = counts
