@@ -362,3 +362,45 @@ def test_redis_benchmark_names_the_preparatory_lpush_apart():
     text = '"LPUSH","100000.00"\n"LPUSH (needed to benchmark LRANGE)","90000.00"\n"MSET (10 keys)","50000.00"\n'
     metrics = [r.metric for r in parse_redis_benchmark_csv(text)]
     assert metrics == ["lpush_rps", "lpush_for_lrange_rps", "mset_rps"]
+
+
+# --- redis-benchmark 7.0.15 on the CI VM ---------------------------------------
+
+
+def test_redis_benchmark_70_csv_every_test_and_latency() -> None:
+    name = "redis-benchmark-7.0.15-csv.txt"
+    got = by_metric(parse_redis_benchmark_csv((DATA / name).read_text()))
+    header = line_numbers(name, r'^"test","rps",(.*)$')[0].replace('"', "").split(",")
+    for test, metric in (("SET", "set"), ("LPUSH \\(needed to benchmark LRANGE\\)", "lpush_for_lrange"),
+                         ("LRANGE_100 \\(first 100 elements\\)", "lrange_100"), ("MSET \\(10 keys\\)", "mset")):
+        rps, rest = line_numbers(name, rf'^"{test}","([\d.]+)",(.*)$')
+        assert got[f"{metric}_rps"] == Reading("redis-benchmark", f"{metric}_rps", float(rps), "req/s", "higher")
+        for column, value in zip(header, rest.replace('"', "").split(",")):
+            assert got[f"{metric}_{column}"] == Reading("redis-benchmark", f"{metric}_{column}", float(value), "ms", "lower")
+    assert len(got) == 7 * (1 + len(header))
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("redis-benchmark-7.0.15-refused.txt",
+         r"^redis-benchmark: Could not connect to Redis at 127\.0\.0\.1:23382: Connection refused$"),
+        ("redis-benchmark-7.0.15-server-killed.txt", r"^redis-benchmark: Error: Connection reset by peer$"),
+        ("redis-benchmark-7.0.15-server-killed-2nd-test.txt", r"^redis-benchmark: Error: Connection reset by peer$"),
+        ("redis-benchmark-7.0.15-noauth.txt",
+         r"^redis-benchmark: Node 127\.0\.0\.1:23379 replied with error: NOAUTH Authentication required\.$"),
+        ("redis-benchmark-7.0.15-truncated.txt", r'^redis-benchmark: CSV line 3 is cut short: "GET","259$'),
+    ],
+)
+def test_redis_benchmark_failed_run_is_an_error_naming_it(name: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message):
+        parse_redis_benchmark_csv((DATA / name).read_text())
+
+
+def test_redis_benchmark_stdout_of_a_run_with_no_test_finished() -> None:
+    """The load measure parses stdout alone: there a failed run leaves the CSV header and no test line."""
+    for name in ("redis-benchmark-7.0.15-refused.txt", "redis-benchmark-7.0.15-server-killed.txt"):
+        stdout = "".join(line for line in (DATA / name).read_text().splitlines(True) if line.startswith('"'))
+        assert stdout.startswith('"test","rps",')
+        with pytest.raises(ParseError, match="no test line after the CSV header"):
+            parse_redis_benchmark_csv(stdout)

@@ -3,25 +3,36 @@
 Before 6.2 each line is ``"SET","265252.00"``.  From 6.2 on a header line
 ``"test","rps","avg_latency_ms",...`` comes first and every test line carries
 the rate and the latency figures in milliseconds.
+
+redis-benchmark writes its errors (``Error: Connection reset by peer``,
+``Could not connect to Redis at ...``, ``NOAUTH ...``) to stderr: in a file that
+holds both streams any such line is a ``ParseError`` naming it (only its
+``WARNING:`` lines are passed over), and so is a line cut short and output
+with no test line at all.
 """
 
 from __future__ import annotations
 
 import csv
-import io
+import re
 
 from labtui.parsers.common import ParseError, Reading, number
+
+_QUOTED_ROW = re.compile(r'"[^"]*"(?:,"[^"]*")*')
 
 
 def parse_redis_benchmark_csv(text: str) -> list[Reading]:
     """Per test: <test>_rps (higher is better) and, from 6.2, <test>_<latency>_ms (lower)."""
-    rows = [row for row in csv.reader(io.StringIO(text)) if row]
+    rows = _csv_rows(text)
     if not rows:
         raise ParseError("redis-benchmark: no CSV lines")
-    header = rows[0] if rows[0][:2] == ["test", "rps"] else ["test", "rps"]
-    body = rows[1:] if rows[0][:2] == ["test", "rps"] else rows
+    header = ["test", "rps"]
+    if rows[0][1][:2] == header:
+        header, rows = rows[0][1], rows[1:]
+        if not rows:
+            raise ParseError("redis-benchmark: no test line after the CSV header (no test finished)")
     readings = []
-    for line, row in enumerate(body, 2 if header is rows[0] else 1):
+    for line, row in rows:
         if len(row) != len(header):
             raise ParseError(f"redis-benchmark: CSV line {line} has {len(row)} fields, expected {len(header)}")
         test = _metric_name(row[0])
@@ -32,6 +43,28 @@ def parse_redis_benchmark_csv(text: str) -> list[Reading]:
                 readings.append(Reading("redis-benchmark", f"{test}_{column}", number(value, f"{row[0]} {column}"),
                                         "ms", "lower"))
     return readings
+
+
+def _csv_rows(text: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of every CSV line.
+
+    ParseError naming the tool's own lines when there are any (all but ``WARNING:``
+    lines), or the first CSV line cut short.
+    """
+    rows, tool_lines = [], []
+    for line, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("WARNING:"):
+            continue
+        if not stripped.startswith('"'):
+            tool_lines.append(stripped)
+        elif not _QUOTED_ROW.fullmatch(stripped):
+            raise ParseError(f"redis-benchmark: CSV line {line} is cut short: {stripped}")
+        else:
+            rows.append((line, next(csv.reader([stripped]))))
+    if tool_lines:
+        raise ParseError(f"redis-benchmark: {' '.join(tool_lines)}")
+    return rows
 
 
 def _metric_name(test: str) -> str:
