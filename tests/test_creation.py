@@ -91,7 +91,7 @@ def test_creation_defaults(tmp_path: Path) -> None:
     (SUITE.replace("per_step = 1", "per_step = 2"), "scale.per_step", "one instance per step: expected 1, got 2"),
     (SUITE.replace("steps = 3", "steps = 3\nstart = 2"), "scale.start", "starts from no instances"),
     (SUITE.replace('program = "arith"', 'image = "labtui/arith"'), "worker.image", "give program, not image"),
-    (SUITE.replace('measure = "output"', 'measure = "load"'), "worker.measure", "runs in scaling suites"),
+    (SUITE.replace('measure = "output"', 'measure = "load"'), "worker.measure", "runs in scaling and isolation suites"),
     (SUITE.replace('[background]\nprogram = "sleeper"\n', ""), "background", "needs a [background] table"),
     (SUITE.replace('[worker]\nprogram = "arith"\nargs = ["int", "0.05"]\nmeasure = "output"\nwarmup = 0\n', ""),
      "worker", "needs a [worker] table"),

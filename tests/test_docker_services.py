@@ -254,7 +254,7 @@ def test_a_load_worker_needs_a_load_table_and_a_scaling_suite(tmp_path):
         load_suite(str(suite))
     suite.write_text('[suite]\nname = "s"\nkind = "concurrent"\n'
                      '[worker]\nimage = "labtui/nginx"\nmeasure = "load"\n[load]\ntool = "wrk"\n')
-    with pytest.raises(SuiteError, match=r"s.toml:6: worker.measure: .*runs in scaling suites"):
+    with pytest.raises(SuiteError, match=r"s.toml:6: worker.measure: .*runs in scaling and isolation suites"):
         load_suite(str(suite))
     loaded = load_suite("docker-redis-scaling", ["load.requests=20000"])
     assert loaded.load is not None and (loaded.load.requests, loaded.load.pipeline, loaded.load.connections) == (20000, 16, 30)

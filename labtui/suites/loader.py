@@ -26,6 +26,7 @@ from labtui.suites.model import (
     CREATION_WHERE,
     FAIRSHARE_MEASURES,
     FAIRSHARE_METHODS,
+    LOAD_KINDS,
     LOAD_TOOLS,
     PLACEMENTS,
     PROBE_NAME_PATTERN,
@@ -476,8 +477,9 @@ def _load(raw: dict[str, Any], kind: str, worker: Worker | None, src: _Source) -
         if "load" in raw:
             raise src.error(("load",), 'only a worker with measure = "load" uses [load]')
         return None
-    if kind != "scaling":
-        raise src.error(("worker", "measure"), f'measure = "load" runs in scaling suites; this suite\'s kind is {kind}')
+    if kind not in LOAD_KINDS:
+        raise src.error(("worker", "measure"), f'measure = "load" runs in {" and ".join(LOAD_KINDS)} suites; '
+                        f"this suite's kind is {kind}")
     if "load" not in raw or "tool" not in raw["load"]:
         raise src.error(("load", "tool"), 'a worker with measure = "load" needs [load] tool = ' + " or ".join(
             f'"{t}"' for t in LOAD_TOOLS))

@@ -17,6 +17,8 @@ SUPPORTED_KINDS = ("scaling", "isolation", "concurrent", "creation", "fairshare"
 WORKER_MEASURES = ("boot", "output", "load")
 #: Load tools a "load" worker measure can run on the host.
 LOAD_TOOLS = ("wrk", "redis-benchmark")
+#: Suite kinds whose worker may be a service measured by a load tool (a fresh one per measured run).
+LOAD_KINDS = ("scaling", "isolation")
 #: Where an isolation run puts the attacker, in the order they are measured.
 #: "alone" is the baseline: the worker without an attacker.
 PLACEMENTS = ("alone", "same-thread", "sibling-thread", "other-core", "all-other-cores")
