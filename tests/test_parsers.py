@@ -404,3 +404,40 @@ def test_redis_benchmark_stdout_of_a_run_with_no_test_finished() -> None:
         assert stdout.startswith('"test","rps",')
         with pytest.raises(ParseError, match="no test line after the CSV header"):
             parse_redis_benchmark_csv(stdout)
+
+
+# --- sysbench 1.0.20 on the CI VM ----------------------------------------------
+
+
+def test_sysbench_cpu_memory_fileio_on_the_ci_vm() -> None:
+    cpu = by_metric(parse_sysbench((DATA / "sysbench-1.0.20-cpu-ci.txt").read_text()))
+    (rate,) = line_numbers("sysbench-1.0.20-cpu-ci.txt", r"^    events per second:\s+([\d.]+)$")
+    (p95,) = line_numbers("sysbench-1.0.20-cpu-ci.txt", r"^\s+95th percentile:\s+([\d.]+)$")
+    assert cpu["cpu_events_per_s"] == Reading("sysbench", "cpu_events_per_s", float(rate), "events/s", "higher")
+    assert cpu["cpu_latency_p95_ms"].value == float(p95)
+    assert len(cpu) == 4
+    memory = by_metric(parse_sysbench((DATA / "sysbench-1.0.20-memory-ci.txt").read_text()))
+    (mib,) = line_numbers("sysbench-1.0.20-memory-ci.txt", r"^[\d.]+ MiB transferred \(([\d.]+) MiB/sec\)$")
+    (ops,) = line_numbers("sysbench-1.0.20-memory-ci.txt", r"^Total operations: \d+ \(([\d.]+) per second\)$")
+    assert (memory["memory_mib_s"].value, memory["memory_ops_per_s"].value) == (float(mib), float(ops))
+    fileio = by_metric(parse_sysbench((DATA / "sysbench-1.0.20-fileio-rndrw-ci.txt").read_text()))
+    (reads,) = line_numbers("sysbench-1.0.20-fileio-rndrw-ci.txt", r"^    reads/s:\s+([\d.]+)$")
+    (written,) = line_numbers("sysbench-1.0.20-fileio-rndrw-ci.txt", r"^    written, MiB/s:\s+([\d.]+)$")
+    assert fileio["fileio_reads_per_s"].value == float(reads)
+    assert fileio["fileio_written_mib_s"] == Reading("sysbench", "fileio_written_mib_s", float(written), "MiB/s", "higher")
+    assert len(fileio) == 5 + 3
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("sysbench-1.0.20-bad-option.txt", r"^sysbench: invalid option: --cpu-max-primes=10000$"),
+        ("sysbench-1.0.20-fileio-no-prepare.txt",
+         r"^sysbench: FATAL: Cannot open file 'test_file\.0' errno = 2 \(No such file or directory\)$"),
+        ("sysbench-1.0.20-sigint.txt", r"result \(the run stopped after 'Threads started!', before its report\)$"),
+        ("sysbench-1.0.20-truncated.txt", r"^sysbench: the report is cut short \(no complete 'execution time"),
+    ],
+)
+def test_sysbench_failed_run_is_an_error_naming_it(name: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message):
+        parse_sysbench((DATA / name).read_text())
