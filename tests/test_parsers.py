@@ -441,3 +441,52 @@ def test_sysbench_cpu_memory_fileio_on_the_ci_vm() -> None:
 def test_sysbench_failed_run_is_an_error_naming_it(name: str, message: str) -> None:
     with pytest.raises(ParseError, match=message):
         parse_sysbench((DATA / name).read_text())
+
+
+# --- stress-ng 0.15.06 on the CI VM --------------------------------------------
+
+
+def test_stress_ng_good_run_on_the_ci_vm() -> None:
+    name = "stress-ng-0.15.06-cpu.txt"
+    got = parse_stress_ng((DATA / name).read_text())
+    row = r"^stress-ng: metrc: \[\d+\] cpu\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+([\d.]+)$"
+    per_real, per_cpu = line_numbers(name, row)
+    assert got == [
+        Reading("stress-ng", "cpu_bogo_ops_s", float(per_real), "bogo ops/s", "higher"),
+        Reading("stress-ng", "cpu_bogo_ops_s_cpu", float(per_cpu), "bogo ops/s", "higher"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("stress-ng-0.15.06-unknown-option.txt", r"^stress-ng: unrecognized option '--cpux'$"),
+        ("stress-ng-0.15.06-sock-fail.txt",
+         r"^stress-ng: sock: bind failed on port 23080, errno=98 \(Address already in use\)$"),
+        ("stress-ng-0.15.06-cpu-sock-fail.txt", r"^stress-ng: sock: bind failed on port 23080, "),
+        # stopped 1 s into a 10 s run, yet "successful run completed"
+        ("stress-ng-0.15.06-sigint.txt", r"^stress-ng: cpu ran 0\.99 s of the 10 second run it was set to \(stopped by"),
+        ("stress-ng-0.15.06-sigterm.txt", r"^stress-ng: cpu ran 1 s of the 10 second run it was set to \(stopped by"),
+        ("stress-ng-0.15.06-truncated.txt", r"^stress-ng: no complete metrics row for cpu \(dispatched: 1 cpu\); "),
+    ],
+)
+def test_stress_ng_failed_or_partial_run_is_an_error_naming_it(name: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message):
+        parse_stress_ng((DATA / name).read_text())
+
+
+def test_stress_ng_stopped_runs_say_successful() -> None:
+    """Why the run time is checked: stress-ng itself calls the stopped runs successful."""
+    for name in ("stress-ng-0.15.06-sigint.txt", "stress-ng-0.15.06-sigterm.txt"):
+        assert line_numbers(name, r"^stress-ng: info:  \[\d+\] setting to a (\d+) second run per stressor$") == ["10"]
+        (real,) = line_numbers(name, r"^stress-ng: info:  \[\d+\] successful run completed in ([\d.]+)s$")
+        assert float(real) < 2
+
+
+def test_stress_ng_unsuccessful_run_without_its_fail_lines() -> None:
+    """The closing verdict alone is enough: the cpu + failed sock run with its fail:/error: lines taken out."""
+    text = (DATA / "stress-ng-0.15.06-cpu-sock-fail.txt").read_text()
+    kept = "".join(line for line in text.splitlines(True) if " fail: " not in line and " error: " not in line)
+    assert "unsuccessful run completed" in kept and "cpu " in kept
+    with pytest.raises(ParseError, match="^stress-ng: unsuccessful run completed$"):
+        parse_stress_ng(kept)
