@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("b", metavar="B", help="the session compared with A")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
 
+    p = sub.add_parser("trend", help="Δ%% and d%% of study 000: each metric's trendline against the background count")
+    p.add_argument("sessions", nargs="+", metavar="SESSION", help="session ids (or unique prefixes) to fit")
+    p.add_argument("--baseline", metavar="SESSION", help="the baseline session (the global zone): d%% is measured from it")
+    p.add_argument("--metric", metavar="NAME", help="only this metric")
+    p.add_argument("--format", choices=["table", "csv"], default="table")
+
     p = sub.add_parser("import", help="results measured elsewhere (a CSV or a real tool's output) into a new session")
     p.add_argument("files", nargs="+", metavar="FILE", help="a CSV, or one tool output per repetition")
     p.add_argument("--session", required=True, metavar="NAME", help="the new session's id")

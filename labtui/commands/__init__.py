@@ -23,6 +23,7 @@ _ROUTES = {
     "report": "labtui.commands.report",
     "export": "labtui.commands.report",
     "compare": "labtui.commands.compare",
+    "trend": "labtui.commands.trend",
     "import": "labtui.commands.import_results",
 }
 

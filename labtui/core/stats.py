@@ -490,6 +490,59 @@ def aggregate_readings(readings: Iterable) -> list[tuple[str, Aggregate]]:
     return out
 
 
+# --- trendlines across background counts (the Zones study's Δ% and d%) -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Trendline:
+    """The least-squares line y = slope * x + intercept of a metric against the background count x."""
+
+    slope: float
+    intercept: float
+    slope_stderr: float
+    r2: float
+    n: int  # points fitted
+    xs: tuple[float, ...]  # the distinct background counts measured, ascending
+
+    def at(self, x: float) -> float:
+        return self.slope * x + self.intercept
+
+
+def trendline(xs: Sequence[float], ys: Sequence[float]) -> Trendline:
+    """The linear regression of ys on xs (scipy.stats.linregress); ValueError with fewer than two distinct xs."""
+    from scipy import stats
+
+    distinct = tuple(sorted(set(xs)))
+    if len(distinct) < 2:
+        raise ValueError(f"a trendline needs at least two background counts, got {len(distinct)}")
+    fit = stats.linregress(xs, ys)
+    return Trendline(float(fit.slope), float(fit.intercept), float(fit.stderr), float(fit.rvalue) ** 2, len(xs),
+                     distinct)
+
+
+def trend_delta_pct(line: Trendline) -> float:
+    """Δ% of the Zones study (section 5.1.2, Table 5-2): the trendline's change from no background to the
+    most measured, over its intercept b: slope * x_max / b * 100.  Table 5-3's global-zone Int Additions,
+    y = -755.25x + 4299360 over 109 zones, gives -1.91%."""
+    return line.slope * line.xs[-1] / line.intercept * 100.0
+
+
+def trend_delta_ci_pct(line: Trendline, level: float = 0.95) -> float:
+    """Half-width of Δ%'s confidence interval from the slope's standard error (Student's t, n - 2 df);
+    nan with two points."""
+    if line.n <= 2:
+        return float("nan")
+    return t_quantile(0.5 + level / 2, line.n - 2) * line.slope_stderr * line.xs[-1] / abs(line.intercept) * 100.0
+
+
+def trend_distance_pct(line: Trendline, baseline: Trendline) -> float:
+    """d% of the Zones study: the average distance of this trendline from the baseline's (the global zone
+    in the baseline scenario), over the baseline's intercept b0, averaged over this line's measured
+    background counts.  Positive: better than the baseline for a higher-is-better metric."""
+    distance = statistics.fmean(line.at(x) - baseline.at(x) for x in line.xs)
+    return distance / baseline.intercept * 100.0
+
+
 def slowdown_table(results: pl.DataFrame) -> pl.DataFrame:
     """The store's slowdown view, computed over a results frame (the live panes' results).
 

@@ -1,0 +1,123 @@
+"""`labtui trend`: the Zones study's trendlines, Δ% and d%, of each metric against the background count.
+
+Study 000 (section 5.1.2, Tables 5-3 to 5-10) fits a line y = a·x + b to each AIM9
+figure against the number of zones; Δ% = a·x_max / b is how much the figure moves
+as zones are added, and d% the average distance of a scenario's line from the
+baseline global zone's line, over b0.  Here x is a session's background count and
+y every finite result at it; the definitions are labtui.core.stats.trendline,
+trend_delta_pct and trend_distance_pct.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from labtui.commands.common import db_path
+from labtui.core.errors import UsageError
+from labtui.core.stats import Trendline, trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
+from labtui.store import StoreError, fetch_frame, resolve_session
+
+COLUMNS = ["session_id", "role", "benchmark", "metric", "unit", "better", "n", "levels", "slope", "intercept",
+           "r2", "delta_pct", "delta_ci95_pct", "d_pct"]
+
+_POINTS = """
+SELECT benchmark, metric, unit, better, background, value FROM results
+WHERE session_id = ? AND isfinite(value) AND background IS NOT NULL AND coalesce(placement, '') = ''
+ORDER BY benchmark, metric, background
+"""
+
+Key = tuple[str, str, str, str]  # benchmark, metric, unit, better
+
+
+@dataclass(frozen=True, slots=True)
+class TrendRow:
+    session_id: str
+    role: str  # "baseline" or "tested"
+    key: Key
+    line: Trendline
+    d_pct: float | None  # against the baseline's line for the same metric; None without one
+
+    def record(self) -> dict[str, object]:
+        benchmark, metric, unit, better = self.key
+        values = [self.session_id, self.role, benchmark, metric, unit, better, self.line.n, len(self.line.xs),
+                  self.line.slope, self.line.intercept, self.line.r2, trend_delta_pct(self.line),
+                  trend_delta_ci_pct(self.line), self.d_pct]
+        return dict(zip(COLUMNS, values))
+
+
+def cmd_trend(args) -> int:
+    path = db_path(args)
+    try:
+        baseline = resolve_session(path, args.baseline) if args.baseline else None
+        tested = [resolve_session(path, s) for s in args.sessions]
+    except StoreError as exc:
+        raise UsageError(f"{exc} (see `labtui sessions`)") from None
+    base_lines = session_trendlines(path, baseline, args.metric) if baseline else {}
+    rows = [TrendRow(baseline, "baseline", key, line, 0.0) for key, line in base_lines.items()] if baseline else []
+    for session_id in tested:
+        for key, line in session_trendlines(path, session_id, args.metric).items():
+            base = base_lines.get(key)
+            rows.append(TrendRow(session_id, "tested", key, line, trend_distance_pct(line, base) if base else None))
+    if not rows:
+        what = f"metric {args.metric!r}" if args.metric else "any metric"
+        print(f"labtui trend: no session has {what} at two or more background counts", file=sys.stderr)
+        return 1
+    if args.format == "csv":
+        out = csv.writer(sys.stdout)
+        out.writerow(COLUMNS)
+        out.writerows(["" if _blank(v) else v for v in r.record().values()] for r in rows)
+    else:
+        _print_table(rows, baseline)
+    return 0
+
+
+def session_trendlines(path: Path, session_id: str, metric: str | None) -> dict[Key, Trendline]:
+    """The trendline of every (benchmark, metric) the session measured at two or more background counts."""
+    frame = fetch_frame(path, _POINTS, [session_id])
+    lines: dict[Key, Trendline] = {}
+    for (benchmark, metric_name, unit, better), part in frame.group_by(
+            ["benchmark", "metric", "unit", "better"], maintain_order=True):
+        if metric and metric_name != metric:
+            continue
+        xs, ys = part["background"].to_list(), part["value"].to_list()
+        if len(set(xs)) >= 2:
+            lines[(str(benchmark), str(metric_name), str(unit or ""), str(better))] = trendline(xs, ys)
+    return lines
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _print_table(rows: list[TrendRow], baseline: str | None) -> None:
+    """A heading per session, then one row per metric: n, levels, the line, r², Δ% with its CI, d%."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for session_id in dict.fromkeys(r.session_id for r in rows):
+        mine = [r for r in rows if r.session_id == session_id]
+        console.print(f"{session_id}" + (" (baseline)" if mine[0].role == "baseline" else ""), style="bold",
+                      highlight=False, markup=False)
+        table = Table(show_edge=False, pad_edge=False)
+        table.add_column("benchmark/metric (unit)", overflow="fold")
+        for header in ("n", "levels", "a", "b", "r²", "Δ%", "±95%", "d%"):
+            table.add_column(header, justify="right", no_wrap=True)
+        for r in mine:
+            rec = r.record()
+            ci = rec["delta_ci95_pct"]
+            d = "" if r.d_pct is None or r.role == "baseline" else f"{r.d_pct:+.2f}"
+            table.add_row(f"{r.key[0]}/{r.key[1]} ({r.key[2]})", str(r.line.n), f"{r.line.xs[0]:g}-{r.line.xs[-1]:g}",
+                          f"{r.line.slope:.4g}", f"{r.line.intercept:.4g}", f"{r.line.r2:.3f}",
+                          f"{rec['delta_pct']:+.2f}", "" if _blank(ci) else f"{ci:.2f}", d)
+        console.print(table)
+    note = ("Trendline y = a·x + b over the background counts x. Δ% = a·x_max / b: its change over the counts "
+            "measured, over its value at 0 (study 000, Table 5-2); ±95%: from the slope's standard error.")
+    if baseline:
+        note += (f" d% = mean over the session's counts of (y − y0) / b0, y0 = the baseline {baseline}'s line: "
+                 "positive is above it (better where higher is better).")
+    console.print(note, style="dim", highlight=False, markup=False)
