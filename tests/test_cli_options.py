@@ -28,6 +28,7 @@ MINIMAL = {
     "report": ["S"],
     "export": ["S", "--format", "csv"],
     "compare": ["A", "B"],
+    "trend": ["S"],
     "import": ["f.csv", "--session", "s"],
     "info": [],
 }
