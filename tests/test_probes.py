@@ -44,6 +44,7 @@ PROBES = [
     ("arith", ["int", "0.1"], ("arith", "int_mops", "Mops/s", "higher")),
     ("arith", ["double", "0.1"], ("arith", "double_mops", "Mops/s", "higher")),
     ("filecreate", ["0.1", SHM], ("filecreate", "create_close_us", "us", "lower")),
+    ("fileserver", ["0.1", "2", SHM], ("fileserver", "throughput_mb_s", "MB/s", "higher")),
     ("filecopy", ["256", "0.1", SHM, "256"], ("filecopy", "copy_256_kb_s", "KB/s", "higher")),
     ("filecopy", ["1024", "0.1", SHM, "256"], ("filecopy", "copy_1024_kb_s", "KB/s", "higher")),
     ("filecopy", ["4096", "0.1", SHM, "256"], ("filecopy", "copy_4096_kb_s", "KB/s", "higher")),
@@ -98,6 +99,18 @@ async def test_probe_duration_argument_bounds_the_run(lab: Lab) -> None:
     started = time.monotonic()
     await run_probe(lab, "syscall", ["getppid", "1.5"])
     assert time.monotonic() - started >= 1.5
+
+
+async def test_fileserver_clients_leave_nothing_behind_and_a_bad_directory_fails(lab: Lab, tmp_path: Path) -> None:
+    """Three clients each work in a directory of their own under DIR; every file and directory goes with them."""
+    (reading,) = parse_probe_output(await run_probe(lab, "fileserver", ["0.2", "3", str(tmp_path)]))
+    assert reading.metric == "throughput_mb_s" and reading.value > 0
+    assert list(tmp_path.iterdir()) == []
+    labels = Labels(lab.session(), "worker", "w2")
+    spec = InstanceSpec(labels, program="fileserver", args=("0.1", "1", str(tmp_path / "missing")), wait="exit",
+                        capture_output=True)
+    instance = await lab.backend.create(spec)
+    assert instance.exit_code == 1 and "fileserver" not in (instance.output or "")
 
 
 async def test_probe_rejects_a_bad_mode(lab: Lab) -> None:
