@@ -5,9 +5,12 @@ stats-core; docs/testing.md).  Each pins one promise of a function the tables, p
 from __future__ import annotations
 
 import math
+import statistics
 from typing import NamedTuple
 
 import pytest
+
+from labtui.core import stats
 
 from labtui.core.stats import (
     FEW,
@@ -239,3 +242,149 @@ def test_aggregate_readings_groups_by_metric_in_first_seen_order():
         ("proc", "fork_us_rate_sum", "1/s"), ("hg", "cpu_share_sum", "ratio"), ("hg", "cpu_share_sum", "other")]
     assert [a.value for _, a in found] == [pytest.approx(15000.0), 0.75, 1.0]
     assert aggregate_readings([]) == []
+
+
+# --- the rest of the file (target stats-rest): Student's t at infinite df, skewness, the bootstraps,
+# --- modified Z-scores, outliers, modes and the trust flags
+
+
+@pytest.mark.parametrize("t", [-2.5, -0.7, 1.5, 3.0])
+def test_t_at_infinite_df_is_the_standard_normal(t):
+    from scipy.stats import norm
+
+    inf = float("inf")
+    assert stats.t_sf(t, inf) == pytest.approx(float(norm.sf(t)), rel=1e-12)
+    assert stats.t_cdf(t, inf) == pytest.approx(float(norm.cdf(t)), rel=1e-12)
+    assert stats.t_pdf(t, inf) == pytest.approx(float(norm.pdf(t)), rel=1e-12)
+    assert stats.t_two_sided_p(t, inf) == pytest.approx(2.0 * float(norm.sf(abs(t))), rel=1e-12)
+    assert stats.t_pdf(0.0, inf) == pytest.approx(1.0 / math.sqrt(2.0 * math.pi), rel=1e-12)
+
+
+@pytest.mark.parametrize("df", [1.0, 3.0, 7.5])
+def test_t_at_finite_df_is_scipys_t(df):
+    from scipy.stats import t as student
+
+    for t in (-2.0, 0.0, 1.0, 2.5):
+        assert stats.t_pdf(t, df) == pytest.approx(float(student.pdf(t, df)), rel=1e-12)
+        assert stats.t_sf(t, df) == pytest.approx(float(student.sf(t, df)), rel=1e-12)
+        assert stats.t_cdf(t, df) == pytest.approx(float(student.cdf(t, df)), rel=1e-12)
+
+
+def test_a_p_value_is_never_above_one():
+    assert stats.t_two_sided_p(0.0, 7.0) == 1.0
+    assert stats.t_two_sided_p(float("nan"), 7.0) <= 1.0
+
+
+def test_skewness_needs_three_values_with_spread():
+    from scipy.stats import skew
+
+    assert math.isnan(stats.skewness([1.0, 2.0])) and math.isnan(stats.skewness([5.0] * 4))
+    assert stats.skewness([1.0, 2.0, 7.0]) == pytest.approx(float(skew([1.0, 2.0, 7.0], bias=False)))
+
+
+def test_an_interval_contains_its_ends():
+    interval = stats.Interval(1.0, 2.0, "t")
+    assert interval.contains(1.0) and interval.contains(2.0) and interval.contains(1.5)
+    assert not interval.contains(0.999) and not interval.contains(2.001)
+
+
+def test_the_bootstraps_default_to_a_95_percent_interval_and_seed_0():
+    # the same samples give the interval printed before: mean_ci and compare_samples use the defaults
+    a, b = [1.0, 2.0, 3.0, 4.0, 6.0], [2.0, 3.5, 4.0, 5.0, 9.0]
+    diff = stats.bootstrap_diff_ci(a, b)
+    assert diff is not None and diff.level == 0.95 and diff == stats.bootstrap_diff_ci(a, b, level=0.95, seed=0)
+    assert diff.low < 4.7 - 3.2 < diff.high  # mean(b) - mean(a) inside
+    mean = stats.bootstrap_mean_ci(a)
+    assert mean is not None and mean.level == 0.95 and mean == stats.bootstrap_mean_ci(a, level=0.95, seed=0)
+    assert mean.low < 3.2 < mean.high and mean.method == "bootstrap"
+
+
+def test_a_difference_is_bootstrapped_when_only_one_side_has_spread():
+    constant, spread = [3.0] * 6, [1.0, 2.0, 3.0, 4.0, 6.0, 9.0]
+    for a, b in ((constant, spread), (spread, constant)):
+        found = stats.bootstrap_diff_ci(a, b)
+        assert found is not None and found.low < statistics.fmean(b) - statistics.fmean(a) < found.high
+    assert stats.bootstrap_diff_ci(constant, constant) is None
+
+
+def test_modified_z_scores_by_the_mad_and_by_the_mean_deviation():
+    # median 3, absolute deviations 2, 1, 0, 1, 7: MAD 1
+    assert stats.modified_z_scores([1.0, 2.0, 3.0, 4.0, 10.0]) == pytest.approx(
+        [0.6745 * d for d in (-2.0, -1.0, 0.0, 1.0, 7.0)])
+    # more than half equal: MAD 0, the mean absolute deviation (4 / 5) stands in
+    assert stats.modified_z_scores([1.0, 1.0, 1.0, 1.0, 5.0]) == pytest.approx(
+        [0.0] * 4 + [4.0 / (1.253314 * 0.8)])
+    assert stats.modified_z_scores([-3.0, -3.0, -3.0, -3.0, 1.0]) == pytest.approx(
+        [0.0] * 4 + [4.0 / (1.253314 * 0.8)])
+    assert stats.modified_z_scores([2.0, 2.0, 2.0]) == [0.0, 0.0, 0.0]
+
+
+def test_three_values_can_have_an_outlier_and_two_cannot():
+    assert stats.outliers([1.0, 2.0, 100.0]) == [100.0]
+    assert stats.outliers([1.0, 100.0]) == [] and stats.outliers([]) == []
+
+
+#: Timings of two kinds: 1 ms and 8 to 25 ms are two modes on a log scale, one on a linear one.
+TWO_KINDS = [1.0] * 4 + [8.0, 10.0, 12.0, 16.0, 20.0, 25.0]
+
+
+@pytest.mark.parametrize("values, found", [
+    (TWO_KINDS, (1.0, 14.0)),
+    ([v / 2 for v in TWO_KINDS], (0.5, 7.0)),  # values below 1 are positive too
+    ([1.0] * 5 + [2.0] * 5, (1.0, 2.0)),  # a gap of log 2 < 1
+    ([1.0, 1.0] + [10.0] * 8, (1.0, 10.0)),  # a group of 2 of 10 values
+    ([1.0] * 8 + [10.0, 10.0], (1.0, 10.0)),  # the last split point
+    ([1.0, 1.0] + [10.0] * 9, None),  # 2 of 11 is less than a fifth
+    ([1.0] * 9 + [100.0], None),  # one far value is an outlier, not a mode
+    ([1.0, 1.0, 1.0, 1.0, 3.0, 9.0, 9.0, 9.0, 9.0, 9.0], None),  # no gap wider than 1.5 times a side's range
+    ([float(v) for v in range(10, 20)], None),  # even steps
+    ([float(v) for v in range(1, 11)], None),
+    ([-0.5, 1.0, 1.0, 1.0, 1.0, 8.0, 9.0, 9.0, 9.0, 9.0], (1.0, 9.0)),  # not all positive: linear
+    ([0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0], (0.0, 1.0)),
+    ([1.0, 2.0, 2.0, 2.0, 2.0, 40.0, 40.0, 40.0, 40.0, 40.0], (2.0, 40.0)),  # a left side's range from its first value
+    ([1.0] * 5 + [30.0, 30.0, 30.0, 30.0, 60.0], (1.0, 30.0)),  # a right side's range to its last value
+    ([1.0] * 5 + [30.0, 30.0, 30.0, 30.0, 900.0], None),
+    ([-4.0, 0.0, 0.0, 0.0, 0.0, 5.0, 5.0, 5.0, 5.0, 5.0], None),  # the left side spans 4: a gap of 5 is too narrow
+    ([-2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 3.0, 3.0, 3.0, 3.0], None),  # a gap of exactly 1.5 times a side's range
+    ([1.0, 10.0, 10.0, 10.0, 10.0, 40.0, 40.0, 40.0, 40.0, 40.0], None),
+])
+def test_modes_split_at_a_gap_wider_than_either_side(values, found):
+    assert stats.modes(values) == found
+    assert stats.modes(list(reversed(values))) == found
+
+
+def test_the_spread_flag_is_for_a_spread_above_the_limit():
+    cv = stats.summarize([1.0, 3.0]).cv
+    assert not stats.trust([1.0, 3.0], spread_limit=cv).wide
+    assert stats.trust([1.0, 3.0], spread_limit=cv * 0.999).wide
+    assert stats.trust([1.0, 3.0], spread_limit=cv * 0.999).flags() == ["spread"]
+
+
+def test_the_trust_flags_count_outliers_and_name_two_modes():
+    assert stats.trust([10.0] * 12, bootstrap=False).flags() == []
+    assert stats.trust([10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 50.0], bootstrap=False).flags() == ["spread", "1 outlier"]
+    two = stats.trust([10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 50.0, 60.0], spread_limit=10.0, bootstrap=False)
+    assert two.outliers == (50.0, 60.0) and two.flags() == ["2 outliers"]
+    bimodal = stats.trust([1.0] * 5 + [2.0] * 5, spread_limit=10.0, bootstrap=False)
+    assert bimodal.modes == (1.0, 2.0) and bimodal.flags() == ["bimodal"]
+
+
+def test_trust_bootstraps_the_interval_of_skewed_values_unless_told_not_to():
+    assert stats.trust(SKEWED).ci.method == "bootstrap"
+    assert stats.trust(SKEWED, bootstrap=False).ci.method == "t"
+
+
+def test_slowdown_table_has_the_mean_and_slowdown_of_each_step_against_the_first():
+    import polars as pl
+
+    rows = [  # two repetitions of a baseline and one step, lower is better
+        ("s", rep, step, bg, "b", "t", "ms", "lower", value, None)
+        for rep, step, bg, value in ((1, 0, 0, 10.0), (2, 0, 0, 12.0), (1, 1, 5, 15.0), (2, 1, 5, 18.0))
+    ]
+    frame = pl.DataFrame(rows, orient="row", schema=["session_id", "repetition", "step", "background", "benchmark",
+                                                     "metric", "unit", "better", "value", "placement"])
+    table = stats.slowdown_table(frame)
+    assert table["background"].to_list() == [0, 5] and table["n"].to_list() == [2, 2]
+    assert table["mean"].to_list() == pytest.approx([11.0, 16.5])
+    assert table["slowdown_pct"].to_list() == pytest.approx([0.0, stats.slowdown_pct(16.5, 11.0, "lower")])
+    assert table["normalized"].to_list() == pytest.approx([1.0, 1.5])
