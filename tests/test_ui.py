@@ -307,16 +307,18 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
 
     app = LabApp(lab)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "%" in pane_text(app, "#hosts").split("CPU")[-1][:8], 10, "a CPU figure")
+        await wait_for(pilot, lambda: "%" in pane_text(app, "#hosts").split("CPU free")[-1][:8], 10, "a CPU figure")
         await start_run(app, pilot, manual=False)
         view = app.run_view
         session = view.model.session_id
         try:
             await wait_for(pilot, lambda: not view.active, 90, "the run to end")
-            await pilot.pause(0.3)
+            # the panes and the chart are drawn at the next drains after the end
+            await wait_for(pilot, lambda: app.query_one("#live DataTable", DataTable).row_count == 3, 15,
+                           "the slowdown table's three levels")
+            await wait_for(pilot, lambda: "completed" in pane_text(app, "#runinfo"), 15, "the run pane's end")
             info = pane_text(app, "#runinfo")
             assert "completed" in info and "3/3" in info and "background 6" in " ".join(info.split())
-            assert app.query_one("#live DataTable", DataTable).row_count == 3
             assert "boot_time (s) ● mean ±1 std" in pane_text(app, "#live .chart-title")
             hosts = pane_text(app, "#hosts")
             assert "local" in hosts and "CPU" in hosts

@@ -6,8 +6,8 @@ events land in a queue (put by the engine's thread, only ever read here with
 get_nowait) that is drained every DRAIN_S into an in-memory RunModel.  Text panes
 are redrawn at most once per drain, never per event, and only when their text
 changed.  The slowdown table (an in-memory DuckDB query) is recomputed in a
-thread, only when results arrived, and while a session runs at most once per
-RUN_CHART_EVERY_S; new host samples alone redraw the chart at most once per
+thread, only when results arrived, and while a session's steps run at most once
+per RUN_CHART_EVERY_S; new host samples alone redraw the chart at most once per
 CHART_EVERY_S.  Drawing takes the GIL and a core from the engine's thread, so
 what a person cannot see faster is not drawn faster (bench_faces.py).
 The session service, the engine and the hosts are imported when a run starts.
@@ -45,15 +45,16 @@ if TYPE_CHECKING:
     from labtui.session import LabRun
     from labtui.ui.choices import StartRequest
 
-DRAIN_S = 0.25
+DRAIN_S = 0.5
 #: Events folded per drain at most, so a burst never stalls a keypress.
 DRAIN_MAX = 5000
 #: New samples alone redraw the chart at most this often (new results redraw it at once): a redraw
 #: of both plots costs tens of ms of the loop the engine runs on.
 CHART_EVERY_S = 5.0
-#: While a session runs, new results redraw the chart and slowdown table at most this often; when it
-#: ends they are drawn at once.
-RUN_CHART_EVERY_S = 1.0
+#: While a session's steps run, new results redraw the chart and slowdown table at most this often;
+#: once it waits for `n` (manual stepping, or paused) or has ended they are drawn at once.  Redrawing
+#: both plots is what a console run costs over a CLI run (bench_faces.py: steps 1.10x without it).
+RUN_CHART_EVERY_S = 5.0
 DEFAULT_SUITE = "boot-scaling"
 
 
@@ -236,7 +237,8 @@ class RunView(Vertical):
         if charted == self._charted or self._charting is not None:
             return
         new_results = charted[0] != self._charted[0] or self._slow is None
-        every = (RUN_CHART_EVERY_S if self.active else 0.0) if new_results else CHART_EVERY_S
+        stepping = self.lab is not None and not self.lab.gate.waiting
+        every = (RUN_CHART_EVERY_S if stepping else 0.0) if new_results else CHART_EVERY_S
         if time.monotonic() - self._chart_at < every:
             return
         self._charted, self._chart_at = charted, time.monotonic()
@@ -302,7 +304,8 @@ class RunView(Vertical):
         self.lab = lab
         self.model.reset(suite.name, runner.ctx.backend.name, runner.ctx.host.name, lab.plan.repetitions,
                          lab.plan.steps_per_repetition)
-        self._charted, self._chart_at, self._slow = (-1, -1), 0.0, None
+        # the first chart of the run comes with the rest, RUN_CHART_EVERY_S in (or at the first wait for `n`)
+        self._charted, self._chart_at, self._slow = (-1, -1), time.monotonic(), None
         self._stop_idle_sampler()
         if request.overrides:
             self.log_text("overrides: " + " ".join(request.overrides), "dim")
