@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 DRAIN_S = 0.5
 #: Events folded per drain at most, so a burst never stalls a keypress.
 DRAIN_MAX = 5000
-#: New samples alone redraw the chart at most this often (new results redraw it at once): a redraw
-#: of both plots costs tens of ms of the loop the engine runs on.
+#: New samples alone redraw the chart at most this often (new results: RUN_CHART_EVERY_S): a redraw
+#: of both plots costs tens of ms of CPU.
 CHART_EVERY_S = 5.0
 #: While a session's steps run, new results redraw the chart and slowdown table at most this often;
 #: once it waits for `n` (manual stepping, or paused) or has ended they are drawn at once.  Redrawing
