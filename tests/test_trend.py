@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -46,6 +47,8 @@ def test_a_trendline_recovers_its_line_and_says_how_far_to_trust_the_delta() -> 
     assert noisy.xs == (0, 10, 20) and noisy.n == 6
     assert trend_delta_pct(noisy) == pytest.approx(noisy.slope * 20 / noisy.intercept * 100)
     assert 0 < trend_delta_ci_pct(noisy) < abs(trend_delta_pct(noisy))
+    through_zero = trendline([0, 10, 20], [0.0, 1.0, 2.0])  # a figure that starts at 0 has no Δ% or d% over it
+    assert math.isnan(trend_delta_pct(through_zero)) and math.isnan(trend_distance_pct(exact, through_zero))
     with pytest.raises(ValueError, match="two background counts"):
         trendline([5, 5, 5], [1, 2, 3])
 

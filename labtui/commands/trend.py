@@ -110,10 +110,11 @@ def _print_table(rows: list[TrendRow], baseline: str | None) -> None:
         for r in mine:
             rec = r.record()
             ci = rec["delta_ci95_pct"]
-            d = "" if r.d_pct is None or r.role == "baseline" else f"{r.d_pct:+.2f}"
+            d = "" if r.d_pct is None or r.role == "baseline" else "-" if _blank(r.d_pct) else f"{r.d_pct:+.2f}"
             table.add_row(f"{r.key[0]}/{r.key[1]} ({r.key[2]})", str(r.line.n), f"{r.line.xs[0]:g}-{r.line.xs[-1]:g}",
                           f"{r.line.slope:.4g}", f"{r.line.intercept:.4g}", f"{r.line.r2:.3f}",
-                          f"{rec['delta_pct']:+.2f}", "" if _blank(ci) else f"{ci:.2f}", d)
+                          "-" if _blank(rec["delta_pct"]) else f"{rec['delta_pct']:+.2f}",
+                          "" if _blank(ci) else f"{ci:.2f}", d)
         console.print(table)
     note = ("Trendline y = a·x + b over the background counts x. Δ% = a·x_max / b: its change over the counts "
             "measured, over its value at 0 (study 000, Table 5-2); ±95%: from the slope's standard error.")

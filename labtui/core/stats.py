@@ -505,6 +505,7 @@ class Trendline:
     xs: tuple[float, ...]  # the distinct background counts measured, ascending
 
     def at(self, x: float) -> float:
+        """The line's value at background count x."""
         return self.slope * x + self.intercept
 
 
@@ -522,15 +523,15 @@ def trendline(xs: Sequence[float], ys: Sequence[float]) -> Trendline:
 
 def trend_delta_pct(line: Trendline) -> float:
     """Δ% of the Zones study (section 5.1.2, Table 5-2): the trendline's change from no background to the
-    most measured, over its intercept b: slope * x_max / b * 100.  Table 5-3's global-zone Int Additions,
+    most measured, over its intercept b: slope * x_max / b * 100 (nan when b is 0).  Table 5-3's global-zone Int Additions,
     y = -755.25x + 4299360 over 109 zones, gives -1.91%."""
-    return line.slope * line.xs[-1] / line.intercept * 100.0
+    return line.slope * line.xs[-1] / line.intercept * 100.0 if line.intercept else float("nan")
 
 
 def trend_delta_ci_pct(line: Trendline, level: float = 0.95) -> float:
     """Half-width of Δ%'s confidence interval from the slope's standard error (Student's t, n - 2 df);
     nan with two points."""
-    if line.n <= 2:
+    if line.n <= 2 or not line.intercept:
         return float("nan")
     return t_quantile(0.5 + level / 2, line.n - 2) * line.slope_stderr * line.xs[-1] / abs(line.intercept) * 100.0
 
@@ -540,7 +541,7 @@ def trend_distance_pct(line: Trendline, baseline: Trendline) -> float:
     in the baseline scenario), over the baseline's intercept b0, averaged over this line's measured
     background counts.  Positive: better than the baseline for a higher-is-better metric."""
     distance = statistics.fmean(line.at(x) - baseline.at(x) for x in line.xs)
-    return distance / baseline.intercept * 100.0
+    return distance / baseline.intercept * 100.0 if baseline.intercept else float("nan")
 
 
 def slowdown_table(results: pl.DataFrame) -> pl.DataFrame:
