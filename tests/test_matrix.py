@@ -144,8 +144,7 @@ async def _run_in_console(db: Path, name: str, host: str, backend: str) -> tuple
         view = app.run_view
         await _until(pilot, lambda: view.model.session_id != "", 60, "the session to start")
         session = view.model.session_id
-        await _until(pilot, lambda: not view.active, 600, "the session to end")
-        await pilot.pause(0.2)
+        await _until(pilot, lambda: view.caught_up, 600, "the session to end and its events to be drained")
         live = slowdown(view.model.results_frame())
     return session, live
 

@@ -312,7 +312,7 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
         view = app.run_view
         session = view.model.session_id
         try:
-            await wait_for(pilot, lambda: not view.active, 90, "the run to end")
+            await wait_for(pilot, lambda: view.caught_up, 90, "the run to end and its events to be drained")
             # the panes and the chart are drawn at the next drains after the end
             await wait_for(pilot, lambda: app.query_one("#live DataTable", DataTable).row_count == 3, 15,
                            "the slowdown table's three levels")
@@ -356,7 +356,7 @@ async def test_manual_stepping_waits_for_n_then_abort_tears_down(lab: Path) -> N
             assert len(await open_backend("process", get_host("local")).list(session)) == 3
             await pilot.press("x")
             await pilot.press("y")
-            await wait_for(pilot, lambda: not view.active, 30, "the abort")
+            await wait_for(pilot, lambda: view.caught_up, 30, "the abort")
             await pilot.pause(0.3)
             assert view.model.status == "aborted"
             assert sum(view.model.counts().values()) == 0

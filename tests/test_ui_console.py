@@ -208,7 +208,7 @@ async def test_start_through_the_dialog_runs_on_the_chosen_backend(lab: Path) ->
             assert view.runner.ctx.backend.name == "process" and view.manual
             assert view.runner.ctx.suite.scale.steps == 2 and view.runner.ctx.suite.repetitions == 1
             await pilot.press("x", "y")
-            await wait_for(pilot, lambda: not view.active, 30, "the abort")
+            await wait_for(pilot, lambda: view.caught_up, 30, "the abort")
         finally:
             await destroy_session(session)
 

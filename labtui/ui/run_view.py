@@ -130,6 +130,11 @@ class RunView(Vertical):
         return self.lab is not None
 
     @property
+    def caught_up(self) -> bool:
+        """No session runs and every event of the last one is in the model (the bus's end was drained)."""
+        return self.lab is None and self._queue is None
+
+    @property
     def runner(self) -> SessionRunner | None:
         """The running session (the console runs one host at a time)."""
         return self.lab.runners[0] if self.lab and self.lab.runners else None
