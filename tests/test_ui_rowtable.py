@@ -58,6 +58,11 @@ async def test_a_row_table_draws_what_a_data_table_draws_after_moves_scrolls_and
         await pilot.pause()
         assert "gone" in "".join(lines(kept))
         assert lines(kept) == lines(plain)
+        for table in (kept, plain):  # a wider value widens its column: every kept line is stale
+            table.update_cell("23", "state", Text("destroying-now"), update_width=True)
+        await pilot.pause()
+        assert "destroying-now" in "".join(lines(kept))
+        assert lines(kept) == lines(plain)
         await press_on_both(app, pilot, ["up"] * 3 + ["pagedown", "up"])
         assert kept.cursor_row == plain.cursor_row > 25
         assert lines(kept) == lines(plain)

@@ -22,8 +22,13 @@ class RowTable(DataTable):
     """
 
     def __init__(self, **kwargs: object) -> None:
+        self._kept_lines: LRUCache[tuple, Strip] = LRUCache(LINES_KEPT)  # before DataTable's own clears it
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
-        self._kept_lines: LRUCache[tuple, Strip] = LRUCache(LINES_KEPT)
+
+    def _clear_caches(self) -> None:
+        """DataTable drops its rendered lines when widths, rows or styles change: so do the kept ones."""
+        super()._clear_caches()
+        self._kept_lines.clear()
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         try:
