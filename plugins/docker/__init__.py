@@ -261,7 +261,14 @@ class DockerBackend(Backend):
             if any(spec.start_at is not None for spec in specs):
                 await runat_tool.build(self.host)
             gate = asyncio.Semaphore(self.max_parallel_creates)
-            results = await asyncio.gather(*(self._create(s, gate) for s in specs), return_exceptions=True)
+            creates = [asyncio.ensure_future(self._create(s, gate)) for s in specs]
+            try:
+                results = await asyncio.gather(*creates, return_exceptions=True)
+            except asyncio.CancelledError:
+                # The creates still in flight remove their own container; those already done are ours to remove.
+                done = [t.result() for t in creates if t.done() and not t.cancelled() and t.exception() is None]
+                await asyncio.shield(self._destroy_quietly(done))
+                raise
             created = [r for r in results if isinstance(r, Instance)]
             errors = [r for r in results if isinstance(r, BaseException)]
             if errors:
