@@ -15,3 +15,12 @@ def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LABTUI_RUNTIME_DIR", str(path))
         yield path
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Groups for two workers (``-n 2 --dist loadgroup``): a test file stays on one worker, as with
+    ``--dist loadfile``, so its module fixtures (runtime dirs, sshd hosts) are made once; a test that
+    names its own ``xdist_group`` (the matrix splits its suites in two) keeps it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

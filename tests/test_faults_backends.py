@@ -226,7 +226,7 @@ def _alive(pid: int) -> bool:
 def dockerd() -> Iterator[Dockerd]:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         pytest.skip("kills the machine's one dockerd, which the Docker tests of the other workers need: "
-                    "run it serially (python -m pytest tests/test_faults_backends.py, without -n)")
+                    "run it serially (python -m pytest -m serial, as the README's test command does after -n 2)")
     if not Dockerd.PID_FILE.exists() or not docker_answers():
         pytest.skip(f"no running dockerd with a pid file at {Dockerd.PID_FILE}")
     engine = Dockerd()
@@ -236,6 +236,7 @@ def dockerd() -> Iterator[Dockerd]:
         engine.restart()
 
 
+@pytest.mark.serial
 @needs_docker
 def test_docker_engine_killed_mid_run_fails_the_run_in_bounded_time(
     dockerd: Dockerd, tmp_path: Path, env: dict[str, str]
