@@ -91,6 +91,18 @@ async def test_probe_prints_one_reading(lab: Lab, program: str, args: list[str],
         assert reading.value <= 1.0
 
 
+@pytest.mark.parametrize("mode", ["map", "pagefault"])
+async def test_mmap_instances_at_once_each_map_a_file_of_their_own(lab: Lab, tmp_path: Path, mode: str) -> None:
+    """Each instance is pid 1 of its own namespace: a scratch name made of the pid was one file for all,
+    and one instance's O_TRUNC under another's mapping ended that one with SIGBUS (exit 135, seen in CI)."""
+    session = lab.session()
+    specs = [InstanceSpec(Labels(session, "worker", f"w{i}"), program="mmap", args=(mode, "1", "1024", str(tmp_path)),
+                          wait="exit", capture_output=True, timeout_s=60) for i in range(4)]
+    done = await lab.backend.create_many(specs)
+    assert [i.exit_code for i in done] == [0] * 4, done
+    assert list(tmp_path.iterdir()) == []  # each removed its own file
+
+
 async def test_probe_duration_argument_bounds_the_run(lab: Lab) -> None:
     """The run lasts at least the duration given: 1.5 s, longer than the probe's 1 s default, so an argument
     that is ignored fails.  No upper bound on a wall clock (a loaded machine stretches any run); a short

@@ -112,6 +112,18 @@ def test_the_run_table_says_how_far_to_trust_each_figure(tmp_path: Path) -> None
     assert "10.000 ms" in lines[0]  # the median
 
 
+def test_a_repetition_without_a_finite_value_leaves_its_figure_blank_not_the_table(tmp_path: Path) -> None:
+    """A rate of a time the probe clamped to 0 is nan: CI's lmbench-ctx run died in the table with it."""
+    db = _store(tmp_path / "lab.duckdb", {0: [0.01, 0.011], 10: [float("nan"), 0.012], 20: [0.012, float("inf")]})
+    out = io.StringIO()
+    render_summary(Console(file=out, width=250), db, "s1")
+    lines = out.getvalue().splitlines()
+    assert any(line.startswith(f"│ {10:>10} ") for line in lines) and any(line.startswith(f"│ {20:>10} ") for line in lines)
+    figure = trust([float("nan"), 0.012])
+    assert figure.summary.n == 2 and all(v != v for v in (figure.summary.std, figure.summary.median, figure.summary.cv))
+    assert trust([0.012, float("inf")]).summary.mean == float("inf")
+
+
 def test_a_report_warns_of_outliers_and_two_modes(tmp_path: Path) -> None:
     db = _store(tmp_path / "lab.duckdb", SAMPLES)
     found = session_warnings(load_session(db, "s1"))

@@ -50,11 +50,15 @@ def summarize(values: Sequence[float]) -> Summary:
     """Mean, std, median, 95% CI half-width and CV of raw values.
 
     The CI half-width is t * std / sqrt(n), t being Student's 0.975 quantile with n - 1
-    degrees of freedom (scipy.stats.t), exact for every n.
+    degrees of freedom (scipy.stats.t), exact for every n. A nan or infinite value makes every
+    figure but n and the mean nan.
     """
     if not values:
         raise ValueError("cannot summarize no values")
     n = len(values)
+    if not all(math.isfinite(v) for v in values):  # a sample with no finite value (a rate of a 0 time): no figure
+        nan = float("nan")
+        return Summary(n, statistics.fmean(values), nan, nan, nan, nan)
     mean = statistics.fmean(values)
     std = statistics.stdev(values) if n > 1 else 0.0
     ci95 = _t975(n - 1) * std / math.sqrt(n) if n > 1 else float("nan")

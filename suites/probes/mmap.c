@@ -101,8 +101,10 @@ static char path[4200];
 /* A file of size bytes, written (so its pages are in the page cache), open with flags. */
 static int make_file(const char *dir, size_t size, int flags)
 {
-    snprintf(path, sizeof path, "%s/labtui-mmap-%d", dir, (int)getpid());
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    /* mkstemp, not the pid: each instance may be pid 1 of its own namespace, and another instance's
+     * O_TRUNC of a shared name under this one's mapping ends it with SIGBUS */
+    snprintf(path, sizeof path, "%s/labtui-mmap-XXXXXX", dir);
+    int fd = mkstemp(path);
     if (fd < 0) {
         perror(path);
         exit(1);
