@@ -27,13 +27,14 @@ async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
         yield lab
 
 
-def labelled_pids(instance: str) -> list[int]:
-    """Live processes whose environment carries LABTUI_INSTANCE=instance."""
-    wanted = f"LABTUI_INSTANCE={instance}".encode()
+def labelled_pids(session: str, instance: str) -> list[int]:
+    """Live processes whose environment carries LABTUI_SESSION=session and LABTUI_INSTANCE=instance
+    (the instance name alone is not enough: another worker's test may run an 's0' of its own)."""
+    wanted = {f"LABTUI_SESSION={session}".encode(), f"LABTUI_INSTANCE={instance}".encode()}
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
+            if entry.name.isdigit() and wanted <= set((entry / "environ").read_bytes().split(b"\0")):
                 found.append(int(entry.name))
         except OSError:
             pass  # gone, or a zombie without an environment
@@ -94,7 +95,7 @@ async def test_instances_are_found_after_the_python_side_forgets_them(lab: Lab) 
     assert sorted(i.labels.instance for i in found) == ["s0", "s1", "s2"]
     await fresh.destroy_many(found)
     assert await fresh.list(session) == []
-    assert not any(labelled_pids(i.labels.instance) for i in found if i.labels.session == session)
+    assert not any(labelled_pids(session, i.labels.instance) for i in found)
 
 
 @pytest.mark.parametrize("isolate", ["auto", "none"])
@@ -105,13 +106,13 @@ async def test_destroy_ends_the_whole_tree(lab: Lab, isolate: str) -> None:
     argv = [agent, "spawn", "--session", session, "--role", "tree", "--instance", instance, "--isolate", isolate]
     result = await host.run([*argv, "--", "/bin/sh", "-c", "sleep 1000 & sleep 1000"])
     assert result.ok, result.stderr
-    assert wait_for(lambda: len(labelled_pids(instance)) == 3)  # sh and two sleeps
+    assert wait_for(lambda: len(labelled_pids(session, instance)) == 3)  # sh and two sleeps
 
     (root,) = await lab.backend.list(session)
     assert root.details["comm"] == "sh" and root.labels == Labels(session, "tree", instance)
     await lab.backend.destroy(root)
     # the root is gone when destroy returns; its children, signalled with it, within moments
-    assert wait_for(lambda: labelled_pids(instance) == [])
+    assert wait_for(lambda: labelled_pids(session, instance) == [])
     assert await lab.backend.list(session) == []
 
 
