@@ -56,10 +56,10 @@ def summarize(values: Sequence[float]) -> Summary:
     if not values:
         raise ValueError("cannot summarize no values")
     n = len(values)
-    if not all(math.isfinite(v) for v in values):  # a sample with no finite value (a rate of a 0 time): no figure
-        nan = float("nan")
-        return Summary(n, statistics.fmean(values), nan, nan, nan, nan)
     mean = statistics.fmean(values)
+    if not all(math.isfinite(v) for v in values):  # a value that is no number (a rate of a 0 time): no spread
+        nan = float("nan")
+        return Summary(n, mean, nan, nan, nan, nan)
     std = statistics.stdev(values) if n > 1 else 0.0
     ci95 = _t975(n - 1) * std / math.sqrt(n) if n > 1 else float("nan")
     cv = std / mean if mean else float("nan")
