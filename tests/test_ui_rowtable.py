@@ -92,3 +92,17 @@ async def test_a_cursor_move_renders_only_the_rows_it_touches(monkeypatch) -> No
         await pilot.press("down", "down", "down", "down")  # the table scrolls: only the rows new on screen and the cursor's
         await pilot.pause()
         assert len(set(rendered)) <= 8, sorted(set(rendered))
+
+
+async def test_a_line_drawn_before_the_table_measured_its_new_row_is_drawn_again_after() -> None:
+    """Under load the screen can paint between add_row and the table's idle measuring: that paint must not stay."""
+    app = Tables()
+    async with app.run_test(size=(80, 30)) as pilot:
+        await pilot.pause()
+        kept = app.query_one("#kept", RowTable)
+        kept.clear()
+        kept.add_row(Text("boot_time_of_a_long_metric"), Text("running"), Text("1s"), key="long")
+        early = "".join(segment.text for segment in kept.render_line(1))  # columns still as wide as before
+        assert "boot_time_of_a_long_metric" not in early
+        await pilot.pause()
+        assert "boot_time_of_a_long_metric" in "".join(segment.text for segment in kept.render_line(1))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.style import Style
 from textual.cache import LRUCache
 from textual.strip import Strip
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 #: Rendered lines kept: a few screens' worth, so scrolling back and forth reuses them.
 LINES_KEPT = 1024
@@ -23,12 +26,34 @@ class RowTable(DataTable):
 
     def __init__(self, **kwargs: object) -> None:
         self._kept_lines: LRUCache[tuple, Strip] = LRUCache(LINES_KEPT)  # before DataTable's own clears it
+        self._measured_widths: tuple[int, ...] = ()
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
 
     def _clear_caches(self) -> None:
         """DataTable drops its rendered lines when widths, rows or styles change: so do the kept ones."""
         super()._clear_caches()
         self._kept_lines.clear()
+
+    def notify_style_update(self) -> None:
+        """DataTable clears its line cache here without _clear_caches."""
+        super().notify_style_update()
+        self._kept_lines.clear()
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """DataTable measures new rows when idle and widens columns without dropping the lines drawn before.
+
+        Under load the screen can paint between add_row and this measuring; those lines (cut to the old
+        widths, in DataTable's row caches too) would stay on screen, so a change of width drops them all.
+        """
+        super()._update_dimensions(new_rows)
+        widths = self._column_widths()
+        if widths != self._measured_widths:
+            self._measured_widths = widths
+            self._clear_caches()
+            self.refresh()
+
+    def _column_widths(self) -> tuple[int, ...]:
+        return tuple(column.get_render_width(self) for column in self.ordered_columns)
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         try:
