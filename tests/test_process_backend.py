@@ -202,8 +202,14 @@ async def test_specs_the_backend_cannot_serve_are_refused(lab: Lab) -> None:
     labels = Labels(lab.session(), "r", "i0")
     with pytest.raises(BackendError, match="runs probes, not images: got image 'alpine'"):
         await lab.backend.create(InstanceSpec(labels, image="alpine"))
-    with pytest.raises(BackendError, match="needs spec.program"):
+    with pytest.raises(BackendError, match="needs one of spec.program"):
         await lab.backend.create(InstanceSpec(labels))
+    with pytest.raises(BackendError, match="needs one of spec.program"):
+        await lab.backend.create(InstanceSpec(labels, program="hello", tool="/bin/true"))
+    with pytest.raises(BackendError, match="must be an absolute path"):
+        await lab.backend.create(InstanceSpec(labels, tool="true"))
+    with pytest.raises(BackendError, match="capture_stderr goes with capture_output"):
+        await lab.backend.create(InstanceSpec(labels, tool="/bin/true", wait="exit", capture_stderr=True))
     with pytest.raises(ProgramUnavailable, match="unknown probe 'nosuch'"):
         await lab.backend.create(InstanceSpec(labels, program="nosuch"))
 

@@ -37,6 +37,8 @@ MEM_LIMIT = "mem_limit"
 TMPFS = "tmpfs"
 EXEC = "exec"
 NETWORKING = "networking"
+HOST_TOOL = "host_tool"  # runs InstanceSpec.tool, an executable on the host
+STDERR = "stderr"  # honours InstanceSpec.capture_stderr
 
 
 class BackendError(LabError):
@@ -63,13 +65,15 @@ class InstanceSpec:
     """What to create.
 
     ``program`` names a probe (``hello``, ``sleeper``, ...) or, for image-based
-    backends, ``image`` names an image.  ``wait`` says when create returns:
+    backends, ``image`` names an image; ``tool`` (backends with HOST_TOOL) is the
+    absolute path of a real tool on the host, run with ``args``.  ``wait`` says when create returns:
     ``"exit"`` after the instance ran to completion (boot time = create to
     exit), ``"ready"`` once it is running.  ``capture_output`` (with
     ``wait="exit"``) returns what the instance printed on stdout in
-    ``Instance.output``; ``start_at`` (epoch seconds on the host's clock) holds
-    the program back until that time, so instances created by separate calls
-    start together.
+    ``Instance.output``, and with ``capture_stderr`` (backends with STDERR) what it
+    printed on stderr as well, as one stream (real tools print results there);
+    ``start_at`` (epoch seconds on the host's clock) holds the program back
+    until that time, so instances created by separate calls start together.
     ``ports`` are TCP ports the instance serves; a backend that can reach them
     publishes each on 127.0.0.1 only and records the host port it got in
     ``Instance.details["ports"]`` (instance port -> host port).
@@ -83,11 +87,13 @@ class InstanceSpec:
     program: str | None = None
     image: str | None = None
     args: tuple[str, ...] = ()
+    tool: str | None = None
     wait: str = "ready"
     cpus: str | None = None
     mem_limit_bytes: int | None = None
     timeout_s: float = 60.0
     capture_output: bool = False
+    capture_stderr: bool = False
     start_at: float | None = None
     ports: tuple[int, ...] = ()
     cpu_weight: int | None = None

@@ -19,7 +19,7 @@ from labtui.engine.context import RunContext
 from labtui.engine.kinds import ExperimentKind
 from labtui.suites.model import Suite
 from labtui.engine.hostclock import host_clock_ns
-from labtui.engine.measure import record_run
+from labtui.engine.measure import record_run, worker_spec
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.core.events import StepEnded, StepStarted
 from labtui.parsers import Reading
@@ -42,17 +42,16 @@ async def run_concurrent(ctx: RunContext) -> None:
 async def _run_count(ctx: RunContext, step: int, count: int) -> None:
     worker = ctx.suite.worker
     assert worker is not None
-    capture = worker.measure == "output"
     ctx.position.step, ctx.position.background = step, count
     ctx.bus.publish(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, count))
     ok = False
     try:
         for _ in range(worker.warmup):
-            await ctx.destroy(await ctx.create([ctx.spec("warmup", worker, "exit", capture_output=capture)]))
+            await ctx.destroy(await ctx.create([worker_spec(ctx, "warmup", worker)]))
         await ctx.sample_now()
         for _ in range(worker.runs):
             start_at = await host_clock_ns(ctx.host) / 1e9 + ctx.suite.concurrent.start_delay_s
-            specs = [ctx.spec("worker", worker, "exit", capture_output=capture, start_at=start_at) for _ in range(count)]
+            specs = [worker_spec(ctx, "worker", worker, start_at=start_at) for _ in range(count)]
             instances = await ctx.create(specs)
             readings: list[Reading] = []
             try:

@@ -77,6 +77,7 @@ class RunContext:
         *,
         cpus: str | None = None,
         capture_output: bool = False,
+        capture_stderr: bool = False,
         start_at: float | None = None,
     ) -> InstanceSpec:
         """A spec with fresh lab labels for one instance of role."""
@@ -86,10 +87,12 @@ class RunContext:
             program=program.program,
             image=program.image,
             args=tuple(program.args),
+            tool=program.tool,
             wait=wait,
             cpus=cpus,
             timeout_s=min(INSTANCE_TIMEOUT_S, self.suite.operation_timeout_s),
             capture_output=capture_output,
+            capture_stderr=capture_stderr,
             start_at=start_at,
         )
 

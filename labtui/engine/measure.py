@@ -2,7 +2,9 @@
 
 ``worker.measure = "boot"`` records the create-to-exit time of each run;
 ``"output"`` asks the backend for the worker's stdout and records every JSON
-reading line in it (see ``labtui.parsers.probe``); ``"load"`` starts the
+reading line in it (see ``labtui.parsers.probe``), or, with ``worker.output``
+naming a real tool (lmbench, UnixBench, sysbench, stress-ng), its stdout and stderr read by that
+tool's parser; ``"load"`` starts the
 worker as a service and records what a load tool on the host reads from it
 (see ``labtui.engine.load``).  All run ``worker.warmup`` discarded runs first,
 then ``worker.runs`` measured ones, then, when ``worker.max_runs`` is set, one
@@ -14,13 +16,29 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from labtui.backends.base import BackendError, Instance
+from collections.abc import Callable
+
+from labtui.backends.base import HOST_TOOL, STDERR, Backend, BackendError, Instance, InstanceSpec
 from labtui.engine.context import RunContext
 from labtui.engine.load import measure_load
 from labtui.parsers import ParseError, Reading
+from labtui.parsers.lmbench import parse_lmbench
 from labtui.parsers.probe import parse_probe_output
+from labtui.parsers.stress_ng import parse_stress_ng
+from labtui.parsers.sysbench import parse_sysbench
+from labtui.parsers.unixbench import parse_unixbench
 from labtui.core.stats import summarize
-from labtui.suites.model import Worker
+from labtui.suites.model import Suite, Worker
+
+#: worker.output -> the parser of what the worker printed.  A real tool's readings carry its own
+#: benchmark name ("lmbench", "unixbench", ...), so they never pass for a probe's.
+PARSERS: dict[str, Callable[[str], list[Reading]]] = {
+    "probe": parse_probe_output,
+    "lmbench": parse_lmbench,
+    "unixbench": parse_unixbench,
+    "sysbench": parse_sysbench,
+    "stress-ng": parse_stress_ng,
+}
 
 
 async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement: str = "") -> None:
@@ -35,12 +53,11 @@ async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement:
             return await measure_load(ctx, worker, cpus=cpus, placement=placement)
 
     else:
-        capture = worker.measure == "output"
         for _ in range(worker.warmup):
-            await ctx.destroy(await ctx.create([ctx.spec("warmup", worker, "exit", cpus=cpus, capture_output=capture)]))
+            await ctx.destroy(await ctx.create([worker_spec(ctx, "warmup", worker, cpus=cpus)]))
 
         async def run() -> list[Reading]:
-            (instance,) = await ctx.create([ctx.spec("worker", worker, "exit", cpus=cpus, capture_output=capture)])
+            (instance,) = await ctx.create([worker_spec(ctx, "worker", worker, cpus=cpus)])
             try:
                 return record_run(ctx, worker, instance, placement=placement)
             finally:
@@ -62,6 +79,26 @@ async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement:
     else:
         ctx.log("info", "adaptive", f"coefficient of variation {cv:.1%} within {worker.target_cv:.1%} "
                 f"after {runs} runs at {where}")
+
+
+def worker_spec(ctx: RunContext, role: str, worker: Worker, *, cpus: str | None = None,
+                start_at: float | None = None) -> InstanceSpec:
+    """A spec of one worker run to its exit: its output captured when it is measured by output, and a real
+    tool's stderr with it (lmbench, UnixBench's programs and stress-ng print their results there)."""
+    return ctx.spec(role, worker, "exit", cpus=cpus, capture_output=worker.measure == "output",
+                    capture_stderr=worker.output != "probe", start_at=start_at)
+
+
+def check_worker_runs(suite: Suite, backend: Backend) -> None:
+    """BackendError, before anything is created, when the backend cannot run the suite's programs as written."""
+    for role, program in (("worker", suite.worker), ("background", suite.background), ("attacker", suite.attacker)):
+        if program is not None and program.tool is not None and HOST_TOOL not in backend.capabilities:
+            raise BackendError(f"backend {backend.name} cannot run a tool from the host ({role}.tool = "
+                               f"{program.tool!r}); the process backend can, and docker runs a tool in an image "
+                               f"({role}.image)")
+    if suite.worker is not None and suite.worker.output != "probe" and STDERR not in backend.capabilities:
+        raise BackendError(f"backend {backend.name} cannot capture a worker's stderr, where {suite.worker.output} "
+                           "prints its results (worker.output); the process and docker backends can")
 
 
 def worst_cv(readings: list[Reading]) -> float:
@@ -88,7 +125,7 @@ def record_run(ctx: RunContext, worker: Worker, instance: Instance, *, placement
         raise BackendError(f"backend {ctx.backend.name} returned no output for {instance.name}")
     else:
         try:
-            readings = parse_probe_output(instance.output)
+            readings = PARSERS[worker.output](instance.output)
         except ParseError as exc:
             raise BackendError(f"worker {instance.name} ({worker.program or worker.image}): {exc}") from None
     for r in readings:

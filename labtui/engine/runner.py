@@ -19,6 +19,7 @@ from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
 from labtui.engine.kinds import kinds
+from labtui.engine.measure import check_worker_runs
 from labtui.core.events import HostFacts, SessionEnded, SessionStarted
 from labtui.hosts.base import Host, HostError
 from labtui.lifecycle.liveness import session_lock
@@ -102,6 +103,7 @@ class SessionRunner:
         try:
             if kind is None:
                 raise ValueError(f"suite kind {ctx.suite.kind!r} is not supported; supported: {', '.join(kinds())}")
+            check_worker_runs(ctx.suite, ctx.backend)
             await self._record_facts()
             await ctx.backend.prepare(_programs(ctx.suite))
             await ctx.backend.prepare_images(_images(ctx.suite))

@@ -33,6 +33,7 @@ from labtui.suites.model import (
     SUITE_NAME_PATTERN,
     SUPPORTED_KINDS,
     WORKER_MEASURES,
+    WORKER_OUTPUTS,
     Concurrent,
     Creation,
     Fairshare,
@@ -166,6 +167,7 @@ _PROGRAM = {
     ),
     "image": _text("a non-empty string", bool, None),
     "args": _STRINGS,
+    "tool": _text("an absolute path of an executable on the host", lambda v: v.startswith("/") and len(v) > 1, None),
 }
 _SCHEMA: dict[str, dict[str, _Key]] = {
     "suite": {
@@ -183,7 +185,9 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
     },
     "scale": {"start": _integer(0, 0, MAX_STEPS * MAX_PER_STEP), "steps": _integer(1, maximum=MAX_STEPS),
               "per_step": _integer(1, maximum=MAX_PER_STEP)},
-    "worker": {**_PROGRAM, "measure": _one_of(WORKER_MEASURES), "runs": _integer(1, 1), "warmup": _integer(0, 1),
+    "worker": {**_PROGRAM, "measure": _one_of(WORKER_MEASURES),
+               "output": _Key("one of: " + ", ".join(WORKER_OUTPUTS), lambda v: v in WORKER_OUTPUTS, default="probe"),
+               "runs": _integer(1, 1), "warmup": _integer(0, 1),
                "max_runs": _integer(1, None), "target_cv": _number(0.001, 1.0, None)},
     "background": _PROGRAM,
     "attacker": _PROGRAM,
@@ -361,10 +365,27 @@ def _program(raw: dict[str, Any], name: str, cls: type[Program], src: _Source) -
     if name not in raw:
         return None
     values = _table(raw, name, src)
-    if (values["program"] is None) == (values["image"] is None):
-        raise src.error((name,), "give exactly one of program (a probe name) or image")
+    if sum(values[key] is not None for key in ("program", "image", "tool")) != 1:
+        raise src.error((name,), "give exactly one of program (a probe name), image, or tool (a real tool's path "
+                                 "on the host)")
     _check_probe(values["program"], (name, "program"), src)
-    return cls(**values)
+    program = cls(**values)
+    if isinstance(program, Worker):
+        _check_output(program, src)
+    return program
+
+
+def _check_output(worker: Worker, src: _Source) -> None:
+    """A real tool's parser reads a real tool's output: the worker must be a tool or an image, measured by output."""
+    if worker.output == "probe":
+        return
+    if worker.measure != "output":
+        raise src.error(("worker", "output"), f'output = "{worker.output}" reads what the worker prints: '
+                                              'it needs measure = "output"')
+    if worker.program is not None:
+        raise src.error(("worker", "output"), f"program {worker.program!r} is a labtui probe, which prints probe "
+                                              f'lines: output = "{worker.output}" reads a real tool, named by tool '
+                                              "(on the host) or image")
 
 
 def _check_probe(program: str | None, path: tuple[str, str], src: _Source) -> None:
@@ -437,9 +458,10 @@ def _check_creation(scale: Scale | None, worker: Worker | None, src: _Source) ->
     if scale.per_step != 1:
         raise src.error(("scale", "per_step"),
                         f"a creation suite creates one instance per step: expected 1, got {scale.per_step}")
-    if worker.image is not None:
-        raise src.error(("worker", "image"), "a creation suite runs its worker as a probe on the host "
-                                             "or in instances: give program, not image")
+    for key in ("image", "tool"):
+        if getattr(worker, key) is not None:
+            raise src.error(("worker", key), "a creation suite runs its worker as a probe on the host "
+                                             f"or in instances: give program, not {key}")
 
 
 def _fairshare(raw: dict[str, Any], head: dict[str, Any], src: _Source) -> Fairshare:

@@ -15,6 +15,9 @@ SUPPORTED_KINDS = ("scaling", "isolation", "concurrent", "creation", "fairshare"
 #: JSON lines the worker prints ({"benchmark", "metric", "value", "unit", "better"}),
 #: "load" what a load tool on the host reads from the worker serving on a port.
 WORKER_MEASURES = ("boot", "output", "load")
+#: How a worker's output is read: labtui's probe lines, or a real tool's own output (stdout and stderr),
+#: by the parsers of ``labtui.parsers``.
+WORKER_OUTPUTS = ("probe", "lmbench", "unixbench", "sysbench", "stress-ng")
 #: Load tools a "load" worker measure can run on the host.
 LOAD_TOOLS = ("wrk", "redis-benchmark")
 #: Suite kinds whose worker may be a service measured by a load tool (a fresh one per measured run).
@@ -49,11 +52,13 @@ class Scale:
 
 @dataclass(frozen=True, slots=True)
 class Program:
-    """What an instance runs: a probe (``program``) or an image, never both."""
+    """What an instance runs: a probe (``program``), an image, or a real tool on the host (``tool``, an
+    absolute path, run with ``args``); exactly one of them."""
 
     program: str | None = None
     image: str | None = None
     args: tuple[str, ...] = ()
+    tool: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,8 @@ class Worker(Program):
     """The measured instance, started ``runs`` times at every step."""
 
     measure: str = "boot"
+    #: With measure = "output": which parser reads the output (one of WORKER_OUTPUTS).
+    output: str = "probe"
     runs: int = 1
     #: Adaptive runs: after ``runs``, one more run at a time while any metric's
     #: coefficient of variation at this step is above ``target_cv``, up to

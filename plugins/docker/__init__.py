@@ -29,6 +29,7 @@ from labtui.backends.kit import (
     MEM_LIMIT,
     NETWORKING,
     PINNING,
+    STDERR,
     TMPFS,
     Availability,
     Backend,
@@ -79,7 +80,7 @@ class DockerBackend(Backend):
     """Instances are containers created, found and removed through the Engine API."""
 
     name = "docker"
-    capabilities = frozenset({PINNING, CPU_LIMIT, CPU_WEIGHT, MEM_LIMIT, TMPFS, EXEC, NETWORKING})
+    capabilities = frozenset({PINNING, CPU_LIMIT, CPU_WEIGHT, MEM_LIMIT, TMPFS, EXEC, NETWORKING, STDERR})
     max_parallel_creates = 8
     #: Seconds ``docker stop`` waits between SIGTERM and SIGKILL when destroying.
     stop_grace_s = 2
@@ -208,9 +209,11 @@ class DockerBackend(Backend):
                     ports = await self._ports(container_id) if spec.ports else {}
                     output = None
                     if spec.capture_output and spec.wait == "exit":
-                        output = await self._log(docker, container_id)
+                        output = await self._log(docker, container_id, stdout=True, stderr=spec.capture_stderr)
+                        if spec.capture_stderr and runat is not None:
+                            output = runat_tool.program_stderr(output)
                     if runat is not None and spec.wait == "exit":
-                        stderr = await self._log(docker, container_id, stderr=True)
+                        stderr = await self._log(docker, container_id, stdout=False, stderr=True)
                         times = held.runat_times(stderr, f"container {container_id[:12]} from {image}")
             except TimeoutError:
                 await self._remove_quietly(container_id)
@@ -308,10 +311,11 @@ class DockerBackend(Backend):
             self._known_images.add(spec.image)
         return spec.image, list(spec.args) if spec.args else None
 
-    async def _log(self, docker: aiodocker.Docker, container_id: str, *, stderr: bool = False) -> str:
-        """What an exited container printed on stdout (or stderr), from the engine's log of it."""
+    async def _log(self, docker: aiodocker.Docker, container_id: str, *, stdout: bool, stderr: bool) -> str:
+        """What an exited container printed on stdout, stderr or both (in the order written), from the engine's
+        log of it."""
         try:
-            lines = await docker.containers.container(container_id).log(stdout=not stderr, stderr=stderr)
+            lines = await docker.containers.container(container_id).log(stdout=stdout, stderr=stderr)
         except aiodocker.DockerError as exc:
             raise self.engine.error(f"reading the output of {container_id[:12]}", exc) from exc
         return "".join(lines)

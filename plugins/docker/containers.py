@@ -82,6 +82,9 @@ def create_body(spec: InstanceSpec, image: str, cmd: list[str] | None,
 
 def validate(spec: InstanceSpec) -> None:
     """Refuse a spec the docker backend cannot honour, with the reason."""
+    if spec.tool is not None:
+        raise BackendError(f"docker backend runs programs in images, not tools from the host ({spec.tool!r}): "
+                           "put the tool in an image and name it with image and args")
     if bool(spec.program) == bool(spec.image):
         raise BackendError("docker backend needs exactly one of spec.program (a probe) or spec.image")
     if spec.wait not in ("ready", "exit"):

@@ -33,7 +33,9 @@ from labtui.backends.kit import (
     CPU_LIMIT,
     CPU_WEIGHT,
     EXEC,
+    HOST_TOOL,
     PINNING,
+    STDERR,
     Availability,
     Backend,
     BackendError,
@@ -75,7 +77,7 @@ class ProcessBackend(Backend):
     """Instances are process trees started, found and ended by labtui-agent."""
 
     name = "process"
-    capabilities = frozenset({PINNING, CPU_WEIGHT, CPU_LIMIT, EXEC})
+    capabilities = frozenset({PINNING, CPU_WEIGHT, CPU_LIMIT, EXEC, HOST_TOOL, STDERR})
     max_parallel_creates = 32
     #: Seconds between SIGTERM and SIGKILL when destroying.
     stop_grace_s = 2.0
@@ -200,7 +202,6 @@ class ProcessBackend(Backend):
     async def _spawn(self, specs: list[InstanceSpec]) -> list[Instance]:
         """Start one batch (specs identical but for the instance label) with one agent call."""
         first = specs[0]
-        assert first.program is not None
         argv = [await self._agent(), "spawn", "--session", first.labels.session, "--role", first.labels.role]
         argv += ["--wait", first.wait]
         if first.wait == "exit":
@@ -215,10 +216,10 @@ class ProcessBackend(Backend):
             argv += ["--cpu-cap", f"{first.cpu_cap:.6f}"]
         output_path = await self._output_path(first) if first.capture_output else None
         if output_path:
-            argv += ["--stdout", output_path]
+            argv += ["--stdout", output_path, *(["--stderr-too"] if first.capture_stderr else [])]
         for spec in specs:
             argv += ["--instance", spec.labels.instance]
-        argv += ["--", await self._program(first.program), *first.args]
+        argv += ["--", first.tool or await self._program(first.program or ""), *first.args]
         try:
             result = await self._run_agent(argv, timeout=first.timeout_s + AGENT_SLACK_S)
         except BackendError:
@@ -237,7 +238,7 @@ class ProcessBackend(Backend):
         await self._destroy_quietly(created)
         errors = [f"{fields[1]}: {fields[2]}" for fields in records if fields[0] == "error"]
         detail = "; ".join(errors) or last_line(result.stderr)
-        raise BackendError(f"process backend on host {self.host.name}: starting {first.program}: {detail}")
+        raise BackendError(f"process backend on host {self.host.name}: starting {first.tool or first.program}: {detail}")
 
     async def _kill(self, session: str, handles: list[str], force: bool) -> list[str]:
         """Kill one batch of handles; return the agent's refusals and failures."""
@@ -361,8 +362,13 @@ BACKEND = ProcessBackend
 def _validate(spec: InstanceSpec) -> None:
     if spec.image:
         raise BackendError(f"process backend runs probes, not images: got image {spec.image!r}")
-    if not spec.program:
-        raise BackendError("process backend needs spec.program, the name of a probe such as 'sleeper'")
+    if bool(spec.program) == bool(spec.tool):
+        raise BackendError("process backend needs one of spec.program, the name of a probe such as 'sleeper', "
+                           "or spec.tool, the absolute path of a program on the host")
+    if spec.tool is not None and (not spec.tool.startswith("/") or any(c in spec.tool for c in "\t\n\0")):
+        raise BackendError(f"process backend: spec.tool must be an absolute path on the host, not {spec.tool!r}")
+    if spec.capture_stderr and not spec.capture_output:
+        raise BackendError("process backend: capture_stderr goes with capture_output")
     if spec.mem_limit_bytes is not None:
         raise BackendError("process backend cannot limit memory: it has no mem_limit capability")
     if spec.wait not in ("ready", "exit"):
@@ -395,8 +401,8 @@ def _batches(specs: list[InstanceSpec]) -> list[list[InstanceSpec]]:
     """
     groups: dict[tuple, list[InstanceSpec]] = {}
     for index, spec in enumerate(specs):
-        key = (spec.labels.session, spec.labels.role, spec.program, spec.args, spec.cpus, spec.wait, spec.timeout_s,
-               spec.capture_output, spec.start_at, spec.cpu_weight, spec.cpu_cap)
+        key = (spec.labels.session, spec.labels.role, spec.program, spec.tool, spec.args, spec.cpus, spec.wait,
+               spec.timeout_s, spec.capture_output, spec.capture_stderr, spec.start_at, spec.cpu_weight, spec.cpu_cap)
         alone = spec.wait == "exit" or spec.capture_output
         groups.setdefault(key + ((index,) if alone else ()), []).append(spec)
     return [chunk for group in groups.values() for chunk in chunks(group, SPAWN_BATCH)]

@@ -12,7 +12,7 @@
  *
  *   spawn --session S --role R --instance ID [--instance ID2 ...]
  *         [--cpus LIST] [--wait ready|exit] [--isolate auto|none]
- *         [--timeout SECONDS] [--stdout FILE] [--start-at WALL_NS]
+ *         [--timeout SECONDS] [--stdout FILE [--stderr-too]] [--start-at WALL_NS]
  *         [--cpu-weight 1-10000] [--cpu-cap CPUS] -- PROGRAM [ARGS...]
  *       instance  ID  PID  WALL_NS  BOOT_NS  ISOLATION            (--wait ready)
  *       exit      ID  PID  WALL_NS  BOOT_NS  EXIT_CODE  ISOLATION (--wait exit)
@@ -28,7 +28,9 @@
  *     grace period of a cgroup move; else the v1 pids controller's, joined
  *     by writing cgroup.procs (see fork_into_cgroup).
  *     --stdout sends the instance's stdout to FILE (created 0600, truncated)
- *     instead of /dev/null; it takes a single --instance.  --start-at makes
+ *     instead of /dev/null; it takes a single --instance.  --stderr-too sends
+ *     its stderr to that FILE as well, as one stream (real tools such as
+ *     lmbench print their results on stderr).  --start-at makes
  *     the instance wait until CLOCK_REALTIME reaches WALL_NS before exec, so
  *     instances spawned by separate calls start together (BOOT_NS includes
  *     the wait).  --cpu-weight (cgroup v2's cpu.weight scale, 100 is the
@@ -1070,6 +1072,7 @@ struct spawn_options {
     int isolate;
     double timeout_s;
     const char *stdout_path; /* NULL: /dev/null */
+    int stderr_too;          /* stderr to stdout_path as well */
     int64_t start_at_ns;     /* CLOCK_REALTIME to exec at; 0: at once */
     int cpu_weight;          /* cpu.weight scale, 1-10000; 0: none */
     double cpu_cap;          /* CPUs; 0: none */
@@ -1163,7 +1166,7 @@ __attribute__((noreturn)) static void run_instance(const struct spawn_options *o
         int out = open(o->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
         if (out < 0)
             report_failure(status_fd, "open --stdout", errno);
-        if (dup2(out, 1) < 0)
+        if (dup2(out, 1) < 0 || (o->stderr_too && dup2(out, 2) < 0))
             report_failure(status_fd, "dup2", errno);
         close(out);
     }
@@ -1394,7 +1397,8 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         {"wait", required_argument, NULL, 'w'},    {"isolate", required_argument, NULL, 'I'},
         {"timeout", required_argument, NULL, 't'}, {"stdout", required_argument, NULL, 'o'},
         {"start-at", required_argument, NULL, 'S'}, {"cpu-weight", required_argument, NULL, 'W'},
-        {"cpu-cap", required_argument, NULL, 'C'},  {NULL, 0, NULL, 0},
+        {"cpu-cap", required_argument, NULL, 'C'},  {"stderr-too", no_argument, NULL, 'E'},
+        {NULL, 0, NULL, 0},
     };
     int opt;
     memset(o, 0, sizeof *o);
@@ -1423,6 +1427,7 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
             break;
         case 't': o->timeout_s = atof(optarg); break;
         case 'o': o->stdout_path = optarg; break;
+        case 'E': o->stderr_too = 1; break;
         case 'S': o->start_at_ns = strtoll(optarg, NULL, 10); break;
         case 'W': o->cpu_weight = parse_weight(optarg); break;
         case 'C': o->cpu_cap = parse_cap(optarg); break;
@@ -1438,6 +1443,8 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         usage_error("spawn: --timeout must be positive");
     if (o->stdout_path && o->n_instances != 1)
         usage_error("spawn: --stdout takes exactly one --instance");
+    if (o->stderr_too && !o->stdout_path)
+        usage_error("spawn: --stderr-too needs --stdout FILE");
     if (o->start_at_ns < 0)
         usage_error("spawn: --start-at must be a CLOCK_REALTIME time in nanoseconds");
 }

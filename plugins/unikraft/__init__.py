@@ -191,6 +191,8 @@ class UnikraftBackend(Backend):
             raise BackendError(f"unikraft backend: wait must be 'ready' or 'exit', not {spec.wait!r}")
         if spec.start_at is not None:
             raise BackendError("unikraft backend cannot hold a unikernel's start until a given time (start_at)")
+        if spec.tool is not None or spec.capture_stderr:
+            raise BackendError("unikraft backend boots unikernels: no tool from the host, no stderr capture")
         if bool(spec.program) == bool(spec.image):
             raise BackendError("unikraft backend needs exactly one of spec.program (a test kernel) or spec.image")
         bad = [p for p in spec.ports if not 0 < p < 65536]

@@ -339,6 +339,9 @@ def credit_params(spec: InstanceSpec) -> tuple[int | None, int | None]:
 
 
 def _validate(spec: InstanceSpec) -> None:
+    if spec.tool is not None or spec.capture_stderr:
+        raise BackendError("xen backend runs guest kernels and labtui's probes: no tool from the host, no stderr "
+                           "capture")
     if not spec.image and not spec.program:
         raise BackendError("xen backend: needs spec.image (a guest kernel on Domain-0) or spec.program (a probe)")
     if spec.wait not in ("ready", "exit"):

@@ -303,6 +303,8 @@ BACKEND = ZonesBackend
 
 
 def _validate(spec: InstanceSpec) -> None:
+    if spec.tool is not None or spec.capture_stderr:
+        raise BackendError("zones backend runs labtui's probes in zones: no tool from the host, no stderr capture")
     if spec.cpus:
         raise BackendError("zones backend: no pinning to CPUs (a zone gets CPUs through a pool, which labtui "
                            "does not configure); cpu_cap and cpu_weight are honoured")

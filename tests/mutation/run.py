@@ -84,6 +84,14 @@ TARGETS = {t.name: t for t in (
            ("tests/test_suites.py", "-k", "not run_with and not suites_command"),
            functions=("_is_int", "_is_number", "_is_cpu_list", "_printable", "_value", "_check_creation",
                       "_fairshare", "_parse_override", "_apply")),
+    # the store's flush (buffer, one transaction, when to flush) and its intent journal (the instance rows
+    # opened before a create and closed after a destroy)
+    Target("store-writer", "labtui/store/writer.py", ("tests/test_store.py",),
+           functions=("StoreWriter.add", "StoreWriter.flush", "StoreWriter.consume", "StoreWriter._urgent",
+                      "StoreWriter._write", "StoreWriter._upsert", "StoreWriter._session_started",
+                      "StoreWriter._session_ended", "StoreWriter._step_started", "StoreWriter._step_ended",
+                      "StoreWriter._instance_creating", "StoreWriter._instance_ready",
+                      "StoreWriter._instance_destroyed", "StoreWriter._instance_destroying", "_next_event")),
     Target("docker-label-filter", "plugins/docker/__init__.py",
            ("tests/test_docker_backend.py::test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_"
             "labelled_containers",), functions=("DockerBackend.list",)),
