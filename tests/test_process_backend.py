@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 import re
 import secrets
 import shutil
@@ -196,6 +197,23 @@ async def test_wait_exit_times_out_and_leaves_nothing(lab: Lab) -> None:
     with pytest.raises(BackendError, match="did not exit within 0.3 s"):
         await lab.backend.create(spec)
     assert await lab.backend.list(session) == []
+
+
+async def test_a_tool_runs_as_the_child_of_a_reaping_pid_1_with_its_stderr_captured(lab: Lab) -> None:
+    """A real tool is never PID 1 of its instance (lmbench's harness misbehaves there), and its stderr is
+    captured with its stdout when asked."""
+    session = lab.session()
+    spec = InstanceSpec(Labels(session, "worker", "t0"), tool="/bin/sh", args=("-c", "echo pid=$$; echo err >&2"),
+                        wait="exit", capture_output=True, capture_stderr=True)
+    instance = await lab.backend.create(spec)
+    assert instance.exit_code == 0
+    lines = (instance.output or "").splitlines()
+    assert lines[1] == "err", lines
+    assert lines[0].startswith("pid=") and lines[0] != "pid=1", lines
+    if "pidns" in await lab.backend.isolation():
+        assert lines[0] == "pid=2", lines  # the reaping PID 1, then the tool
+    quiet = await lab.backend.create(replace(spec, labels=Labels(session, "worker", "t1"), capture_stderr=False))
+    assert (quiet.output or "").splitlines() == lines[:1]
 
 
 async def test_specs_the_backend_cannot_serve_are_refused(lab: Lab) -> None:

@@ -127,7 +127,7 @@ def record_run(ctx: RunContext, worker: Worker, instance: Instance, *, placement
         try:
             readings = PARSERS[worker.output](instance.output)
         except ParseError as exc:
-            raise BackendError(f"worker {instance.name} ({worker.program or worker.image}): {exc}") from None
+            raise BackendError(f"worker {instance.name} ({worker.program or worker.image or worker.tool}): {exc}") from None
     for r in readings:
         ctx.result(r.benchmark, r.metric, r.value, r.unit, r.better, instance.labels.instance, placement=placement)
     return readings

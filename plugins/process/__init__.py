@@ -217,6 +217,8 @@ class ProcessBackend(Backend):
         output_path = await self._output_path(first) if first.capture_output else None
         if output_path:
             argv += ["--stdout", output_path, *(["--stderr-too"] if first.capture_stderr else [])]
+        if first.tool:  # a real tool may count on what a process that is not PID 1 gets (see the agent's --init)
+            argv += ["--init"]
         for spec in specs:
             argv += ["--instance", spec.labels.instance]
         argv += ["--", first.tool or await self._program(first.program or ""), *first.args]

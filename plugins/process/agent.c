@@ -12,7 +12,7 @@
  *
  *   spawn --session S --role R --instance ID [--instance ID2 ...]
  *         [--cpus LIST] [--wait ready|exit] [--isolate auto|none]
- *         [--timeout SECONDS] [--stdout FILE [--stderr-too]] [--start-at WALL_NS]
+ *         [--timeout SECONDS] [--stdout FILE [--stderr-too]] [--start-at WALL_NS] [--init]
  *         [--cpu-weight 1-10000] [--cpu-cap CPUS] -- PROGRAM [ARGS...]
  *       instance  ID  PID  WALL_NS  BOOT_NS  ISOLATION            (--wait ready)
  *       exit      ID  PID  WALL_NS  BOOT_NS  EXIT_CODE  ISOLATION (--wait exit)
@@ -30,7 +30,9 @@
  *     --stdout sends the instance's stdout to FILE (created 0600, truncated)
  *     instead of /dev/null; it takes a single --instance.  --stderr-too sends
  *     its stderr to that FILE as well, as one stream (real tools such as
- *     lmbench print their results on stderr).  --start-at makes
+ *     lmbench print their results on stderr).  --init runs the program as the
+ *     child of a reaping PID 1 instead of as PID 1 (see run_under_init).
+ *     --start-at makes
  *     the instance wait until CLOCK_REALTIME reaches WALL_NS before exec, so
  *     instances spawned by separate calls start together (BOOT_NS includes
  *     the wait).  --cpu-weight (cgroup v2's cpu.weight scale, 100 is the
@@ -1073,6 +1075,7 @@ struct spawn_options {
     double timeout_s;
     const char *stdout_path; /* NULL: /dev/null */
     int stderr_too;          /* stderr to stdout_path as well */
+    int init;                /* PID 1 reaps, the program is its child */
     int64_t start_at_ns;     /* CLOCK_REALTIME to exec at; 0: at once */
     int cpu_weight;          /* cpu.weight scale, 1-10000; 0: none */
     double cpu_cap;          /* CPUs; 0: none */
@@ -1143,6 +1146,33 @@ static void default_signals(void)
         signal(sig, SIG_DFL);
 }
 
+/* --init: the instance's PID 1 stays a reaper, as an init does, and the program
+ * runs as its child.  As PID 1 of a pid namespace a program gets no default
+ * action for signals sent to it and inherits every orphan: real tools that
+ * rely on either misbehave (lmbench's harness ran lat_syscall 50x longer and
+ * lat_proc fork printed nothing).  Exits with the program's status (128 + the
+ * signal that ended it).  Never returns. */
+__attribute__((noreturn)) static void run_under_init(char **program, int status_fd)
+{
+    pid_t child = fork();
+    if (child < 0)
+        report_failure(status_fd, "fork", errno);
+    if (child == 0) {
+        execvp(program[0], program);
+        report_failure(status_fd, "exec", errno);
+    }
+    close(status_fd); /* the child's copy reports its exec, closing on success */
+    int status = 0;
+    for (;;) {
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid == child)
+            break;
+        if (pid < 0 && errno != EINTR)
+            _exit(127);
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
 /* The instance itself: its own session, labels in the environment, stdio on
  * /dev/null, default signal handling, then exec.  Never returns. */
 __attribute__((noreturn)) static void run_instance(const struct spawn_options *o, const struct labels *labels,
@@ -1175,6 +1205,8 @@ __attribute__((noreturn)) static void run_instance(const struct spawn_options *o
         while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
             ;
     }
+    if (o->init)
+        run_under_init(o->program, status_fd);
     execvp(o->program[0], o->program);
     report_failure(status_fd, "exec", errno);
 }
@@ -1398,7 +1430,7 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         {"timeout", required_argument, NULL, 't'}, {"stdout", required_argument, NULL, 'o'},
         {"start-at", required_argument, NULL, 'S'}, {"cpu-weight", required_argument, NULL, 'W'},
         {"cpu-cap", required_argument, NULL, 'C'},  {"stderr-too", no_argument, NULL, 'E'},
-        {NULL, 0, NULL, 0},
+        {"init", no_argument, NULL, 'N'},          {NULL, 0, NULL, 0},
     };
     int opt;
     memset(o, 0, sizeof *o);
@@ -1428,6 +1460,7 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         case 't': o->timeout_s = atof(optarg); break;
         case 'o': o->stdout_path = optarg; break;
         case 'E': o->stderr_too = 1; break;
+        case 'N': o->init = 1; break;
         case 'S': o->start_at_ns = strtoll(optarg, NULL, 10); break;
         case 'W': o->cpu_weight = parse_weight(optarg); break;
         case 'C': o->cpu_cap = parse_cap(optarg); break;
