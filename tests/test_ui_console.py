@@ -239,3 +239,29 @@ async def test_a_suite_without_a_backend_brings_the_default_back(lab: Path) -> N
         dialog.query_one("#profile", Select).value = "quick"
         await pilot.pause(0.5)
         assert backend.value == "docker"
+
+
+async def test_an_unusable_default_backend_stays_chosen_with_its_reason_and_start_refuses_it(lab: Path) -> None:
+    """The dialog never switches a run to another backend unasked: process unusable stays selected, shows why,
+    and Start names the reason instead of starting on docker."""
+    from textual.widgets import Select, Static
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.choices import BackendChoice
+    from labtui.ui.start_dialog import StartDialog
+
+    async def check(host: str) -> list[BackendChoice]:
+        return [BackendChoice("process", False, "no C compiler"), BackendChoice("docker", True, "engine 28")]
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = StartDialog([("boot-scaling  (scaling)", "boot-scaling")], ["local"], check, suite="boot-scaling")
+        await app.push_screen(dialog)
+        backend = dialog.query_one("#backend", Select)
+        await wait_for(pilot, lambda: bool(dialog.choices), 10, "the backend checks")
+        await pilot.pause(0.3)
+        assert backend.value == "process"
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.3)
+        assert app.screen is dialog  # not started
+        assert "no C compiler" in str(dialog.query_one("#start-error", Static).render())

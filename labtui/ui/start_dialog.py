@@ -119,13 +119,14 @@ class StartDialog(ModalScreen[StartRequest | None]):
         self.show_backends(choices)
 
     def show_backends(self, choices: Sequence[BackendChoice]) -> None:
-        """List backends, usable first; keep the preferred one selected when it is usable."""
+        """List backends, usable first; keep the preferred one selected, usable or not (an unusable one shows
+        its reason, and Start refuses it), rather than switch the run to another backend unasked."""
         self.choices = {c.name: c for c in choices}
         ordered = sorted(choices, key=lambda c: (not c.usable, c.name))
         select = self.query_one("#backend", Select)
         select.set_options([(c.label, c.name) for c in ordered])
         usable = [c.name for c in ordered if c.usable]
-        pick = self._backend if self._backend in usable else (usable[0] if usable else None)
+        pick = self._backend if self._backend in self.choices else (usable[0] if usable else None)
         if pick is not None:
             select.value = pick
         select.prompt = "backend" if choices else "no backend found"
@@ -184,8 +185,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
             # a new suite brings its own backend, or the default back; a profile change keeps the choice
             self._new_suite = False
             self._backend = suite.backend or self._default_backend  # preferred once the backends are checked
-            choice = self.choices.get(self._backend)
-            if choice is not None and choice.usable:
+            if self._backend in self.choices:
                 self.query_one("#backend", Select).value = self._backend
         no_scale = suite is not None and suite.scale is None
         for key, input_id in INPUT_IDS.items():
