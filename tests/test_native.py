@@ -126,3 +126,14 @@ async def test_a_source_that_asks_for_dynamic_linking_gets_it(runtime: Path, tmp
     source = tmp_path / "dyn.c"
     source.write_text("/* labtui-build: dynamic */\nint main(void) { return 5; }\n")
     assert is_dynamic(await ensure_program(host, source, "dyn"))
+
+
+async def test_first_builds_at_once_all_succeed(runtime: Path) -> None:
+    """The console checks a backend while its sampler lists instances: two first builds of the agent at once,
+    from two host objects, in one process.  Their copies of the source must not share a temporary name."""
+    from labtui.backends.base import builtin_plugins_dir
+
+    source = builtin_plugins_dir() / "process" / "agent.c"
+    built = await asyncio.gather(*(ensure_program(LocalHost(), source, "labtui-agent") for _ in range(4)))
+    assert len(set(built)) == 1 and os.access(built[0], os.X_OK)
+    assert [p.name for p in (runtime / "src").iterdir()] == [Path(built[0]).name + ".c"]  # no temporary left

@@ -243,6 +243,11 @@ async def test_file_round_trip_by_sftp_or_over_exec(lab: Lab, monkeypatch: pytes
     await host.get_file(remote, str(lab.tmp / "back" / "copy.bin"))
     assert (lab.tmp / "back" / "copy.bin").read_bytes() == data
     assert sorted(p.name for p in remote_dir.iterdir()) == ["copy.bin"]  # no temporary name left
+    # the same file to the same path four times at once (two builds of one program), and back four times
+    await asyncio.gather(*(host.put_file(str(lab.tmp / "src.bin"), remote, mode=0o755) for _ in range(4)))
+    await asyncio.gather(*(host.get_file(remote, str(lab.tmp / "back" / "copy.bin")) for _ in range(4)))
+    assert (lab.tmp / "back" / "copy.bin").read_bytes() == data
+    assert sorted(p.name for p in remote_dir.iterdir()) == ["copy.bin"]
     assert sorted(p.name for p in (lab.tmp / "back").iterdir()) == ["copy.bin"]
     with pytest.raises(HostError, match="host h2: .*(No such file|nope)"):
         await host.get_file(str(lab.tmp / "nope"), str(lab.tmp / "nope2"))

@@ -6,6 +6,7 @@ import asyncio
 import os
 import platform
 import shutil
+import secrets
 import signal
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -114,7 +115,7 @@ def _kill_group(pid: int) -> None:
 
 def _copy(src: str, dst: str, mode: int) -> None:
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    tmp = f"{dst}.tmp-{os.getpid()}"
+    tmp = f"{dst}.tmp-{os.getpid()}-{secrets.token_hex(4)}"  # two copies to one path at once each get their own
     shutil.copyfile(src, tmp)
     os.chmod(tmp, mode)
     os.replace(tmp, dst)

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import getpass
 import os
+import secrets
 import shlex
 import shutil
 import tempfile
@@ -426,7 +427,7 @@ class SSHHost(Host):
         Through SFTP where the host offers it, else over an exec channel (size
         and SHA-256 checked); what the host supports is remembered per host.
         """
-        partial = f"{remote_path}.labtui-{os.getpid()}-{id(self):x}.partial"
+        partial = f"{remote_path}.labtui-{os.getpid()}-{secrets.token_hex(4)}.partial"
         if await self._sftp_supported():
             async with self._sftp() as sftp:
                 if sftp is not None:
@@ -450,7 +451,7 @@ class SSHHost(Host):
     async def get_file(self, remote_path: str, local_path: str) -> None:
         """Copy remote_path to local_path (through a temporary name), by SFTP or over an exec channel."""
         Path(local_path).parent.mkdir(parents=True, exist_ok=True)
-        partial = f"{local_path}.tmp-{os.getpid()}"
+        partial = f"{local_path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
         try:
             if await self._sftp_supported():
                 async with self._sftp() as sftp:
