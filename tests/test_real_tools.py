@@ -195,3 +195,16 @@ async def test_docker_captures_stderr_with_stdout_only_when_asked(runtime_dir: P
             assert "labtui-runat\t" not in (instance.output or "")
     finally:
         await backend.destroy_many(await backend.list(session), force=True)
+
+
+def test_a_tool_that_fails_fails_the_run_with_its_own_last_words(tmp_path: Path, runtime_dir: Path) -> None:
+    worker = ('tool = "/bin/sh"\nargs = ["-c", "echo starting; echo stress-ng: no such stressor >&2; exit 3"]\n'
+              'measure = "output"\noutput = "stress-ng"\nwarmup = 0\n')
+    db = tmp_path / "lab.duckdb"
+    run = subprocess.run([sys.executable, "-m", "labtui", "run", str(write_suite(tmp_path, worker)),
+                          "--set", "sampling.quiet_timeout_s=0", "--db", str(db)],
+                         env={**os.environ, "COLUMNS": "300"}, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "exited with code 3: starting / stress-ng: no such stressor" in run.stdout + run.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("select status from sessions").fetchone() == ("failed",)

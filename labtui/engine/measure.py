@@ -116,7 +116,9 @@ def record_run(ctx: RunContext, worker: Worker, instance: Instance, *, placement
     BackendError when the run failed or measured nothing.
     """
     if instance.exit_code not in (None, 0):
-        raise BackendError(f"worker {instance.name} exited with code {instance.exit_code}")
+        said = (instance.output or "").strip().splitlines()[-3:]  # a real tool says why on its last lines
+        raise BackendError(f"worker {instance.name} exited with code {instance.exit_code}"
+                           + (": " + " / ".join(said) if said else ""))
     if worker.measure == "boot":
         if instance.boot_s is None:
             raise BackendError(f"backend {ctx.backend.name} measured no boot time for {instance.name}")
