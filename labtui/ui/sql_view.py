@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -117,19 +117,17 @@ def displayable(table: pa.Table) -> pa.Table:
 
 
 class SqlEditor(TextArea):
-    """The SQL editor: `esc` leaves it for the result grid (a code editor's own esc only moves to the next widget)."""
+    """The SQL editor: `esc` leaves it for the result grid (a code editor's own esc only moves to the next
+    widget), and the footer says so while typing."""
 
-    async def _on_key(self, event: events.Key) -> None:
-        if event.key == "escape":
-            event.stop()
-            event.prevent_default()
-            for ancestor in self.ancestors:
-                if isinstance(ancestor, SqlPane):
-                    ancestor.query_one("#result").focus()
-                    return
-            self.screen.focus_next()
-            return
-        await super()._on_key(event)
+    BINDINGS = [Binding("escape", "leave", "to results", priority=True)]
+
+    def action_leave(self) -> None:
+        for ancestor in self.ancestors:
+            if isinstance(ancestor, SqlPane):
+                ancestor.query_one("#result").focus()
+                return
+        self.screen.focus_next()
 
 
 @cache
