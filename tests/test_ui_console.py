@@ -69,9 +69,12 @@ async def test_start_dialog_names_the_bad_key_and_lists_backends(lab: Path) -> N
         bad.write_text("[suite]\nname = \"x\"\nkind = \"scaling\"\nrepetitions = \"many\"\n")
         dialog.query_one("#per-step", Input).value = ""
         dialog.query_one("#suite-file", Input).value = str(bad)
+        await wait_for(pilot, lambda: dialog.query_one("#suite", Select).disabled, 5, "the list greyed out")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: "bad.toml" in str(error.content), 10, "the file error")
         assert "repetitions" in str(error.content)
+        dialog.query_one("#suite-file", Input).value = ""  # the list is the choice again
+        await wait_for(pilot, lambda: not dialog.query_one("#suite", Select).disabled, 5, "the list back")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, StartDialog), 5, "the dialog to close")
         assert not app.run_view.active

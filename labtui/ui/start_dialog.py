@@ -140,8 +140,13 @@ class StartDialog(ModalScreen[StartRequest | None]):
 
     # --- suite defaults as placeholders -----------------------------------------------------
 
-    @on(Select.Changed, "#suite")
     @on(Input.Changed, "#suite-file")
+    def _file_changed(self, event: Input.Changed) -> None:
+        """A typed file wins over the list: the list is greyed out meanwhile, so it never reads as the choice."""
+        self.query_one("#suite", Select).disabled = bool(event.value.strip())
+        self._suite_changed()
+
+    @on(Select.Changed, "#suite")
     def _suite_changed(self) -> None:
         self._new_suite = True  # kept until a run of _placeholders applies it (a newer run cancels an older)
         self._profiles()
