@@ -457,3 +457,60 @@ async def _until(condition, timeout: float = 60.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
         await asyncio.sleep(0.01)
+
+
+# --- what the store-writer mutation run (tests/mutation, target store-writer) found untested ---------
+
+
+async def test_a_checkpoint_is_answered_once_the_rows_before_it_are_committed(tmp_path: Path, monkeypatch) -> None:
+    """The engine awaits a Checkpoint before acting (an intent on disk before its create): the writer must
+    answer it, after committing what came before, and never take it for a row."""
+    from labtui.core.events import Checkpoint
+
+    monkeypatch.setattr(writer_module, "FLUSH_INTERVAL_S", 3600.0)  # only the checkpoint can flush
+    db = tmp_path / "lab.duckdb"
+    writer = StoreWriter.open(db)
+    queue: asyncio.Queue = asyncio.Queue()
+    task = asyncio.create_task(writer.consume(queue))
+    queue.put_nowait(started())
+    queue.put_nowait(InstanceCreating("s1", "i1", "local", "process", "background", "lab-i1", ts=T0 + 1))
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    queue.put_nowait(Checkpoint(done))
+    await asyncio.wait_for(done, 60)
+    assert await asyncio.to_thread(one, db, "SELECT instance_id, state FROM instances") == ("i1", "creating")
+    queue.put_nowait(None)
+    await asyncio.wait_for(task, 60)
+
+
+def test_the_session_config_is_stored_with_sorted_keys(tmp_path: Path) -> None:
+    """Two runs of one suite store the same config text, whatever order the dict was built in."""
+    db = tmp_path / "lab.duckdb"
+    record_events(db, [replace(started(), config={"b": 1, "a": {"d": 2, "c": 3}})])
+    assert one(db, "SELECT config FROM sessions") == ('{"a": {"c": 3, "d": 2}, "b": 1}',)
+
+
+def test_more_than_max_buffer_rows_waiting_is_urgent(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(writer_module, "MAX_BUFFER_ROWS", 3)
+    writer = StoreWriter.open(tmp_path / "lab.duckdb")
+    try:
+        for value in range(3):
+            writer.add(result(float(value), 0))
+        assert not writer._urgent(result(9.0, 0))  # 3 waiting: at the limit, not over it
+        writer.add(result(3.0, 0))
+        assert writer._urgent(result(9.0, 0))
+    finally:
+        writer.close()
+
+
+def test_a_flush_leaves_no_batch_registered_on_its_connection(tmp_path: Path) -> None:
+    """Each flush registers one Arrow batch per table: it must let go of them, or every batch stays in memory."""
+    writer = StoreWriter.open(tmp_path / "lab.duckdb")
+    try:
+        for event in full_session():
+            writer.add(event)
+        writer.flush()
+        assert writer._memory is not None
+        views = writer._memory.execute("SELECT view_name FROM duckdb_views() WHERE view_name LIKE '_labtui%'")
+        assert views.fetchall() == []
+    finally:
+        writer.close()
