@@ -514,3 +514,15 @@ def test_a_flush_leaves_no_batch_registered_on_its_connection(tmp_path: Path) ->
         assert views.fetchall() == []
     finally:
         writer.close()
+
+
+async def test_rows_still_buffered_when_the_queue_ends_are_written(tmp_path: Path, monkeypatch) -> None:
+    """A run cut short can end its queue right after rows that nothing urgent followed: close writes them."""
+    monkeypatch.setattr(writer_module, "FLUSH_INTERVAL_S", 3600.0)
+    db = tmp_path / "lab.duckdb"
+    writer = StoreWriter.open(db)
+    queue: asyncio.Queue = asyncio.Queue()
+    for event in (started(), result(1.0, 0), result(2.0, 0), None):
+        queue.put_nowait(event)
+    await asyncio.wait_for(writer.consume(queue), 60)
+    assert one(db, "SELECT count(*) FROM results") == (2,)
