@@ -3,10 +3,10 @@
 ``worker.measure = "boot"`` records the create-to-exit time of each run;
 ``"output"`` asks the backend for the worker's stdout and records every JSON
 reading line in it (see ``labtui.parsers.probe``), or, with ``worker.output``
-naming a real tool (lmbench, UnixBench, sysbench, stress-ng), its stdout and stderr read by that
-tool's parser; ``"load"`` starts the
-worker as a service and records what a load tool on the host reads from it
-(see ``labtui.engine.load``).  All run ``worker.warmup`` discarded runs first,
+naming a real tool (lmbench, UnixBench, sysbench, stress-ng), its stdout and
+stderr read by that tool's parser; ``"load"`` starts the worker as a service
+and records what a load tool on the host reads from it (see
+``labtui.engine.load``).  All run ``worker.warmup`` discarded runs first,
 then ``worker.runs`` measured ones, then, when ``worker.max_runs`` is set, one
 more at a time while a metric's coefficient of variation over this step's runs
 is above ``worker.target_cv`` (bounded by ``max_runs``; every run is recorded).
@@ -15,7 +15,6 @@ is above ``worker.target_cv`` (bounded by ``max_runs``; every run is recorded).
 from __future__ import annotations
 
 from collections import defaultdict
-
 from collections.abc import Callable
 
 from labtui.backends.base import HOST_TOOL, STDERR, Backend, BackendError, Instance, InstanceSpec
