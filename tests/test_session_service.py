@@ -9,15 +9,10 @@ open, and the session's end names the signal.
 from __future__ import annotations
 
 import asyncio
-import os
-import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from labtui.backends.base import open_backend
@@ -25,6 +20,7 @@ from labtui.engine import plan_for
 from labtui.hosts.local import LocalHost
 from labtui.session import LabRun, RunRefused, RunRequest
 from labtui.suites import list_suites, load_suite
+from interrupted_run import check_torn_down, interrupt_run, open_rows
 
 #: Big batches, so that a signal often lands while one is being created.
 BATCHY = ["--set", "scale.steps=6", "--set", "scale.per_step=25", "--set", "suite.repetitions=1",
@@ -34,31 +30,6 @@ SCHEDULES = [(signal.SIGINT, None), (signal.SIGTERM, None), (signal.SIGHUP, None
              (signal.SIGTERM, signal.SIGINT)]
 
 
-def _open_store(db: Path):
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            return duckdb.connect(str(db), read_only=True)
-        except duckdb.Error:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
-def _session(db: Path) -> tuple[str, str, str] | None:
-    if not db.exists():
-        return None
-    with _open_store(db) as con:
-        row = con.execute("select session_id, status, coalesce(message, '') from sessions").fetchone()
-    return row
-
-
-def _open_rows(db: Path, session: str) -> list[tuple]:
-    with _open_store(db) as con:
-        return con.execute("select instance_id, state from instances where session_id = ? "
-                           "and destroyed_at is null and state <> 'exited'", [session]).fetchall()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("first,second", SCHEDULES, ids=lambda s: getattr(s, "name", "none"))
 @pytest.mark.parametrize("round_", [0, 1])
@@ -66,29 +37,11 @@ def test_a_signal_at_a_random_moment_tears_down_and_names_itself(
     first: signal.Signals, second: signal.Signals | None, round_: int, tmp_path: Path, runtime_dir: Path
 ) -> None:
     db = tmp_path / "lab.duckdb"
-    env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.Popen([sys.executable, "-m", "labtui", "run", "boot-scaling", *BATCHY, "--db", str(db)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    deadline = time.monotonic() + 120
-    while _session(db) is None:  # the session has started (its row is committed)
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the session never started"
-        time.sleep(0.1)
-    time.sleep(random.uniform(0.0, 3.0))
-    proc.send_signal(first)
-    if second is not None:
-        time.sleep(random.uniform(0.05, 0.5))
-        if proc.poll() is None:
-            proc.send_signal(second)
-    out, err = proc.communicate(timeout=300)
-    session, status, message = _session(db)
-    assert status in ("aborted", "completed"), (status, message, err)
-    if status == "aborted":
-        assert proc.returncode == 130, err
-        assert message == f"aborted by {first.name}", (message, err)
+    run = interrupt_run(["boot-scaling", *BATCHY], db, first, second)
+    check_torn_down(run, first)
+    session, err = run.session, run.stderr
     assert asyncio.run(open_backend("process", LocalHost()).list(session)) == [], err
-    assert _open_rows(db, session) == [], err
+    assert open_rows(db, session) == [], err
 
 
 def test_an_unknown_host_is_refused_before_anything_starts(tmp_path: Path) -> None:
@@ -138,4 +91,4 @@ async def test_an_abort_while_waiting_at_the_gate_records_the_reason(tmp_path: P
     (outcome,) = await task
     assert outcome.status == "aborted" and outcome.message == "stopped by the test"
     assert await open_backend("process", LocalHost()).list(runner.session_id) == []
-    assert _open_rows(tmp_path / "lab.duckdb", runner.session_id) == []
+    assert open_rows(tmp_path / "lab.duckdb", runner.session_id) == []

@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import shutil
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from labtui.backends.base import open_backend
 from labtui.hosts import get_host
+from interrupted_run import check_torn_down, interrupt_run, open_rows
 from simulators.fakehost import start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
@@ -69,30 +66,6 @@ def lab_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | None
             host.server.stop()
 
 
-def _store(db: Path) -> duckdb.DuckDBPyConnection:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            return duckdb.connect(str(db), read_only=True)
-        except duckdb.Error:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
-def _session(db: Path) -> tuple[str, str, str] | None:
-    if not db.exists():
-        return None
-    with _store(db) as con:
-        return con.execute("select session_id, status, coalesce(message, '') from sessions").fetchone()
-
-
-def _open_rows(db: Path, session: str) -> list[tuple]:
-    with _store(db) as con:
-        return con.execute("select instance_id, state from instances where session_id = ? "
-                           "and destroyed_at is null and state <> 'exited'", [session]).fetchall()
-
-
 async def _listed(backend: str, host: str, session: str) -> list[str]:
     """What the backend lists of the session on its host, after the run."""
     opened = get_host(host)
@@ -117,27 +90,9 @@ def test_a_signal_at_a_random_moment_tears_down_every_host_kind(
     if lab_config is not None:
         monkeypatch.setenv("LABTUI_CONFIG", str(lab_config))
     db = tmp_path / "lab.duckdb"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "labtui", "run", "boot-scaling", "--backend", backend, "--host", host, *BATCHY,
-         "--db", str(db)],
-        env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
-    deadline = time.monotonic() + 180
-    while _session(db) is None:  # the session has started (its row is committed)
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the session never started"
-        time.sleep(0.1)
-    time.sleep(random.uniform(0.0, 4.0))
-    proc.send_signal(first)
-    if second is not None:
-        time.sleep(random.uniform(0.05, 0.5))
-        if proc.poll() is None:
-            proc.send_signal(second)
-    _, err = proc.communicate(timeout=300)
-    session, status, message = _session(db)
-    assert status in ("aborted", "completed"), (status, message, err)
-    if status == "aborted":
-        assert proc.returncode == 130, err
-        assert message == f"aborted by {first.name}", (message, err)
+    run = interrupt_run(["boot-scaling", "--backend", backend, "--host", host, *BATCHY], db, first, second,
+                        latest_s=4.0)
+    check_torn_down(run, first)
+    session, err = run.session, run.stderr
     assert asyncio.run(_listed(backend, host, session)) == [], err
-    assert _open_rows(db, session) == [], err
+    assert open_rows(db, session) == [], err
