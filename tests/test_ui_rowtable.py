@@ -1,11 +1,15 @@
-"""RowTable draws exactly what Textual's DataTable draws, and a cursor move renders only the rows it touches."""
+"""RowTable draws exactly what Textual's DataTable draws, a cursor move renders only the rows it touches,
+and its scrollbar draws what Textual's draws."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.geometry import Region
+from textual.scrollbar import ScrollBar
 from textual.widgets import DataTable
 
+from labtui.ui.keptscrollbar import KeptScrollBar
 from labtui.ui.rowtable import RowTable
 
 ROWS = 300
@@ -29,8 +33,8 @@ class Tables(App):
 
 
 def lines(table: DataTable) -> list[str]:
-    """Every visible line as its segments' text and style, as the compositor would get it."""
-    return [repr(list(table.render_line(y))) for y in range(table.size.height)]
+    """Every visible line as its segments' text and style, as the compositor gets it (one frame)."""
+    return [repr(list(strip)) for strip in table.render_lines(Region(0, 0, *table.size))]
 
 
 async def press_on_both(app: Tables, pilot, keys: list[str]) -> None:
@@ -106,3 +110,22 @@ async def test_a_line_drawn_before_the_table_measured_its_new_row_is_drawn_again
         assert "boot_time_of_a_long_metric" not in early
         await pilot.pause()
         assert "boot_time_of_a_long_metric" in "".join(segment.text for segment in kept.render_line(1))
+
+
+async def test_the_scrollbar_draws_what_textuals_draws_at_every_row_and_again_when_the_thumb_moves() -> None:
+    app = Tables()
+    async with app.run_test(size=(80, 30)) as pilot:
+        kept = app.query_one("#kept", RowTable)
+        kept.focus()
+        await pilot.pause()
+        bar = kept.vertical_scrollbar
+        assert isinstance(bar, KeptScrollBar)
+        drawn: set[str] = set()
+        for _ in range(60):  # the thumb moves an eighth of a cell every few rows
+            await pilot.press("down")
+            await pilot.pause()
+            crop = Region(0, 0, *bar.size)
+            kept_lines = [repr(list(strip)) for strip in bar.render_lines(crop)]
+            assert kept_lines == [repr(list(strip)) for strip in ScrollBar.render_lines(bar, crop)]
+            drawn.add("".join(kept_lines))
+        assert len(drawn) > 3  # the thumb was seen at several places, each drawn anew
