@@ -347,6 +347,25 @@ def test_pagefault_reads_every_page_of_a_cached_file(probe_bin, tmp_path: Path) 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_given_file_is_mapped_as_lmbench_maps_it_and_left_in_place(probe_bin, tmp_path: Path) -> None:
+    """mmap map|pagefault FILE: an existing file is used as lat_mmap / lat_pagefault use theirs, not removed."""
+    given = tmp_path / "lmbench-file"
+    given.write_bytes(b"y" * (3 << 20))
+    mapped = subprocess.run([probe_bin("mmap"), "map", "0.1", "2048", str(given)], capture_output=True, text=True,
+                            env={**os.environ, "LABTUI_PROBE_COUNTS": "1"})
+    assert mapped.returncode == 0, mapped.stderr
+    data = given.read_bytes()
+    assert len(data) == 3 << 20  # not rewritten to KB: the probe did not make this file
+    written = [i for i, byte in enumerate(data) if byte != ord("y")]
+    assert written == list(range(0, (2048 << 10) // 10, 16384))  # lat_mmap's bytes, within its first KB
+    reading, counts = run_counted(probe_bin("mmap"), "pagefault", "0.2", "2048", str(given))
+    assert reading["metric"] == "pagefault_us" and counts["pages"] == (2048 << 10) // os.sysconf("SC_PAGE_SIZE")
+    assert given.read_bytes() == data and list(tmp_path.iterdir()) == [given]
+    small = subprocess.run([probe_bin("mmap"), "pagefault", "0.1", "4096", str(given)], capture_output=True, text=True)
+    assert small.returncode == 2 and str(given) in small.stderr and "fewer than" in small.stderr
+    assert given.exists()
+
+
 def test_anonymous_pagefault_writes_every_page(probe_bin) -> None:
     reading, counts = run_counted(probe_bin("mmap"), "anon-pagefault", "0.1", "1024")
     pages = 1024 * 1024 // os.sysconf("SC_PAGE_SIZE")

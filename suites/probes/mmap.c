@@ -1,8 +1,8 @@
 /* mmap: mapping and page-fault latency, as lmbench's lat_mmap and lat_pagefault
  * measure them, and anonymous-memory variants of both.
  *
- *   mmap map            [SECONDS] [KB=4096] [DIR]   lat_mmap       -> mmap_<KB>k_us
- *   mmap pagefault      [SECONDS] [KB=8192] [DIR]   lat_pagefault  -> pagefault_us
+ *   mmap map            [SECONDS] [KB=4096] [DIR|FILE]   lat_mmap       -> mmap_<KB>k_us
+ *   mmap pagefault      [SECONDS] [KB=8192] [DIR|FILE]   lat_pagefault  -> pagefault_us
  *   mmap anon-map       [SECONDS] [KB=4096]                        -> anon_mmap_<KB>k_us
  *   mmap anon-pagefault [SECONDS] [KB=4096]                        -> anon_pagefault_ns
  *
@@ -20,6 +20,11 @@
  *   better), as lat_pagefault prints it.  The pages stay in the page cache, so
  *   the faults are minor ones, and the kernel may map neighbouring cached pages
  *   on one fault ("fault-around"), as it does for lat_pagefault.
+ * FILE instead of DIR: an existing regular file of at least KB, used as lmbench
+ *   uses the file it is given (its first KB; not written, not removed).  How
+ *   long a file has been in the page cache changes both figures: lat_mmap and
+ *   lat_pagefault on a file written minutes before ran 1.3 to 2 times slower
+ *   than on one just written, so compare a probe and an original on one file.
  * anon-map: anonymous memory instead of a file, every 16 KB of all of it
  *   written; anon-pagefault: a fresh anonymous mapping, one byte written on
  *   every page, nanoseconds per page, mmap and munmap included.  These are not
@@ -42,6 +47,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,7 +76,7 @@ static double median_of(double *slices)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: mmap map|pagefault [SECONDS] [KB] [DIR]\n"
+    fprintf(stderr, "usage: mmap map|pagefault [SECONDS] [KB] [DIR|FILE]\n"
                     "       mmap anon-map|anon-pagefault [SECONDS] [KB]\n");
     exit(2);
 }
@@ -97,10 +103,40 @@ static void print_reading(const char *metric, double value, const char *unit)
 }
 
 static char path[4200];
+static int own_file = 1; /* 0: the file was given (FILE), so it is left as it was */
 
-/* A file of size bytes, written (so its pages are in the page cache), open with flags. */
+/* The file measured, removed when the probe wrote it. */
+static void drop_file(void)
+{
+    if (own_file)
+        unlink(path);
+}
+
+/* The given file (where is a regular file of at least size bytes), open with flags. */
+static int given_file(const char *where, size_t size, int flags)
+{
+    struct stat st;
+    own_file = 0;
+    snprintf(path, sizeof path, "%s", where);
+    int fd = open(path, flags);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        perror(path);
+        exit(1);
+    }
+    if ((size_t)st.st_size < size) {
+        fprintf(stderr, "mmap: %s holds %lld bytes, fewer than the %zu asked for\n", path, (long long)st.st_size, size);
+        exit(2);
+    }
+    return fd;
+}
+
+/* A file of size bytes, written (so its pages are in the page cache), open with flags; or the file
+ * dir names, when it names a regular file. */
 static int make_file(const char *dir, size_t size, int flags)
 {
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISREG(st.st_mode))
+        return given_file(dir, size, flags);
     /* mkstemp, not the pid: each instance may be pid 1 of its own namespace, and another instance's
      * O_TRUNC of a shared name under this one's mapping ends it with SIGBUS */
     snprintf(path, sizeof path, "%s/labtui-mmap-XXXXXX", dir);
@@ -146,7 +182,7 @@ static int file_map(double seconds, size_t size, const char *dir, long kb)
             char *where = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
             if (where == MAP_FAILED) {
                 perror("mmap");
-                unlink(path);
+                drop_file();
                 return 1;
             }
             for (volatile char *p = where, *end = where + size / PART; p < end; p += STRIDE)
@@ -161,7 +197,7 @@ static int file_map(double seconds, size_t size, const char *dir, long kb)
     long major1, minor1 = minor_faults(&major1);
     close(fd);
     if (!getenv("LABTUI_PROBE_KEEP")) /* tests keep the file to see which bytes were written */
-        unlink(path);
+        drop_file();
     report_counts(rounds, (size / PART + STRIDE - 1) / STRIDE, minor1 - minor0, major1 - major0, 0);
     char metric[64];
     snprintf(metric, sizeof metric, "mmap_%ldk_us", kb);
@@ -212,7 +248,7 @@ static int file_pagefault(double seconds, size_t size, const char *dir)
     m.where = mmap(NULL, size, PROT_READ, MAP_SHARED, m.fd, 0);
     if (m.where == MAP_FAILED || msync(m.where, size, MS_INVALIDATE) != 0) {
         perror("mmap");
-        unlink(path);
+        drop_file();
         return 1;
     }
     double mapping[SLICES], both[SLICES];
@@ -247,7 +283,7 @@ static int file_pagefault(double seconds, size_t size, const char *dir)
     long major1, minor1 = minor_faults(&major1);
     munmap(m.where, size);
     close(m.fd);
-    unlink(path);
+    drop_file();
     free(order);
     report_counts(rounds, pages, minor1 - minor0, major1 - major0, pages);
     double per_page = (median_of(both) - median_of(mapping)) / (double)pages;

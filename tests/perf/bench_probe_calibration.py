@@ -133,7 +133,7 @@ def pairs(probes: dict[str, str], ub: Path | None, lm: Path | None, seconds: int
                             Side([probes["filecopy"], buf, s, work, blocks], probe_value()),
                             Side([str(pg / "fstime"), "-c", "-t", s, "-d", work, "-b", buf, "-m", blocks], ub_count)))
     if lm is not None:
-        mmap_file = f"{work}/lmbench-XXX"
+        mmap_file = f"{work}/lmbench-XXX"  # both sides map the same file: its age and folios set both figures
         out += [
             Pair("lmbench lat_proc fork", "us", Side([probes["proc"], "fork", s], probe_value()),
                  Side([str(lm / "lat_proc"), "fork"], lm_time(r"Process fork\+exit: ([\d.]+)"))),
@@ -145,11 +145,11 @@ def pairs(probes: dict[str, str], ub: Path | None, lm: Path | None, seconds: int
                  Side([str(lm / "lat_ctx"), "-s", "0", "2"], lm_time(r"^2 ([\d.]+)"))),
             Pair("lmbench lat_ctx -s 64 16", "us", Side([probes["ctxsw"], "lat_ctx", s, "64", "16"], probe_value()),
                  Side([str(lm / "lat_ctx"), "-s", "64", "16"], lm_time(r"^16 ([\d.]+)"))),
-            Pair("lmbench lat_mmap 64m", "us", Side([probes["mmap"], "map", s, "65536", work], probe_value()),
+            Pair("lmbench lat_mmap 64m", "us", Side([probes["mmap"], "map", s, "65536", mmap_file], probe_value()),
                  Side([str(lm / "lat_mmap"), "64m", mmap_file], lm_time(r"^67\.108864 ([\d.]+)"))),
-            Pair("lmbench lat_mmap 256m", "us", Side([probes["mmap"], "map", s, "262144", work], probe_value()),
+            Pair("lmbench lat_mmap 256m", "us", Side([probes["mmap"], "map", s, "262144", mmap_file], probe_value()),
                  Side([str(lm / "lat_mmap"), "256m", mmap_file], lm_time(r"^268\.435456 ([\d.]+)"))),
-            Pair("lmbench lat_pagefault (64 MB file)", "us", Side([probes["mmap"], "pagefault", s, "65536", work], probe_value()),
+            Pair("lmbench lat_pagefault (64 MB file)", "us", Side([probes["mmap"], "pagefault", s, "65536", f"{mmap_file}-64m"], probe_value()),
                  Side([str(lm / "lat_pagefault"), f"{mmap_file}-64m"], lm_time(r"Pagefaults on \S+: ([\d.]+)"))),
         ]
         for call, mode, label in (("null", "getppid", "Simple syscall"), ("read", "read", "Simple read"),
