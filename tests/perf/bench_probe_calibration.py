@@ -149,7 +149,8 @@ def pairs(probes: dict[str, str], ub: Path | None, lm: Path | None, seconds: int
                  Side([str(lm / "lat_mmap"), "64m", mmap_file], lm_time(r"^67\.108864 ([\d.]+)"))),
             Pair("lmbench lat_mmap 256m", "us", Side([probes["mmap"], "map", s, "262144", mmap_file], probe_value()),
                  Side([str(lm / "lat_mmap"), "256m", mmap_file], lm_time(r"^268\.435456 ([\d.]+)"))),
-            Pair("lmbench lat_pagefault (64 MB file)", "us", Side([probes["mmap"], "pagefault", s, "65536", f"{mmap_file}-64m"], probe_value()),
+            Pair("lmbench lat_pagefault (64 MB file)", "us",
+                 Side([probes["mmap"], "pagefault", s, "65536", f"{mmap_file}-64m"], probe_value()),
                  Side([str(lm / "lat_pagefault"), f"{mmap_file}-64m"], lm_time(r"Pagefaults on \S+: ([\d.]+)"))),
         ]
         for call, mode, label in (("null", "getppid", "Simple syscall"), ("read", "read", "Simple read"),
