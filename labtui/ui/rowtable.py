@@ -79,19 +79,10 @@ class RowTable(DataTable):
         finally:
             self._frame_style = None
 
-    def render_line(self, y: int) -> Strip:
-        """DataTable.render_line, with the frame's base style: a line below the fixed rows is scrolled."""
-        if self._frame_style is None:
-            return super().render_line(y)
-        scroll_x, scroll_y = self.scroll_offset
-        fixed_height = self.header_height if self.show_header else 0
-        for row in range(self.fixed_rows):
-            row_key = self._row_locations.get_key(row)
-            if row_key is not None:
-                fixed_height += self.get_row_height(row_key)
-        if y >= fixed_height:
-            y += scroll_y
-        return self._render_line(y, scroll_x, scroll_x + self.size.width, self._frame_style)
+    @property
+    def rich_style(self) -> Style:
+        """The frame's base style while a frame is drawn (DataTable.render_line reads it for every line)."""
+        return self._frame_style if self._frame_style is not None else super().rich_style
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         try:
