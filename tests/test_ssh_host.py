@@ -318,10 +318,15 @@ async def test_a_lost_forward_is_replaced_under_a_new_name(lab: Lab) -> None:
 
 async def test_samples_come_from_one_long_lived_channel(lab: Lab) -> None:
     host = lab.host()
-    earlier = set(processes_matching("stat meminfo loadavg"))  # loops of hosts closed by earlier tests, still ending
+    sshd = lab.servers["h2"]
+
+    def loops() -> set[int]:  # sampler loops below this test's sshd: tests on other workers start their own
+        return set(processes_matching("stat meminfo loadavg")) & set(sshd.descendants())
+
+    earlier = loops()  # loops of hosts closed by earlier tests, still ending
 
     def ours() -> set[int]:
-        return set(processes_matching("stat meminfo loadavg")) - earlier
+        return loops() - earlier
 
     readings = []
     async for sample in host.samples(0.2):
