@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -16,6 +17,8 @@ from labtui.store import StoreError, slowdown_frame
 MAX_SUMMARY_ROWS = 21
 #: Above this many rows in all tables, intervals are Student's t only (a bootstrap costs ~10 ms a row).
 MAX_BOOTSTRAP_ROWS = 200
+#: The widest a table printed into a file or a pipe may grow.
+NATURAL_WIDTH_CAP = 400
 
 
 def render_summary(console: Console, db: Path, session_id: str) -> None:
@@ -44,10 +47,13 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         shown = _evenly_spaced(rows.height, MAX_SUMMARY_ROWS)
         unit = rows["unit"][0]
         better = rows["better"][0]
-        table = Table(title=Text(f"{benchmark}: {metric} ({unit}, {better} is better)"), title_justify="left")
+        shown_unit = ", ".join(filter(None, (_shown_unit(unit), f"{better} is better")))
+        table = Table(title=Text(f"{benchmark}: {metric} ({shown_unit})"), title_justify="left")
         for col in (("placement",) if placed else ()) + ("background", "mean", "median", "95% CI", "CoV", "n",
                                                           "slowdown %", "trust"):
-            table.add_column(col, justify="left" if col in ("placement", "trust") else "right")
+            worded = col in ("placement", "trust")
+            # In a narrow terminal a number folds onto a second line rather than end in "…".
+            table.add_column(col, justify="left" if worded else "right", overflow="ellipsis" if worded else "fold")
         notes: list[str] = []
         for i in shown:
             r = rows.row(i, named=True)
@@ -56,16 +62,16 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
             table.add_row(
                 *((Text(r["placement"] or ""),) if placed else ()),
                 str(r["background"]),
-                _num(r["mean"], unit),
-                _num(t.summary.median, unit),
-                _interval(t.ci.low, t.ci.high, unit) if t.ci else "-",
+                _bare(r["mean"], unit),
+                _bare(t.summary.median, unit),
+                f"{_bare(t.ci.low, unit)}–{_bare(t.ci.high, unit)}" if t.ci else "-",
                 f"{abs(t.summary.cv):.1%}" if t.summary.n > 1 and t.summary.cv == t.summary.cv else "-",
                 str(r["n"]),
                 f"{r['slowdown_pct']:+.1f}" if r["slowdown_pct"] is not None else "-",
                 Text(", ".join(t.flags()), style="yellow"),
             )
             notes += _notes(t, r["placement"] or f"background {r['background']}", unit)
-        console.print(table)
+        _print_whole(console, table)
         for note in notes:
             console.print(Text("  warning: " + note, style="yellow"))
         if len(shown) < rows.height:
@@ -74,6 +80,21 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
                 f"labtui sql \"select * from slowdown where session_id = '{session_id}' and metric = '{metric}'\"",
                 highlight=False, markup=False,
             )
+
+
+def _print_whole(console: Console, table: Table) -> None:
+    """Print a table; into a file or a pipe (80 columns to rich, unless COLUMNS says otherwise) at its natural
+    width, so that a redirected run table loses no figure to "…"."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    natural = Measurement.get(console, console.options.update(width=NATURAL_WIDTH_CAP), table).maximum
+    width = console.width
+    console.width = max(width, natural)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def _samples_by_figure(db: Path, session_id: str) -> dict[tuple, list[float]]:
@@ -101,17 +122,24 @@ def _evenly_spaced(count: int, most: int) -> list[int]:
     return sorted({round(i * step) for i in range(most)})
 
 
-def _interval(low: float, high: float, unit: str) -> str:
-    """low-high with the unit once: "9.401-19.993 ms"."""
-    a, b = _num(low, unit).split(" "), _num(high, unit).split(" ")
-    return f"{a[0]}–{b[0]}" + (f" {b[1]}" if len(b) > 1 else "")
+def _shown_unit(unit: str) -> str:
+    """The unit a table's cells are in (named once, in its title): seconds as ms, bytes as MiB."""
+    return {"s": "ms", "bytes": "MiB"}.get(unit, unit)
 
 
-def _num(value: float | None, unit: str) -> str:
+def _bare(value: float | None, unit: str) -> str:
+    """A cell: the value in _shown_unit, without the unit."""
     if value is None:
         return "-"
     if unit == "s":
-        return f"{value * 1000:.3f} ms"
+        return f"{value * 1000:.3f}"
     if unit == "bytes":
-        return f"{value / 2**20:.2f} MiB"
+        return f"{value / 2**20:.2f}"
     return f"{value:.4g}"
+
+
+def _num(value: float | None, unit: str) -> str:
+    """A value in a sentence, with its unit: "9.401 ms"."""
+    bare = _bare(value, unit)
+    shown = _shown_unit(unit) if unit in ("s", "bytes") else ""
+    return f"{bare} {shown}" if shown and value is not None else bare
