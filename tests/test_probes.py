@@ -242,6 +242,18 @@ def test_lat_ctx_ring_passes_the_token_through_every_process(probe_bin) -> None:
     assert (counts["nvcsw"] + counts["nivcsw"]) / counts["rounds"] >= 2.9, counts
 
 
+@pytest.mark.skipif(shutil.which("objdump") is None or os.uname().machine != "x86_64", reason="reads x86-64 code with objdump")
+def test_lat_ctx_sums_its_array_one_scalar_add_per_long_as_lmbench_builds_bread(probe_bin) -> None:
+    # lmbench compiles bread at -O: one add per long.  The sum sits on a cache line of its own: inlined into
+    # lat_ctx, its loop once straddled two lines and the figure came out at 0.6-0.87 of lat_ctx -s 64 16's
+    code = subprocess.run(["objdump", "-d", "--no-show-raw-insn", probe_bin("ctxsw")], capture_output=True,
+                          text=True, check=True).stdout
+    head, body = code.split(" <sum_array>:\n", 1)
+    assert int(head.rsplit("\n", 1)[-1], 16) % 64 == 0  # the function's address
+    body = body.split("\n\n", 1)[0]
+    assert "add" in body and not any(register in body for register in ("%xmm", "%ymm", "%zmm")), body
+
+
 def test_shell_probe_execs_its_program_every_round(probe_bin, tmp_path: Path) -> None:
     log = tmp_path / "ran"
     program = tmp_path / "program"
