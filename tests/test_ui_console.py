@@ -268,3 +268,31 @@ async def test_an_unusable_default_backend_stays_chosen_with_its_reason_and_star
         await pilot.pause(0.3)
         assert app.screen is dialog  # not started
         assert "no C compiler" in str(dialog.query_one("#start-error", Static).render())
+
+
+async def test_the_plan_follows_the_numbers_typed_over_the_suite(lab: Path) -> None:
+    """Steps and repetitions typed in the dialog are the run's: the plan preview said 505 steps while 8 x 2
+    were typed."""
+    from textual.widgets import Input, Static
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.choices import BackendChoice
+    from labtui.ui.start_dialog import INPUT_IDS, StartDialog
+
+    async def check(host: str) -> list[BackendChoice]:
+        return [BackendChoice("process", True, "Linux with labtui-agent")]
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = StartDialog([("boot-scaling  (scaling)", "boot-scaling")], ["local"], check, suite="boot-scaling")
+        await app.push_screen(dialog)
+        plan = dialog.query_one("#plan", Static)
+        await wait_for(pilot, lambda: "5 repetition(s) of 101 step(s) = 505 steps" in str(plan.render()), 10, "the suite's plan")
+        dialog.query_one(f"#{INPUT_IDS['scale.steps']}", Input).focus()
+        await pilot.press("8")
+        dialog.query_one(f"#{INPUT_IDS['suite.repetitions']}", Input).focus()
+        await pilot.press("2")
+        await wait_for(pilot, lambda: "2 repetition(s) of 9 step(s) = 18 steps" in str(plan.render()), 10, "the typed plan")
+        assert "grow the background to 80, measure" in str(plan.render())
+        await pilot.press("backspace", "0")  # repetitions = 0: refused by the suite loader, and said so
+        await wait_for(pilot, lambda: "suite.repetitions" in str(plan.render()), 10, "the refused number named")

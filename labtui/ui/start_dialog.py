@@ -153,7 +153,8 @@ class StartDialog(ModalScreen[StartRequest | None]):
         self._placeholders()
 
     @on(Select.Changed, "#profile")
-    def _profile_changed(self) -> None:
+    @on(Input.Changed, "#numbers Input")
+    def _profile_or_numbers_changed(self) -> None:
         self._placeholders()
 
     @work(exclusive=True, group="suite-profiles", exit_on_error=False)
@@ -180,7 +181,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
             suite = await asyncio.to_thread(load_suite, name, (), self._profile()) if name else None
         except SuiteError:
             suite = None
-        self._show_plan(suite)
+        await self._show_plan(suite, name)
         values: dict[str, int] = {}
         if suite is not None:
             values["suite.repetitions"] = suite.repetitions
@@ -198,9 +199,16 @@ class StartDialog(ModalScreen[StartRequest | None]):
             field.disabled = no_scale and key.startswith("scale.")
             field.placeholder = f"suite: {values[key]}" if key in values else ("not scaling" if field.disabled else "suite's")
 
-    def _show_plan(self, suite) -> None:
-        """What the run will do, from the suite's kind: repetitions and the steps of one."""
+    async def _show_plan(self, suite, name: str) -> None:
+        """What the run will do, from the suite's kind and the numbers typed over it: repetitions and the
+        steps of one; a typed number the suite refuses is named instead."""
         text = ""
+        overrides = overrides_from(self._typed_numbers())
+        if suite is not None and overrides:
+            try:
+                suite = await asyncio.to_thread(load_suite, name, overrides, self._profile())
+            except SuiteError as exc:
+                suite, text = None, str(exc)
         if suite is not None:
             try:
                 plan = plan_for(suite)
@@ -214,6 +222,10 @@ class StartDialog(ModalScreen[StartRequest | None]):
         self.query_one("#plan", Static).update(text)
 
     # --- start --------------------------------------------------------------------------------
+
+    def _typed_numbers(self) -> dict[str, str]:
+        """What is typed over the suite's numbers (key -> text; empty for the suite's own)."""
+        return {key: self.query_one(f"#{input_id}", Input).value for key, input_id in INPUT_IDS.items()}
 
     def _suite_name(self) -> str:
         path = self.query_one("#suite-file", Input).value.strip()
@@ -254,8 +266,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
         if not choice.usable:
             self.error(f"backend {choice.name} is not usable on {self._host}: {choice.reason}")
             return
-        values = {key: self.query_one(f"#{input_id}", Input).value for key, input_id in INPUT_IDS.items()}
-        overrides = overrides_from(values)
+        overrides = overrides_from(self._typed_numbers())
         try:
             suite = await asyncio.to_thread(load_suite, name, overrides, self._profile())
         except SuiteError as exc:
