@@ -272,8 +272,8 @@ async def test_an_unusable_default_backend_stays_chosen_with_its_reason_and_star
 
 async def test_the_plan_follows_the_numbers_typed_over_the_suite(lab: Path) -> None:
     """Steps and repetitions typed in the dialog are the run's: the plan preview said 505 steps while 8 x 2
-    were typed."""
-    from textual.widgets import Input, Static
+    were typed.  A number greyed out for a suite that does not scale counts for nothing."""
+    from textual.widgets import Input, Select, Static
 
     from labtui.ui.app import LabApp
     from labtui.ui.choices import BackendChoice
@@ -284,7 +284,8 @@ async def test_the_plan_follows_the_numbers_typed_over_the_suite(lab: Path) -> N
 
     app = LabApp(lab, idle_sampling=False)
     async with app.run_test(size=SIZE) as pilot:
-        dialog = StartDialog([("boot-scaling  (scaling)", "boot-scaling")], ["local"], check, suite="boot-scaling")
+        suites = [("boot-scaling  (scaling)", "boot-scaling"), ("isolation-cpu  (isolation)", "isolation-cpu")]
+        dialog = StartDialog(suites, ["local"], check, suite="boot-scaling")
         await app.push_screen(dialog)
         plan = dialog.query_one("#plan", Static)
         await wait_for(pilot, lambda: "5 repetition(s) of 101 step(s) = 505 steps" in str(plan.render()), 10, "the suite's plan")
@@ -296,3 +297,8 @@ async def test_the_plan_follows_the_numbers_typed_over_the_suite(lab: Path) -> N
         assert "grow the background to 80, measure" in str(plan.render())
         await pilot.press("backspace", "0")  # repetitions = 0: refused by the suite loader, and said so
         await wait_for(pilot, lambda: "suite.repetitions" in str(plan.render()), 10, "the refused number named")
+        await pilot.press("backspace", "3")
+        dialog.query_one("#suite", Select).value = "isolation-cpu"  # it does not scale: the 8 steps are greyed out
+        await wait_for(pilot, lambda: "isolation, 3 repetition(s) of 5 step(s) = 15 steps" in str(plan.render()), 10,
+                       "the isolation plan, without the scaling numbers")
+        assert dialog.query_one(f"#{INPUT_IDS['scale.steps']}", Input).disabled

@@ -181,7 +181,6 @@ class StartDialog(ModalScreen[StartRequest | None]):
             suite = await asyncio.to_thread(load_suite, name, (), self._profile()) if name else None
         except SuiteError:
             suite = None
-        await self._show_plan(suite, name)
         values: dict[str, int] = {}
         if suite is not None:
             values["suite.repetitions"] = suite.repetitions
@@ -198,6 +197,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
             field = self.query_one(f"#{input_id}", Input)
             field.disabled = no_scale and key.startswith("scale.")
             field.placeholder = f"suite: {values[key]}" if key in values else ("not scaling" if field.disabled else "suite's")
+        await self._show_plan(suite, name)  # after the fields: a number greyed out for this suite does not count
 
     async def _show_plan(self, suite, name: str) -> None:
         """What the run will do, from the suite's kind and the numbers typed over it: repetitions and the
@@ -224,8 +224,10 @@ class StartDialog(ModalScreen[StartRequest | None]):
     # --- start --------------------------------------------------------------------------------
 
     def _typed_numbers(self) -> dict[str, str]:
-        """What is typed over the suite's numbers (key -> text; empty for the suite's own)."""
-        return {key: self.query_one(f"#{input_id}", Input).value for key, input_id in INPUT_IDS.items()}
+        """What is typed over the suite's numbers (key -> text; empty for the suite's own, and for a field
+        greyed out because the suite does not scale)."""
+        fields = {key: self.query_one(f"#{input_id}", Input) for key, input_id in INPUT_IDS.items()}
+        return {key: field.value for key, field in fields.items() if not field.disabled}
 
     def _suite_name(self) -> str:
         path = self.query_one("#suite-file", Input).value.strip()
