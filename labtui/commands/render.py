@@ -52,7 +52,7 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         for col in (("placement",) if placed else ()) + ("background", "mean", "median", "95% CI", "CoV", "n",
                                                           "slowdown %", "trust"):
             worded = col in ("placement", "trust")
-            # In a narrow terminal a number folds onto a second line rather than end in "…".
+            # In a narrow terminal a cell wraps, or a number folds, onto a second line rather than end in "…".
             table.add_column(col, justify="left" if worded else "right", overflow="ellipsis" if worded else "fold")
         notes: list[str] = []
         for i in shown:
@@ -64,7 +64,7 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
                 str(r["background"]),
                 _bare(r["mean"], unit),
                 _bare(t.summary.median, unit),
-                f"{_bare(t.ci.low, unit)}–{_bare(t.ci.high, unit)}" if t.ci else "-",
+                f"{_bare(t.ci.low, unit)} – {_bare(t.ci.high, unit)}" if t.ci else "-",  # narrow, it wraps at a space
                 f"{abs(t.summary.cv):.1%}" if t.summary.n > 1 and t.summary.cv == t.summary.cv else "-",
                 str(r["n"]),
                 f"{r['slowdown_pct']:+.1f}" if r["slowdown_pct"] is not None else "-",
