@@ -116,7 +116,7 @@ def test_the_run_table_says_how_far_to_trust_each_figure(tmp_path: Path) -> None
 @pytest.mark.parametrize("terminal", [False, True], ids=["file", "terminal"])
 def test_an_80_column_table_cuts_no_number(tmp_path: Path, terminal: bool) -> None:
     """Redirected to a file, rich assumes 80 columns: the intervals used to end in "…" there.  In an
-    80-column terminal the trust column wraps instead; into a file the table keeps its natural width."""
+    80-column terminal an interval wraps at its space; into a file the table keeps its natural width."""
     db = _store(tmp_path / "lab.duckdb", SAMPLES)
     out = io.StringIO()
     render_summary(Console(file=out, width=80, force_terminal=terminal, color_system=None), db, "s1")

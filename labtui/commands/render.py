@@ -122,24 +122,26 @@ def _evenly_spaced(count: int, most: int) -> list[int]:
     return sorted({round(i * step) for i in range(most)})
 
 
+#: Stored units shown in another one: unit -> (shown unit, factor, format).
+_SHOWN_AS = {"s": ("ms", 1000.0, ".3f"), "bytes": ("MiB", 1 / 2**20, ".2f")}
+
+
 def _shown_unit(unit: str) -> str:
     """The unit a table's cells are in (named once, in its title): seconds as ms, bytes as MiB."""
-    return {"s": "ms", "bytes": "MiB"}.get(unit, unit)
+    return _SHOWN_AS[unit][0] if unit in _SHOWN_AS else unit
 
 
 def _bare(value: float | None, unit: str) -> str:
     """A cell: the value in _shown_unit, without the unit."""
     if value is None:
         return "-"
-    if unit == "s":
-        return f"{value * 1000:.3f}"
-    if unit == "bytes":
-        return f"{value / 2**20:.2f}"
+    if unit in _SHOWN_AS:
+        _, factor, spec = _SHOWN_AS[unit]
+        return format(value * factor, spec)
     return f"{value:.4g}"
 
 
 def _num(value: float | None, unit: str) -> str:
-    """A value in a sentence, with its unit: "9.401 ms"."""
+    """A value in a sentence: "9.401 ms" for a converted unit, the bare number otherwise."""
     bare = _bare(value, unit)
-    shown = _shown_unit(unit) if unit in ("s", "bytes") else ""
-    return f"{bare} {shown}" if shown and value is not None else bare
+    return f"{bare} {_SHOWN_AS[unit][0]}" if unit in _SHOWN_AS and value is not None else bare
