@@ -323,17 +323,17 @@ def test_the_instances_of_one_step_are_not_samples(db: Path, capsys) -> None:
     assert code == 0 and doc["samples"] == "repetitions"
     assert (r["samples"], r["n_a"], r["n_b"], r["values_a"], r["values_b"]) == ("repetitions", 1, 1, 8, 8)
     assert r["p_value"] is None and r["verdict"] == "no test: one repetition each"
-    assert r["mean_a"] == pytest.approx(statistics.fmean(v for *_, v, _u, _b, _p in a))
+    assert r["mean_a"] == pytest.approx(statistics.median(v for *_, v, _u, _b, _p in a))
 
 
-def test_each_repetition_is_the_mean_of_its_instances(db: Path, capsys) -> None:
+def test_each_repetition_is_the_median_of_its_instances(db: Path, capsys) -> None:
     reps_a = [[1.0, 1.2, 1.1, 0.9], [1.3, 1.1, 1.0, 1.2], [0.9, 1.0, 1.1, 1.0]]
     reps_b = [[2.0, 2.1, 1.9, 2.2], [2.3, 2.0, 2.1, 2.0], [1.9, 2.2, 2.0, 2.1]]
     record_events(db, _session("rep-a", "s", "process", _concurrent(reps_a), T0)
                   + _session("rep-b", "s", "process", _concurrent(reps_b), T0 + 5000))
     code, doc = _json(capsys, "rep-a", "rep-b", "--db", str(db))
     r = _rows(doc)[("sqlite", "inserts_s", "", 4, "s")]
-    means_a, means_b = [statistics.fmean(x) for x in reps_a], [statistics.fmean(x) for x in reps_b]
+    means_a, means_b = [statistics.median(x) for x in reps_a], [statistics.median(x) for x in reps_b]
     assert (r["n_a"], r["n_b"], r["values_a"], r["values_b"]) == (3, 3, 12, 12)
     assert r["std_a"] == pytest.approx(statistics.stdev(means_a)) and r["std_b"] == pytest.approx(statistics.stdev(means_b))
     va, vb = statistics.variance(means_a) / 3, statistics.variance(means_b) / 3
@@ -344,7 +344,7 @@ def test_each_repetition_is_the_mean_of_its_instances(db: Path, capsys) -> None:
     assert r["verdict"] == "B worse, significant"
     assert main(["compare", "rep-a", "rep-b", "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "n = repetitions: each sample is one repetition's mean" in " ".join(out.split())
+    assert "n = repetitions: each sample is one repetition's median" in " ".join(out.split())
 
 
 def test_several_sessions_a_side_are_the_samples(db: Path, capsys) -> None:
@@ -366,18 +366,19 @@ def test_several_sessions_a_side_are_the_samples(db: Path, capsys) -> None:
     assert "both session sa1" in capsys.readouterr().err
 
 
-def test_few_or_skewed_samples_get_a_bootstrap_interval(db: Path, capsys) -> None:
-    skewed_a = [1.0, 1.01, 1.02, 1.0, 1.01, 1.03, 1.0, 1.02, 1.01, 1.0, 1.02, 1.9]  # one slow repetition
-    steady_b = [1.2 + 0.01 * (i % 4) for i in range(12)]
+def test_many_skewed_samples_get_a_bootstrap_interval_and_few_get_welchs(db: Path, capsys) -> None:
+    skewed_a = [1.0, 1.01, 1.02, 1.0, 1.01, 1.03, 1.0, 1.02, 1.01, 1.0] * 2 + [1.02, 1.9]  # one slow repetition
+    steady_b = [1.2 + 0.01 * (i % 4) for i in range(22)]
     few_a, few_b = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95], [1.3, 1.2, 1.4, 1.3, 1.25, 1.35]
     record_events(db, _session("sk-a", "s", "process", _boot(skewed_a, 0, 0) + _boot(few_a, 1, 10), T0)
                   + _session("sk-b", "s", "process", _boot(steady_b, 0, 0) + _boot(few_b, 1, 10), T0 + 5000))
     rows = _rows(_json(capsys, "sk-a", "sk-b", "--db", str(db))[1])
     skewed, few = rows[("boot", "boot_time", "", 0, "s")], rows[("boot", "boot_time", "", 10, "s")]
-    for r in (skewed, few):
-        assert r["ci_method"] == "bootstrap"
-        assert r["t_ci95_low"] is not None and (r["ci95_low"], r["ci95_high"]) != (r["t_ci95_low"], r["t_ci95_high"])
-        assert r["ci95_low"] < r["diff"] < r["ci95_high"]
+    assert skewed["ci_method"] == "bootstrap"
+    assert skewed["t_ci95_low"] is not None and (skewed["ci95_low"], skewed["ci95_high"]) != (
+        skewed["t_ci95_low"], skewed["t_ci95_high"])
+    assert skewed["ci95_low"] < skewed["diff"] < skewed["ci95_high"]
+    assert few["ci_method"] == "t" and (few["ci95_low"], few["ci95_high"]) == (few["t_ci95_low"], few["t_ci95_high"])
     assert few["verdict"] == "B worse, significant" and few["ci95_low"] > 0
     # the same samples give the same interval (the bootstrap's seed is fixed)
     again = _rows(_json(capsys, "sk-a", "sk-b", "--db", str(db))[1])[("boot", "boot_time", "", 0, "s")]

@@ -13,11 +13,11 @@ import pytest
 from labtui.core import stats
 
 from labtui.core.stats import (
-    FEW,
+    BOOTSTRAP_MIN,
     aggregate_metric,
     aggregate_readings,
     compare_samples,
-    few_or_skewed,
+    bootstrap_fits,
     is_work_time,
     mean_ci,
     normalized,
@@ -29,10 +29,10 @@ from labtui.core.stats import (
     welch_df,
 )
 
-#: Symmetric around 10, no skew: a t interval is taken on trust from FEW values on.
+#: Symmetric around 10, no skew: a t interval, however many values.
 SYMMETRIC = [10.0 + d for d in (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0)] * 3  # 21 values
-#: One far value among equal ones: skewed (G1 well above 1).
-SKEWED = [1.0] * 9 + [1.1] * 5 + [9.0]
+#: One far value among equal ones: skewed (G1 well above 1), and BOOTSTRAP_MIN values.
+SKEWED = [1.0] * 12 + [1.1] * 7 + [9.0]
 
 
 # --- summarize, slowdown_pct, normalized ----------------------------------------------------
@@ -101,14 +101,14 @@ def test_welch_has_the_standard_error_and_the_level_asked_for():
 # --- few or skewed, and the interval of a mean ---------------------------------------------------
 
 
-def test_few_or_skewed_draws_the_line_at_few_values_and_at_skew():
-    ten = SYMMETRIC[:FEW - 1] + [10.0]
-    assert few_or_skewed(ten[:FEW - 1]) is True  # few
-    assert few_or_skewed(ten) is False  # FEW values, symmetric
-    assert few_or_skewed(SYMMETRIC) is False
-    assert few_or_skewed(SKEWED) is True  # many, but skewed
-    assert few_or_skewed([-v for v in SKEWED]) is True  # skewed the other way
-    assert few_or_skewed([5.0] * 20) is False  # no spread: no skew to judge
+def test_bootstrap_fits_only_skewed_samples_of_at_least_bootstrap_min_values():
+    assert len(SKEWED) == BOOTSTRAP_MIN
+    assert bootstrap_fits(SKEWED) is True
+    assert bootstrap_fits([-v for v in SKEWED]) is True  # skewed the other way
+    assert bootstrap_fits(SKEWED[1:]) is False  # as skewed, one value short
+    assert bootstrap_fits(SYMMETRIC) is False  # many, symmetric
+    assert bootstrap_fits([1.0, 1.0, 1.0, 9.0, 1.0]) is False  # few: Student's t however skewed
+    assert bootstrap_fits([5.0] * 30) is False  # no spread: no skew to judge
 
 
 def test_mean_ci_is_students_t_for_many_symmetric_values():
@@ -124,7 +124,7 @@ def test_mean_ci_is_students_t_for_many_symmetric_values():
 
 def test_mean_ci_of_two_values_is_students_t_and_of_one_is_none():
     assert mean_ci([1.0]) is None and mean_ci([]) is None
-    ci = mean_ci([1.0, 3.0])  # few, but too few for a bootstrap
+    ci = mean_ci([1.0, 3.0])  # few: never a bootstrap
     assert ci is not None and ci.method == "t"
     assert (ci.low, ci.high) == (pytest.approx(2.0 - 12.706204736), pytest.approx(2.0 + 12.706204736))
 
@@ -148,10 +148,9 @@ def test_compare_prints_welchs_interval_for_many_symmetric_values():
     assert c90.welch is not None and (c90.welch.ci_low, c90.welch.ci_high) == (c90.ci.low, c90.ci.high)
 
 
-@pytest.mark.parametrize("few_side", ["a", "b"])
-def test_compare_bootstraps_when_either_side_is_few(few_side):
-    few = [10.0, 11.0, 9.5, 12.0, 10.5]
-    a, b = (few, SYMMETRIC) if few_side == "a" else (SYMMETRIC, few)
+@pytest.mark.parametrize("skewed_side", ["a", "b"])
+def test_compare_bootstraps_when_either_side_is_skewed_and_both_are_many(skewed_side):
+    a, b = (SKEWED, [v * 2.0 for v in SYMMETRIC]) if skewed_side == "a" else (SYMMETRIC, [v * 2.0 for v in SKEWED])
     c = compare_samples(a, b, "lower")
     assert c.bootstrap is not None and c.ci is c.bootstrap and c.ci.method == "bootstrap"
     assert c.ci.level == pytest.approx(0.95) and c.ci.low < c.diff < c.ci.high
@@ -159,8 +158,13 @@ def test_compare_bootstraps_when_either_side_is_few(few_side):
     assert c90.ci is not None and c90.ci.level == pytest.approx(0.90) and c.ci.low < c90.ci.low < c90.ci.high < c.ci.high
 
 
-def test_compare_keeps_welchs_interval_when_no_bootstrap_is_possible():
-    c = compare_samples([1.0, 2.0, 3.0], [2.0, 3.0, 4.0], "lower")  # few, but under BOOTSTRAP_MIN
+@pytest.mark.parametrize(("a", "b"), [
+    ([10.0, 11.0, 9.5, 12.0, 10.5], SYMMETRIC),  # few against many
+    ([1.0, 1.0, 1.0, 1.0, 9.0], [2.0, 2.1, 2.0, 2.2, 2.0]),  # few and skewed
+    (SKEWED, [2.0, 2.1, 2.0, 2.2, 2.0]),  # skewed, but one side few
+])
+def test_compare_keeps_welchs_interval_unless_both_sides_are_many(a, b):
+    c = compare_samples(a, b, "lower")
     assert c.welch is not None and c.bootstrap is None
     assert c.ci is not None and c.ci.method == "t" and (c.ci.low, c.ci.high) == (c.welch.ci_low, c.welch.ci_high)
 
@@ -290,17 +294,18 @@ def test_an_interval_contains_its_ends():
 
 def test_the_bootstraps_default_to_a_95_percent_interval_and_seed_0():
     # the same samples give the interval printed before: mean_ci and compare_samples use the defaults
-    a, b = [1.0, 2.0, 3.0, 4.0, 6.0], [2.0, 3.5, 4.0, 5.0, 9.0]
+    a, b = [1.0, 2.0, 3.0, 4.0, 6.0] * 4, [2.0, 3.5, 4.0, 5.0, 9.0] * 4
     diff = stats.bootstrap_diff_ci(a, b)
     assert diff is not None and diff.level == 0.95 and diff == stats.bootstrap_diff_ci(a, b, level=0.95, seed=0)
     assert diff.low < 4.7 - 3.2 < diff.high  # mean(b) - mean(a) inside
     mean = stats.bootstrap_mean_ci(a)
     assert mean is not None and mean.level == 0.95 and mean == stats.bootstrap_mean_ci(a, level=0.95, seed=0)
     assert mean.low < 3.2 < mean.high and mean.method == "bootstrap"
+    assert stats.bootstrap_mean_ci(a[:-1]) is None and stats.bootstrap_diff_ci(a, b[:-1]) is None  # too few
 
 
 def test_a_difference_is_bootstrapped_when_only_one_side_has_spread():
-    constant, spread = [3.0] * 6, [1.0, 2.0, 3.0, 4.0, 6.0, 9.0]
+    constant, spread = [3.0] * 24, [1.0, 2.0, 3.0, 4.0, 6.0, 9.0] * 4
     for a, b in ((constant, spread), (spread, constant)):
         found = stats.bootstrap_diff_ci(a, b)
         assert found is not None and found.low < statistics.fmean(b) - statistics.fmean(a) < found.high

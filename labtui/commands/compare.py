@@ -9,13 +9,14 @@ have.  Conditions found in one session only are listed as such.
 The samples of a condition are independent runs, never the instances of one
 step (pseudo-replication: n instances measured at once share the host's state,
 so they are not n samples).  With one session a side, a sample is a
-repetition: the mean of the condition's values in that repetition (every
+repetition: the median of the condition's values in that repetition (every
 instance and run of it).  A side may name several sessions (``A1,A2,A3``);
 then a sample is a session, the mean of its repetitions, on both sides.  Every
 row says which (``samples``) and how many raw values stand behind them.
-Welch's test and its interval come from scipy.stats; where a side's samples are
-few (< 10) or skewed, the interval printed is a BCa bootstrap
-(scipy.stats.bootstrap) and the row says so (``ci_method``).
+Welch's test and its interval come from scipy.stats; where both sides have at
+least 20 samples and one is skewed, the interval printed is a BCa bootstrap
+(scipy.stats.bootstrap) and the row says so (``ci_method``).  Fewer samples
+keep Welch's interval, which covers better than a bootstrap of few values.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, cast
 
 from labtui.commands.common import db_path
 from labtui.core.errors import UsageError
-from labtui.core.stats import Comparison, compare_samples, summarize
+from labtui.core.stats import BOOTSTRAP_MIN, Comparison, compare_samples, repetition_table, summarize
 from labtui.store import StoreError, fetch_frame, resolve_session
 from labtui.suites.model import PLACEMENTS
 
@@ -151,9 +152,9 @@ _CONDITION = ["benchmark", "metric", "placement", "background", "unit", "better"
 def load_samples(path: Path, session_ids: str | list[str], unit: str = REPETITIONS) -> dict[Key, Samples]:
     """The independent samples of each condition of the sessions (finite values only).
 
-    REPETITIONS (one session): one sample per repetition, the mean of the condition's values in
-    it (all instances and runs of the step); SESSIONS: one per session, the mean of its
-    repetitions' means.  Samples are in the order of repetition (or of `session_ids`).
+    REPETITIONS (one session): one sample per repetition, the median of the condition's values
+    in it (all instances and runs of the step: the store's REPETITION_VALUES); SESSIONS: one per
+    session, the mean of its repetitions' values.  Samples are in the order of repetition (or of `session_ids`).
     """
     import polars as pl
 
@@ -165,13 +166,13 @@ def load_samples(path: Path, session_ids: str | list[str], unit: str = REPETITIO
                         "ORDER BY ts, step", ids)
     placement = pl.col("placement").fill_null("") if "placement" in frame.columns else pl.lit("")  # schema 1: none
     frame = frame.select(
-        pl.col("session_id"), pl.col("repetition").fill_null(0),
+        pl.col("session_id"), pl.col("repetition").fill_null(0), pl.col("step"),
         pl.col("benchmark"), pl.col("metric"), placement.alias("placement"), pl.col("background").fill_null(0),
         pl.col("unit").fill_null(""), pl.col("better"), pl.col("value"),
     )
     # one value per repetition: the instances (and runs) of one step are not independent samples
-    reps = frame.group_by([*_CONDITION, "session_id", "repetition"], maintain_order=True).agg(
-        pl.col("value").mean(), pl.len().alias("raw"))
+    reps = repetition_table(frame).sort(["session_id", "repetition"]).select(
+        [*_CONDITION, "session_id", "repetition", "value", "raw"])
     if unit == SESSIONS:
         order = {sid: i for i, sid in enumerate(ids)}
         reps = reps.group_by([*_CONDITION, "session_id"], maintain_order=True).agg(
@@ -255,13 +256,14 @@ def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str =
         "(↑ higher is better: (1 − B/A)·100; ↓ lower is better: (B/A − 1)·100). "
         f"p: Welch's two-sided t-test of B − A; significant when p < {ALPHA}; no test with a single sample. "
         + _SAMPLES_NOTE[unit]
-        + " CI: Welch's t interval (t), or a BCa bootstrap (boot) where a side has fewer than 10 samples or is skewed.",
+        + f" CI: Welch's t interval (t), or a BCa bootstrap (boot) where both sides have {BOOTSTRAP_MIN} samples or "
+        "more and one is skewed.",
         highlight=False, markup=False, style="dim",
     )
 
 
 _SAMPLES_NOTE = {
-    REPETITIONS: "n = repetitions: each sample is one repetition's mean over the instances and runs of its step "
+    REPETITIONS: "n = repetitions: each sample is one repetition's median over the instances and runs of its step "
                  "(instances measured at once are not independent samples).",
     SESSIONS: "n = sessions: each sample is one session's mean over its repetitions.",
 }

@@ -17,8 +17,12 @@ aggregate throughput of the VServer/Xen paper's Figure 7.  Anything else
 (bytes, latency percentiles, gaps) is kept per instance only.
 
 Student's t distribution, Welch's test and the intervals come from
-scipy.stats; where samples are few or skewed the interval of a difference is
-also bootstrapped (scipy.stats.bootstrap, BCa).
+scipy.stats.  An interval is Student's (or Welch's) t, except for a skewed
+sample of at least BOOTSTRAP_MIN values, which is bootstrapped
+(scipy.stats.bootstrap, BCa).  Few values are never bootstrapped: with 5 of
+them a BCa interval of the mean covered it in 85% of draws from a normal
+population and 81% from a lognormal one, where Student's t covered it in 95%
+and 90% (docs/suites.md, "How far to trust a figure").
 """
 
 from __future__ import annotations
@@ -193,10 +197,10 @@ def welch(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> Welch:
     return Welch(diff, se, float(result.statistic), float(result.df), float(result.pvalue), float(ci.low), float(ci.high))
 
 
-#: Fewer samples than this on a side are "few": the t interval's normality cannot be judged.
-FEW = 10
-#: Below this many samples on a side, a bootstrap has too few distinct resamples to mean anything.
-BOOTSTRAP_MIN = 5
+#: Fewest samples on a side for a bootstrap interval.  Below it a BCa interval of the mean is too
+#: narrow: from 10 values of a skewed population it covered the mean no more often than Student's t,
+#: and from 5 values less often, whatever the population (docs/suites.md).
+BOOTSTRAP_MIN = 20
 #: |adjusted Fisher-Pearson skewness| from which a sample counts as skewed.
 SKEWED = 1.0
 BOOTSTRAP_RESAMPLES = 9999
@@ -211,10 +215,13 @@ def skewness(values: Sequence[float]) -> float:
     return float(stats.skew(list(values), bias=False))
 
 
-def few_or_skewed(values: Sequence[float]) -> bool:
-    """Whether a t interval of the mean is not to be taken on trust: fewer than FEW values, or |G1| >= SKEWED."""
+def bootstrap_fits(values: Sequence[float]) -> bool:
+    """Whether a bootstrap interval is to be printed for values rather than Student's t: at least
+    BOOTSTRAP_MIN of them, and skewed (|G1| >= SKEWED)."""
+    if len(values) < BOOTSTRAP_MIN:
+        return False
     g1 = skewness(values)
-    return len(values) < FEW or (g1 == g1 and abs(g1) >= SKEWED)
+    return g1 == g1 and abs(g1) >= SKEWED
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,11 +278,11 @@ def bootstrap_mean_ci(values: Sequence[float], level: float = 0.95, seed: int = 
 
 
 def mean_ci(values: Sequence[float], level: float = 0.95, bootstrap: bool = True) -> Interval | None:
-    """The interval of a mean to print: a bootstrap one where the values are few or skewed (and
-    enough for a bootstrap, and bootstrap is true), else Student's t; None for fewer than 2 values."""
+    """The interval of a mean to print: a bootstrap one where bootstrap_fits(values) (and bootstrap is
+    true), else Student's t; None for fewer than 2 values."""
     if len(values) < 2:
         return None
-    if bootstrap and few_or_skewed(values) and (boot := bootstrap_mean_ci(values, level)) is not None:
+    if bootstrap and bootstrap_fits(values) and (boot := bootstrap_mean_ci(values, level)) is not None:
         return boot
     s = summarize(values)
     half = t_quantile(0.5 + level / 2.0, s.n - 1) * s.std / math.sqrt(s.n)
@@ -294,7 +301,7 @@ class Comparison:
     diff: float  # mean B - mean A
     welch: Welch | None  # None unless both sides have at least 2 values
     significant: bool | None  # Welch's p < alpha; None without a test
-    ci: Interval | None = None  # the interval of B - A to print: bootstrap where few or skewed, else Welch's t
+    ci: Interval | None = None  # the interval of B - A to print (compare_samples says which)
     bootstrap: Interval | None = None  # the bootstrap interval, whenever one was computed
 
 
@@ -303,7 +310,7 @@ def compare_samples(a: Sequence[float], b: Sequence[float], better: str, alpha: 
 
     The samples must be independent: one value per repetition (or per session), never the
     instances of one step.  The interval of B - A is Welch's t interval, or the BCa bootstrap
-    interval where a side is few (< FEW) or skewed and a bootstrap is possible (>= BOOTSTRAP_MIN each).
+    interval where either side is skewed and both have at least BOOTSTRAP_MIN values.
     """
     sa, sb = summarize(a), summarize(b)
     ratio = sb.mean / sa.mean if sa.mean else float("nan")
@@ -312,7 +319,7 @@ def compare_samples(a: Sequence[float], b: Sequence[float], better: str, alpha: 
     ci = None
     if test is not None:
         ci = Interval(test.ci_low, test.ci_high, "t", 1.0 - alpha)
-        if few_or_skewed(a) or few_or_skewed(b):
+        if min(len(a), len(b)) >= BOOTSTRAP_MIN and (bootstrap_fits(a) or bootstrap_fits(b)):
             boot = bootstrap_diff_ci(a, b, 1.0 - alpha)
             ci = boot or ci
     return Comparison(
@@ -557,10 +564,23 @@ def slowdown_table(results: pl.DataFrame) -> pl.DataFrame:
     session_id, repetition, step, background, benchmark, metric, unit, better, value
     and placement.
     """
-    import duckdb
-
     from labtui.store.schema import SLOWDOWN_SELECT
+
+    return _over_results(results, SLOWDOWN_SELECT + " ORDER BY benchmark, metric, step, background")
+
+
+def repetition_table(results: pl.DataFrame) -> pl.DataFrame:
+    """Each repetition's value of each figure at each condition, computed over a results frame (the
+    store's own definition, labtui.store.schema.REPETITION_VALUES; the same columns as slowdown_table)."""
+    from labtui.store.schema import REPETITION_VALUES
+
+    return _over_results(results, REPETITION_VALUES)
+
+
+def _over_results(results: pl.DataFrame, sql: str) -> pl.DataFrame:
+    """The frame of `sql` run over `results` registered as the table ``results`` of an in-memory DuckDB."""
+    import duckdb
 
     with duckdb.connect() as con:
         con.register("results", results.to_arrow())
-        return con.sql(SLOWDOWN_SELECT + " ORDER BY benchmark, metric, step, background").pl()
+        return con.sql(sql).pl()

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from labtui.store import StoreError, fetch_frame, list_sessions, resolve_session, slowdown_frame
+from labtui.store import REPETITION_VALUES, StoreError, fetch_frame, list_sessions, resolve_session, slowdown_frame
 
 #: Metric identity: one figure and one table per key.
 METRIC_KEY = ["benchmark", "metric", "unit", "better"]
@@ -44,13 +44,10 @@ WHERE i.session_id = ? AND i.boot_s IS NOT NULL AND i.role <> 'warmup'
 ORDER BY repetition, i.created_at
 """
 
-#: Each figure's samples: its per-repetition values, grouped as the slowdown view groups them (its n).
-_SAMPLES = """
+#: Each figure's samples: its repetitions' values (REPETITION_VALUES), grouped as the slowdown view groups them (its n).
+_SAMPLES = f"""
 SELECT benchmark, metric, unit, better, placement, background, list(value ORDER BY repetition) AS samples
-FROM (SELECT benchmark, metric, unit, better, coalesce(placement, '') AS placement, background, repetition,
-             avg(value) AS value
-      FROM results WHERE session_id = ?
-      GROUP BY benchmark, metric, unit, better, coalesce(placement, ''), background, repetition)
+FROM ({REPETITION_VALUES}) WHERE session_id = ?
 GROUP BY benchmark, metric, unit, better, placement, background
 """
 
@@ -146,7 +143,7 @@ def load_session(db: str | os.PathLike[str], session_id: str) -> SessionData:
 
 def repetition_samples(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
     """Per figure (benchmark, metric, unit, better, placement, background) the list of its
-    per-repetition means: the independent samples the slowdown view's mean, std and n are of."""
+    repetitions' values: the independent samples the slowdown view's mean, std and n are of."""
     return fetch_frame(db, _SAMPLES, [session_id])
 
 

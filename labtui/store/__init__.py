@@ -13,10 +13,11 @@ from labtui.store.reader import (
     session_ids,
     slowdown_frame,
 )
-from labtui.store.schema import SCHEMA_VERSION, StoreError, ensure_schema
+from labtui.store.schema import REPETITION_VALUES, SCHEMA_VERSION, StoreError, ensure_schema
 from labtui.store.writer import StoreWriter, controller_name, crashed_sessions, mark_crashed_sessions, record_events
 
 __all__ = [
+    "REPETITION_VALUES",
     "SCHEMA_VERSION",
     "QueryResult",
     "StoreError",

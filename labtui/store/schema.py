@@ -22,8 +22,9 @@ from labtui.core.errors import LabError
 
 #: 2 added results.placement (where an isolation run put the attacker) and
 #: made the slowdown view group by it; 3 made the slowdown view's samples
-#: repetitions (each repetition's values averaged first), not instances.
-SCHEMA_VERSION = 3
+#: repetitions (each repetition's values averaged first), not instances; 4 takes
+#: the median of a repetition's values instead (REPETITION_VALUES).
+SCHEMA_VERSION = 4
 
 STATUSES = ("running", "completed", "failed", "aborted", "crashed")
 
@@ -131,17 +132,21 @@ CREATE TABLE IF NOT EXISTS hosts (
 """
 
 VIEWS = ("slowdown", "results_by_step")
+#: THE value of a repetition at each condition (placement, background) of a figure: the median of
+#: what the repetition measured there (the runs of its worker, or the instances of one step), so
+#: one run that a host daemon preempted does not move it, and the instances of one step are never
+#: counted as independent samples.  `raw` counts the values behind it.
+REPETITION_VALUES = """
+SELECT session_id, benchmark, metric, unit, better, coalesce(placement, '') AS placement,
+       background, repetition, min(step) AS step, median(value) AS value, count(value) AS raw
+FROM results
+GROUP BY session_id, benchmark, metric, unit, better, coalesce(placement, ''), background, repetition
+"""
 #: THE definition of slowdown (labtui.core.stats.slowdown_table runs it over live results too).
-#: A sample is a repetition: each repetition's values at a condition (placement, background) are
-#: averaged first, so the instances of one step are never counted as independent samples; mean,
-#: std and n are across repetitions; the baseline is the session's first condition of the metric.
-SLOWDOWN_SELECT = """
-WITH per_repetition AS (
-    SELECT session_id, benchmark, metric, unit, better, coalesce(placement, '') AS placement,
-           background, repetition, min(step) AS step, avg(value) AS value
-    FROM results
-    GROUP BY session_id, benchmark, metric, unit, better, coalesce(placement, ''), background, repetition
-), stats AS (
+#: A sample is a repetition's value (REPETITION_VALUES); mean, std and n are across repetitions;
+#: the baseline is the session's first condition of the metric.
+SLOWDOWN_SELECT = f"""
+WITH per_repetition AS ({REPETITION_VALUES}), stats AS (
     SELECT session_id, benchmark, metric, unit, better, placement, background,
            min(step) AS step, avg(value) AS mean, stddev_samp(value) AS std, count(value) AS n
     FROM per_repetition

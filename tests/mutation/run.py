@@ -65,7 +65,7 @@ TARGETS = {t.name: t for t in (
     # the functions every table, pane, report and `labtui compare` reads (not the scipy wrappers, not the
     # bootstraps, whose tests take seconds each)
     Target("stats-core", "labtui/core/stats.py", ("tests/test_stats.py", "tests/test_stats_mutation.py"),
-           functions=("summarize", "slowdown_pct", "normalized", "welch_df", "welch", "few_or_skewed", "mean_ci",
+           functions=("summarize", "slowdown_pct", "normalized", "welch_df", "welch", "bootstrap_fits", "mean_ci",
                       "compare_samples", "rate_sum", "is_work_time", "aggregate_metric", "aggregate_readings")),
     # the rest of the file's functions: the scipy wrappers, skewness, the bootstraps, outliers, modes, trust
     Target("stats-rest", "labtui/core/stats.py", ("tests/test_stats.py", "tests/test_stats_mutation.py"),
