@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import replace
 import re
@@ -253,6 +254,45 @@ def v2_hierarchy() -> Path | None:
 needs_v2_as_root = pytest.mark.skipif(
     v2_hierarchy() is None or os.geteuid() != 0, reason="needs a cgroup v2 hierarchy (v2 or hybrid host) and root"
 )
+
+
+def unlabelled_instance(session: str, instance: str) -> int | None:
+    """The pid of the instance in its v2 cgroup once it has a session of its own (it left the agent's
+    process group) but before its exec (no labels in /proc/PID/environ yet); None when there is none."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or f"0::/labtui/{session}.{instance}\n" not in (entry / "cgroup").read_text():
+                continue
+            session_id = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3])
+        except (OSError, IndexError, ValueError):
+            continue
+        if session_id == int(entry.name) and not labelled_pids(session, instance):
+            return session_id
+    return None
+
+
+@needs_v2_as_root
+async def test_a_create_cancelled_before_its_instance_execs_leaves_nothing(lab: Lab) -> None:
+    """An interrupt cancels a batch create while the agent waits for an instance's exec.  That instance
+    has left the agent's process group (the agent's SIGKILL misses it) and carries no labels until its
+    exec (no list finds it): seen under load in test_session_service, a sleeper left running.
+    --start-at holds it in that window here; its cgroup is how it is found."""
+    session = lab.session()
+    await lab.backend.prepare(["sleeper"])  # built before the clock starts
+    start_at = time.time() + 2.0
+    specs = [InstanceSpec(Labels(session, "idle", f"s{i}"), program="sleeper", start_at=start_at) for i in range(2)]
+    create = asyncio.create_task(lab.backend.create_many(specs))
+    deadline = time.monotonic() + 30
+    while unlabelled_instance(session, "s0") is None:
+        assert time.monotonic() < deadline and not create.done(), "s0 never reached the window before its exec"
+        await asyncio.sleep(0.01)
+    create.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await create
+    await asyncio.sleep(max(0.0, start_at - time.time()) + 0.5)  # past the moment it would exec
+    assert labelled_pids(session, "s0") == [] and unlabelled_instance(session, "s0") is None
+    assert await lab.backend.list(session) == []
+    assert not (v2_hierarchy() / "labtui" / f"{session}.s0").exists()  # type: ignore[operator]
 
 
 @needs_v2_as_root

@@ -224,7 +224,7 @@ class ProcessBackend(Backend):
         argv += ["--", first.tool or await self._program(first.program or ""), *first.args]
         try:
             result = await self._run_agent(argv, timeout=first.timeout_s + AGENT_SLACK_S)
-        except BackendError:
+        except (BackendError, asyncio.CancelledError):  # the agent was killed midway (a timeout, an interrupt)
             await self._destroy_batch_leftovers(specs)
             raise
         by_id = {spec.labels.instance: spec for spec in specs}
@@ -288,13 +288,26 @@ class ProcessBackend(Backend):
             pass
 
     async def _destroy_batch_leftovers(self, specs: list[InstanceSpec]) -> None:
-        """After an agent call died midway, find what it started by label and end it."""
+        """After an agent call died midway, end what it started: by label, then by cgroup.
+
+        The instance the agent was waiting for may not have exec'd yet: it has left the
+        agent's process group (so the agent's death did not end it) but carries no labels
+        until its exec, so no list finds it.  It was created inside its named cgroup,
+        which ``kill --session S 0:INSTANCE`` empties and removes.
+        """
         wanted = {spec.labels for spec in specs}
+        session = specs[0].labels.session
         try:
-            found = await self.list(specs[0].labels.session)
+            found = [i for i in await self.list(session) if i.labels in wanted]
         except BackendError:
-            return
-        await self._destroy_quietly([i for i in found if i.labels in wanted])
+            found = []
+        await self._destroy_quietly(found)
+        unlabelled = sorted(label.instance for label in wanted - {i.labels for i in found})
+        for chunk in chunks(unlabelled, HANDLE_BATCH):
+            try:
+                await self._kill(session, [f"0:{instance}" for instance in chunk], True)
+            except BackendError:
+                pass
 
     async def _run_agent(self, argv: list[str], *, timeout: float = 60.0) -> CommandResult:
         try:

@@ -55,7 +55,10 @@
  *     LABTUI_INSTANCE=INSTANCE.  SIGTERM, up to --grace seconds (default 2),
  *     then SIGKILL for whatever is left of the tree; --force skips SIGTERM.
  *     With --session, the cgroup of an instance whose root is already gone is
- *     emptied and removed too.
+ *     emptied and removed too.  PID 0 names no process: the spawn of INSTANCE
+ *     was cut short before it reported a pid (its instance may not have
+ *     exec'd, so it carries no labels yet); with --session its cgroup is
+ *     emptied and removed, and nothing else is touched ("gone 0 INSTANCE").
  *
  *   mem PID:INSTANCE...
  *       mem  PID  INSTANCE  BYTES        (Pss, else RSS, summed over the tree)
@@ -776,7 +779,7 @@ static void parse_target(const char *arg, struct target *t)
     char *end;
     const char *colon = strchr(arg, ':');
     long pid = strtol(arg, &end, 10);
-    if (!colon || end != colon || pid <= 0 || pid > INT_MAX || !colon[1])
+    if (!colon || end != colon || pid < 0 || pid > INT_MAX || !colon[1])
         usage_error("expected PID:INSTANCE, got %s", arg);
     memset(t, 0, sizeof *t);
     t->pid = (pid_t)pid;
@@ -788,6 +791,10 @@ static void parse_target(const char *arg, struct target *t)
 static void verify_target(struct target *t)
 {
     struct proc_stat st;
+    if (t->pid == 0) { /* 0:INSTANCE, no root known: never signalled (kill(0) would hit our own group) */
+        t->status = GONE;
+        return;
+    }
     t->pidfd = open_pidfd(t->pid);
     if ((t->pidfd < 0 && errno == ESRCH) || read_stat(t->pid, &st) < 0 || is_dead(st.state)) {
         t->status = GONE;
