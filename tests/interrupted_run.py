@@ -69,7 +69,10 @@ def session_row(db: Path) -> tuple[str, str, str] | None:
     if not db.exists():
         return None
     with open_store(db) as con:
-        return con.execute("select session_id, status, coalesce(message, '') from sessions").fetchone()
+        try:
+            return con.execute("select session_id, status, coalesce(message, '') from sessions").fetchone()
+        except duckdb.CatalogException:  # the file exists, its tables are not committed yet
+            return None
 
 
 def open_rows(db: Path, session: str) -> list[tuple]:

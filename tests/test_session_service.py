@@ -9,7 +9,10 @@ open, and the session's end names the signal.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from labtui.engine import plan_for
 from labtui.hosts.local import LocalHost
 from labtui.session import LabRun, RunRefused, RunRequest
 from labtui.suites import list_suites, load_suite
-from interrupted_run import check_torn_down, interrupt_run, open_rows
+from interrupted_run import check_torn_down, interrupt_run, open_rows, session_row
 
 #: Big batches, so that a signal often lands while one is being created.
 BATCHY = ["--set", "scale.steps=6", "--set", "scale.per_step=25", "--set", "suite.repetitions=1",
@@ -42,6 +45,50 @@ def test_a_signal_at_a_random_moment_tears_down_and_names_itself(
     session, err = run.session, run.stderr
     assert asyncio.run(open_backend("process", LocalHost()).list(session)) == [], err
     assert open_rows(db, session) == [], err
+
+
+@pytest.mark.slow
+def test_a_run_whose_stderr_reader_went_away_still_stops_on_sigterm(tmp_path: Path, runtime_dir: Path) -> None:
+    """Its terminal closed: every notice now fails (EPIPE).  The notice of the teardown once raised before
+    the run's tasks were cancelled, so SIGTERM was ignored and the instances stayed."""
+    db = tmp_path / "lab.duckdb"
+    proc = subprocess.Popen([sys.executable, "-m", "labtui", "run", "boot-scaling", *BATCHY, "--db", str(db)],
+                            env={**os.environ, "COLUMNS": "200"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while session_row(db) is None:
+            assert proc.poll() is None and time.monotonic() < deadline, "the session never started"
+            time.sleep(0.1)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        proc.stderr.close()
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    session, status, message = session_row(db) or ("", "", "")
+    assert (status, message) == ("aborted", "aborted by SIGTERM")
+    assert asyncio.run(open_backend("process", LocalHost()).list(session)) == []
+    assert open_rows(db, session) == []
+
+
+async def test_a_notice_that_cannot_be_shown_does_not_stop_the_teardown(tmp_path: Path, runtime_dir: Path) -> None:
+    def notify(level: str, text: str) -> None:
+        raise OSError(5, "Input/output error")  # what a write to a hung-up terminal raises
+
+    suite = load_suite("boot-scaling", ["scale.steps=40", "scale.per_step=2", "sampling.quiet_timeout_s=0"], "quick")
+    lab = LabRun(RunRequest(suite, tmp_path / "lab.duckdb"), notify=notify)
+    task = asyncio.create_task(lab.run())
+    deadline = time.monotonic() + 60
+    while not (lab.runners and lab.runners[0].ctx.live):
+        assert not task.done() and time.monotonic() < deadline, "no instance started"
+        await asyncio.sleep(0.05)
+    lab.abort("aborted by the test")
+    (outcome,) = await asyncio.wait_for(task, 120)
+    assert outcome.status == "aborted" and lab.left_running() == []
 
 
 def test_an_unknown_host_is_refused_before_anything_starts(tmp_path: Path) -> None:

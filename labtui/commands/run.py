@@ -24,9 +24,19 @@ from labtui.suites import load_suite
 EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130}
 
 
+class _QuietWhenClosed(Console):
+    """A run's console: when the reader of its output goes away (a closed pipe or terminal) it goes
+    quiet and the run goes on, recording, stops on a signal as usual and exits with its own status.
+    Rich's own console would raise SystemExit(1) from whatever printed last, even from a signal handler
+    amid the teardown."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+
+
 def cmd_run(args) -> int:
     """Turn the arguments into a request, run it through the session service, print each session's table."""
-    console = Console(stderr=True)
+    console = _QuietWhenClosed(stderr=True)
     suite = load_suite(args.suite, args.overrides, args.profile)
     path = db_path(args)
     request = RunRequest(suite, path, tuple(args.hosts), args.backend, manual=args.step)
@@ -43,7 +53,7 @@ def cmd_run(args) -> int:
     for outcome in outcomes:
         where = f" on {outcome.host}" if several else ""
         console.print(Text.assemble("session ", (outcome.session_id, "bold"), f"{where} {outcome.status} -> {path}"))
-        render_summary(Console(), path, outcome.session_id)
+        render_summary(_QuietWhenClosed(), path, outcome.session_id)
     for command in lab.left_running():
         console.print(Text(f"instances left running: `{command}` ends them", "red"))
     return max(EXIT_CODES.get(o.status, 1) for o in outcomes)

@@ -60,6 +60,19 @@ class Outcome:
     message: str = ""
 
 
+def _never_raising(notify: Notify) -> Notify:
+    """`notify` made harmless: a notice that cannot be shown (the terminal closed, stderr's reader
+    gone) is dropped, and never stops a teardown that is under way."""
+
+    def tell(level: str, text: str) -> None:
+        try:
+            notify(level, text)
+        except (OSError, ValueError):  # EIO or EPIPE on a closed terminal; a closed file
+            pass
+
+    return tell
+
+
 class LabRun:
     """Runs a request: one session per host, all recorded in one store."""
 
@@ -69,7 +82,7 @@ class LabRun:
         self.gate = StepGate(auto=not request.manual)
         self.runners: list[SessionRunner] = []
         self.outcomes: list[Outcome] = []
-        self._notify = notify or (lambda level, text: None)
+        self._notify = _never_raising(notify or (lambda level, text: None))
         self._tasks: list[asyncio.Task[str]] = []
         self._stopping = False
         self._forced = False
@@ -221,9 +234,9 @@ class LabRun:
             else:
                 runner.ctx.log("warning", "abort", f"{reason}: tearing down {len(live)} instance(s)")
             runner.abort(reason)
-        self._notify("warning", f"{reason}: {'leaving the instances running' if leave else 'tearing down'}")
         for task in self._tasks:
             task.cancel()
+        self._notify("warning", f"{reason}: {'leaving the instances running' if leave else 'tearing down'}")
 
     def force(self) -> None:
         """Stop waiting for an orderly teardown: force-destroy what is left of every session."""
