@@ -39,11 +39,11 @@ def test_small_boot_scaling_run_records_everything(tmp_path, env):
     con = duckdb.connect(str(db), read_only=True)
     (sid, status), = con.execute("select session_id, status from sessions").fetchall()
     assert status == "completed" and sid in out.stderr
-    # a boot result for every step (baseline + 3) of both repetitions
+    # a boot result for every run (worker.runs = 5) of every step (baseline + 3) of both repetitions
     rows = con.execute(
-        "select repetition, step, background from results where metric = 'boot_time' order by 1, 2"
+        "select repetition, step, background, run from results where metric = 'boot_time' order by 1, 2, 4"
     ).fetchall()
-    assert rows == [(r, s, s * 10) for r in (1, 2) for s in range(4)]
+    assert rows == [(r, s, s * 10, run) for r in (1, 2) for s in range(4) for run in range(1, 6)]
     # resource samples during every step
     missing = con.execute(
         """select count(*) from steps s where not exists (

@@ -343,9 +343,9 @@ async def test_small_docker_boot_scaling_run_records_results(lab, env, tmp_path)
     lab.sessions.append(session)
     assert status == "completed" and backend == "docker"
     rows = con.execute(
-        "select step, background, value from results where metric = 'boot_time' order by step"
+        "select step, background, value from results where metric = 'boot_time' order by step, run"
     ).fetchall()
-    assert [(step, background) for step, background, _ in rows] == [(0, 0), (1, 3), (2, 6)]
+    assert [(step, background) for step, background, _ in rows] == [(s, 3 * s) for s in range(3) for _ in range(5)]
     assert all(value > 0 for _, _, value in rows)
     (version,) = con.execute("select backend_version from hosts").fetchone()
     assert version.startswith("Docker ")

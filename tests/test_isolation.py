@@ -13,6 +13,7 @@ import pytest
 from labtui.engine.topology import Cpu, parse_cpu_list, parse_smt_control, parse_topology, plan_placements, read_topology
 from labtui.hosts.local import LocalHost
 from labtui.store.schema import SCHEMA_VERSION, ensure_schema
+from labtui.store import run_sql, slowdown_frame
 from labtui.suites import SuiteError, load_suite
 from labtui.suites.model import PLACEMENTS
 
@@ -169,8 +170,9 @@ def test_builtin_isolation_suites_follow_the_study() -> None:
         assert suite.attacker is not None and suite.attacker.program == attacker
 
 
-def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
-    db = tmp_path / "old.duckdb"
+def _version_1_store(db: Path, rows: list[tuple[str, int, int, float]]) -> duckdb.DuckDBPyConnection:
+    """A store as labtui wrote it at schema version 1 (no placement, no run), with results (instance, step,
+    background, value) of session 's', and a slowdown view that is not today's."""
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
     con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
@@ -178,13 +180,31 @@ def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
         "CREATE TABLE results (session_id TEXT NOT NULL, repetition INTEGER, step INTEGER, background INTEGER, "
         "host TEXT, instance_id TEXT, benchmark TEXT, metric TEXT, value DOUBLE, unit TEXT, better TEXT, ts TIMESTAMPTZ)"
     )
-    con.execute("INSERT INTO results VALUES ('s', 1, 0, 0, 'h', 'w1', 'b', 'm', 2.0, 's', 'lower', now())")
-    con.execute("INSERT INTO results VALUES ('s', 1, 1, 10, 'h', 'w2', 'b', 'm', 3.0, 's', 'lower', now())")
+    for instance, step, background, value in rows:
+        con.execute("INSERT INTO results VALUES ('s', 1, ?, ?, 'h', ?, 'b', 'm', ?, 's', 'lower', now())",
+                    [step, background, instance, value])
     con.execute("CREATE VIEW slowdown AS SELECT * FROM results")
+    return con
+
+
+def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
+    db = tmp_path / "old.duckdb"
+    con = _version_1_store(db, [("w1", 0, 0, 2.0), ("w2", 1, 10, 3.0)])
     ensure_schema(con, db)
     assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() == [(str(SCHEMA_VERSION),)]
     rows = con.execute("SELECT background, placement, slowdown_pct FROM slowdown ORDER BY step").fetchall()
     assert rows == [(0, "", 0.0), (10, "", 50.0)]  # no placement reads as '' (schema 3)
+    assert con.execute("SELECT count(*), count(run) FROM results").fetchall() == [(2, 0)]  # schema 5's column
+
+
+def test_an_older_store_reads_as_the_current_one_before_a_writer_migrates_it(tmp_path: Path) -> None:
+    """A reader cannot migrate: the run table, reports and compare read an old file through today's views."""
+    db = tmp_path / "old.duckdb"
+    _version_1_store(db, [("w1", 0, 0, 2.0), ("w2", 1, 10, 2.0), ("w3", 1, 10, 4.0)]).close()
+    frame = slowdown_frame(db, "s")
+    assert frame.select("background", "placement", "mean", "slowdown_pct").rows() == [(0, "", 2.0, 0.0), (10, "", 3.0, 50.0)]
+    assert run_sql(db, "SELECT count(*), count(run) FROM results").rows == [(3, 0)]  # no run: values of one step averaged
+    assert run_sql(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [("1",)]  # the file is untouched
 
 
 def labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:

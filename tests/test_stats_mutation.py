@@ -383,11 +383,11 @@ def test_slowdown_table_has_the_mean_and_slowdown_of_each_step_against_the_first
     import polars as pl
 
     rows = [  # two repetitions of a baseline and one step, lower is better
-        ("s", rep, step, bg, "b", "t", "ms", "lower", value, None)
+        ("s", rep, step, bg, "b", "t", "ms", "lower", value, None, 1)
         for rep, step, bg, value in ((1, 0, 0, 10.0), (2, 0, 0, 12.0), (1, 1, 5, 15.0), (2, 1, 5, 18.0))
     ]
     frame = pl.DataFrame(rows, orient="row", schema=["session_id", "repetition", "step", "background", "benchmark",
-                                                     "metric", "unit", "better", "value", "placement"])
+                                                     "metric", "unit", "better", "value", "placement", "run"])
     table = stats.slowdown_table(frame)
     assert table["background"].to_list() == [0, 5] and table["n"].to_list() == [2, 2]
     assert table["mean"].to_list() == pytest.approx([11.0, 16.5])

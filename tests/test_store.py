@@ -159,7 +159,7 @@ def test_file_and_directory_are_private(tmp_path: Path) -> None:
 
 def test_slowdown_lower_is_better(tmp_path: Path) -> None:
     db = tmp_path / "lab.duckdb"
-    # a sample is a repetition (schema 3): repetition 1's two instances average to 0.8 first
+    # a sample is a repetition: repetition 1's two instances, measured at once (run 0), average to 0.8 first
     record_events(db, [started(), result(0.7, 0), result(0.9, 0), replace(result(1.2, 0), repetition=2),
                        result(1.5, 4, step=2), replace(result(1.5, 4, step=2), repetition=2)])
     frame = slowdown_frame(db, "s1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import json
 import time
 from pathlib import Path
@@ -39,11 +40,13 @@ def test_sparkline_scales_and_pads() -> None:
     assert sparkline(list(range(100)), 5, lo=0, hi=99) == sparkline(list(range(95, 100)), 5, lo=0, hi=99)
 
 
-def _results(values: dict[tuple[int, int], list[float]], better: str = "lower") -> pl.DataFrame:
+def _results(values: dict[tuple[int, int], list[float]], better: str = "lower", at_once: bool = False) -> pl.DataFrame:
+    """A results frame: per (repetition, background) the values of the worker's runs one after another, or
+    (at_once) of instances measured at once."""
     rows = [
-        ("s1", rep, step, bg, "boot", "boot_time", "s", better, v, "")
+        ("s1", rep, bg // 10, bg, "boot", "boot_time", "s", better, v, "", 0 if at_once else run)
         for (rep, bg), vs in values.items()
-        for step, v in [(bg // 10, x) for x in vs]
+        for run, v in enumerate(vs, start=1)
     ]
     model = RunModel()
     model.results.extend(rows)
@@ -65,12 +68,18 @@ def test_slowdown_means_across_repetitions_and_normalizes() -> None:
     assert slowdown(RunModel().results_frame()).is_empty()
 
 
-def test_a_repetitions_value_is_the_median_of_its_runs() -> None:
+def test_a_repetitions_value_is_the_median_of_its_runs_and_the_mean_of_instances_at_once() -> None:
     """One of a step's boots waited 9 ms for a CPU: the repetition's value is its median run, 1.1 ms,
-    where the mean of its runs (3.7 ms) made the level's mean 2.4 ms against 1.1."""
-    slow = slowdown(_results({(1, 0): [1.0, 1.1, 9.0], (2, 0): [1.2, 1.0, 1.1], (1, 10): [2.0, 2.2]}))
-    assert slow["mean"].to_list() == pytest.approx([1.1, 2.1]) and slow["n"].to_list() == [2, 1]
-    assert slow["std"][0] == pytest.approx(0.0)
+    where the mean of its runs (3.7 ms) made the level's mean 2.4 ms against 1.1.  Instances measured
+    at once are one run: a starved one among them still counts, in their mean."""
+    values = {(1, 0): [1.0, 1.1, 9.0], (2, 0): [1.2, 1.0, 1.1], (1, 10): [2.0, 2.2]}
+    runs = slowdown(_results(values))
+    assert runs["mean"].to_list() == pytest.approx([1.1, 2.1]) and runs["n"].to_list() == [2, 1]
+    assert runs["std"][0] == pytest.approx(0.0)
+    at_once = slowdown(_results(values, at_once=True))
+    assert at_once["mean"].to_list() == pytest.approx([(11.1 / 3 + 3.3 / 3) / 2, 2.1])
+    nan = slowdown(_results({(1, 0): [1.0, 1.1, float("nan")], (2, 0): [1.0]}))
+    assert math.isnan(nan["mean"][0])  # a run with no number leaves the figure blank, not biased
 
 
 def test_availability_and_chart_series() -> None:
@@ -96,8 +105,8 @@ def test_availability_and_chart_series() -> None:
 
 def test_chart_series_of_placements() -> None:
     model = RunModel()
-    model.results.extend([("s1", 1, 1, 0, "cpu", "ops", "ops/s", "higher", 100.0, ""),
-                          ("s1", 1, 2, 1, "cpu", "ops", "ops/s", "higher", 50.0, "same-core")])
+    model.results.extend([("s1", 1, 1, 0, "cpu", "ops", "ops/s", "higher", 100.0, "", 1),
+                          ("s1", 1, 2, 1, "cpu", "ops", "ops/s", "higher", 50.0, "same-core", 1)])
     data = figure_data(slowdown(model.results_frame()), availability(pl.DataFrame()), "ops")
     assert data is not None and data.placements == ["alone", "same-core"]
     assert data.x == [1.0, 2.0] and x_limits(data) == (0.5, 2.5) and "by placement" in data.title().plain
@@ -113,8 +122,8 @@ async def test_chart_panel_plots_cycles_metrics_and_makes_room(size: tuple[int, 
     model = RunModel()
     for rep, scale in ((1, 1.0), (2, 1.2)):
         for step, background in enumerate((0, 10, 20), 1):
-            model.results.append(("s1", rep, step, background, "boot", "boot_time", "s", "lower", 0.002 * scale, ""))
-            model.results.append(("s1", rep, step, background, "boot", "rss", "B", "lower", 1e6 + background, ""))
+            model.results.append(("s1", rep, step, background, "boot", "boot_time", "s", "lower", 0.002 * scale, "", 1))
+            model.results.append(("s1", rep, step, background, "boot", "rss", "B", "lower", 1e6 + background, "", 1))
     samples = pl.DataFrame({"host": ["a"] * 3, "background": [0, 10, 20], "cpu_avail": [0.9, 0.6, 0.3],
                             "mem_avail": [0.8, 0.7, 0.6], "swap_avail": [1.0, 1.0, 1.0]})
 
@@ -339,7 +348,7 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
             app.query_one("#sql", TextArea).focus()
             await pilot.press("ctrl+r")
             await wait_for(pilot, lambda: app.query_one("#result").row_count == 1, 15, "the count")
-            assert app.query_one("#result").get_row_at(0) == [3]
+            assert app.query_one("#result").get_row_at(0) == [3 * 5]  # 3 levels, 5 boots each (worker.runs)
         finally:
             await destroy_session(session)
 

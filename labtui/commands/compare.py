@@ -57,7 +57,7 @@ class Samples:
 
     values: list[float]  # one per repetition (one session a side) or per session
     unit: str  # REPETITIONS or SESSIONS
-    raw: int  # raw result values averaged into them (instances x runs x ...)
+    raw: int  # raw result values behind them (instances x runs x ...)
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -164,10 +164,9 @@ def load_samples(path: Path, session_ids: str | list[str], unit: str = REPETITIO
     marks = ", ".join("?" for _ in ids)
     frame = fetch_frame(path, f"SELECT * FROM results WHERE session_id IN ({marks}) AND isfinite(value) "
                         "ORDER BY ts, step", ids)
-    placement = pl.col("placement").fill_null("") if "placement" in frame.columns else pl.lit("")  # schema 1: none
     frame = frame.select(
-        pl.col("session_id"), pl.col("repetition").fill_null(0), pl.col("step"),
-        pl.col("benchmark"), pl.col("metric"), placement.alias("placement"), pl.col("background").fill_null(0),
+        pl.col("session_id"), pl.col("repetition").fill_null(0), pl.col("step"), pl.col("run"),
+        pl.col("benchmark"), pl.col("metric"), pl.col("placement").fill_null(""), pl.col("background").fill_null(0),
         pl.col("unit").fill_null(""), pl.col("better"), pl.col("value"),
     )
     # one value per repetition: the instances (and runs) of one step are not independent samples
@@ -263,8 +262,8 @@ def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str =
 
 
 _SAMPLES_NOTE = {
-    REPETITIONS: "n = repetitions: each sample is one repetition's median over the instances and runs of its step "
-                 "(instances measured at once are not independent samples).",
+    REPETITIONS: "n = repetitions: each sample is one repetition's value at its step, the median over the worker's "
+                 "runs of the mean over instances measured at once (those are not independent samples).",
     SESSIONS: "n = sessions: each sample is one session's mean over its repetitions.",
 }
 

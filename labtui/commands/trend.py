@@ -4,7 +4,7 @@ Study 000 (section 5.1.2, Tables 5-3 to 5-10) fits a line y = a·x + b to each A
 figure against the number of zones; Δ% = a·x_max / b is how much the figure moves
 as zones are added, and d% the average distance of a scenario's line from the
 baseline global zone's line, over b0.  Here x is a session's background count and
-y every finite result at it; the definitions are labtui.core.stats.trendline,
+y each repetition's finite value at it (the store's REPETITION_VALUES); the definitions are labtui.core.stats.trendline,
 trend_delta_pct and trend_distance_pct.
 """
 
@@ -19,15 +19,17 @@ from pathlib import Path
 from labtui.commands.common import db_path
 from labtui.core.errors import UsageError
 from labtui.core.stats import Trendline, trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
-from labtui.store import StoreError, fetch_frame, resolve_session
+from labtui.store import REPETITION_VALUES, StoreError, fetch_frame, resolve_session
 
 COLUMNS = ["session_id", "role", "benchmark", "metric", "unit", "better", "n", "levels", "slope", "intercept",
            "r2", "delta_pct", "delta_ci95_pct", "d_pct"]
 
-_POINTS = """
-SELECT benchmark, metric, unit, better, background, value FROM results
-WHERE session_id = ? AND isfinite(value) AND background IS NOT NULL AND coalesce(placement, '') = ''
-ORDER BY benchmark, metric, background
+#: One point per repetition and background count: the repetition's value there (REPETITION_VALUES), so the
+#: runs of one step are not fitted as independent points (their number would narrow the line's interval).
+_POINTS = f"""
+SELECT benchmark, metric, unit, better, background, value FROM ({REPETITION_VALUES})
+WHERE session_id = ? AND isfinite(value) AND background IS NOT NULL AND placement = ''
+ORDER BY benchmark, metric, background, repetition
 """
 
 Key = tuple[str, str, str, str]  # benchmark, metric, unit, better

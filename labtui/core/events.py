@@ -135,6 +135,9 @@ class Result:
     ts: float = field(default_factory=now)
     #: Where an isolation run placed the attacker ("alone", "same-thread", ...); "" otherwise.
     placement: str = ""
+    #: Which of the worker's runs one after another at this measurement (1, 2, ...; worker.runs);
+    #: 0 for what was measured at once (the instances of one concurrent step) or once per step.
+    run: int = 0
 
 
 @dataclass(frozen=True, slots=True)

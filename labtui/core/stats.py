@@ -561,8 +561,8 @@ def slowdown_table(results: pl.DataFrame) -> pl.DataFrame:
     One definition: the SQL of the ``slowdown`` view (labtui.store.schema.SLOWDOWN_SELECT)
     runs over the frame in an in-memory DuckDB, so a live pane and a report of the
     same session agree number for number.  The frame needs the results table's columns
-    session_id, repetition, step, background, benchmark, metric, unit, better, value
-    and placement.
+    session_id, repetition, step, background, benchmark, metric, unit, better, value,
+    placement and run.
     """
     from labtui.store.schema import SLOWDOWN_SELECT
 
@@ -571,7 +571,7 @@ def slowdown_table(results: pl.DataFrame) -> pl.DataFrame:
 
 def repetition_table(results: pl.DataFrame) -> pl.DataFrame:
     """Each repetition's value of each figure at each condition, computed over a results frame (the
-    store's own definition, labtui.store.schema.REPETITION_VALUES; the same columns as slowdown_table)."""
+    store's own definition, labtui.store.schema.REPETITION_VALUES; it needs slowdown_table's columns)."""
     from labtui.store.schema import REPETITION_VALUES
 
     return _over_results(results, REPETITION_VALUES)

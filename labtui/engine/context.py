@@ -215,7 +215,9 @@ class RunContext:
         instance_id: str = "",
         *,
         placement: str = "",
+        run: int = 0,
     ) -> None:
+        """Record one reading; `run` numbers the worker's runs one after another at this measurement."""
         p = self.position
         self.bus.publish(
             Result(
@@ -231,6 +233,7 @@ class RunContext:
                 unit,
                 better,
                 placement=placement,
+                run=run,
             )
         )
 

@@ -50,8 +50,9 @@ def parse_load(load: Load, output: str) -> list[Reading]:
 
 
 async def measure_load(ctx: RunContext, worker: Worker, *, role: str = "worker", cpus: str | None = None,
-                       placement: str = "") -> list[Reading]:
-    """One run: create the worker serving on its port, load it from the host, record, destroy.
+                       placement: str = "", run: int = 0) -> list[Reading]:
+    """One run (number `run` of the measurement): create the worker serving on its port, load it from the
+    host, record, destroy.
 
     Readings are recorded as results unless role is ``"warmup"``.
     """
@@ -67,7 +68,8 @@ async def measure_load(ctx: RunContext, worker: Worker, *, role: str = "worker",
         await ctx.destroy([instance])
     if role != "warmup":
         for r in readings:
-            ctx.result(r.benchmark, r.metric, r.value, r.unit, r.better, instance.labels.instance, placement=placement)
+            ctx.result(r.benchmark, r.metric, r.value, r.unit, r.better, instance.labels.instance, placement=placement,
+                       run=run)
     return readings
 
 

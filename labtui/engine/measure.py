@@ -10,6 +10,8 @@ and records what a load tool on the host reads from it (see
 then ``worker.runs`` measured ones, then, when ``worker.max_runs`` is set, one
 more at a time while a metric's coefficient of variation over this step's runs
 is above ``worker.target_cv`` (bounded by ``max_runs``; every run is recorded).
+Each measured run's results carry its number (``run``, from 1), and the
+store's figure of a repetition at that step is the median over its runs.
 """
 
 from __future__ import annotations
@@ -48,29 +50,29 @@ async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement:
         for _ in range(worker.warmup):
             await measure_load(ctx, worker, role="warmup", cpus=cpus)
 
-        async def run() -> list[Reading]:
-            return await measure_load(ctx, worker, cpus=cpus, placement=placement)
+        async def run(number: int) -> list[Reading]:
+            return await measure_load(ctx, worker, cpus=cpus, placement=placement, run=number)
 
     else:
         for _ in range(worker.warmup):
             await ctx.destroy(await ctx.create([worker_spec(ctx, "warmup", worker, cpus=cpus)]))
 
-        async def run() -> list[Reading]:
+        async def run(number: int) -> list[Reading]:
             (instance,) = await ctx.create([worker_spec(ctx, "worker", worker, cpus=cpus)])
             try:
-                return record_run(ctx, worker, instance, placement=placement)
+                return record_run(ctx, worker, instance, placement=placement, run=number)
             finally:
                 await ctx.destroy([instance])
 
     readings: list[Reading] = []
-    for _ in range(worker.runs):
-        readings += await run()
+    for number in range(1, worker.runs + 1):
+        readings += await run(number)
     if worker.max_runs is None or worker.target_cv is None:  # the loader sets both or neither
         return
     runs = worker.runs
     while runs < worker.max_runs and worst_cv(readings) > worker.target_cv:
-        readings += await run()
         runs += 1
+        readings += await run(runs)
     cv, where = worst_cv(readings), f"step {ctx.position.step}" + (f" ({placement})" if placement else "")
     if cv > worker.target_cv:
         ctx.log("warning", "unstable", f"coefficient of variation {cv:.1%} still above {worker.target_cv:.1%} "
@@ -109,8 +111,10 @@ def worst_cv(readings: list[Reading]) -> float:
     return max((cv for cv in cvs if cv == cv), default=0.0)  # a zero mean gives nan: no verdict
 
 
-def record_run(ctx: RunContext, worker: Worker, instance: Instance, *, placement: str = "") -> list[Reading]:
-    """Record one finished worker run as results and return its readings.
+def record_run(ctx: RunContext, worker: Worker, instance: Instance, *, placement: str = "",
+               run: int = 0) -> list[Reading]:
+    """Record one finished worker run as results (`run`: its number among the runs of one measurement,
+    0 for an instance measured beside others) and return its readings.
 
     BackendError when the run failed or measured nothing.
     """
@@ -130,5 +134,6 @@ def record_run(ctx: RunContext, worker: Worker, instance: Instance, *, placement
         except ParseError as exc:
             raise BackendError(f"worker {instance.name} ({worker.program or worker.image or worker.tool}): {exc}") from None
     for r in readings:
-        ctx.result(r.benchmark, r.metric, r.value, r.unit, r.better, instance.labels.instance, placement=placement)
+        ctx.result(r.benchmark, r.metric, r.value, r.unit, r.better, instance.labels.instance, placement=placement,
+                   run=run)
     return readings

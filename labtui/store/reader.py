@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from labtui.store.schema import StoreError, check_file, check_store, connect
+from labtui.store.schema import StoreError, check_file, check_store, connect, read_as_current
 
 _READ_CONFIG = {"enable_external_access": False, "lock_configuration": True}
 _ALLOWED = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
@@ -52,7 +52,9 @@ def connect_readonly(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     check_file(path)
     con = connect(path, read_only=True, config=_READ_CONFIG)
     try:
-        check_store(con, path, allow_empty=False)
+        version = check_store(con, path, allow_empty=False)
+        if version is not None:
+            read_as_current(con, version)
     except duckdb.Error as exc:
         con.close()
         raise StoreError(f"cannot read store {path}: {exc}") from exc

@@ -22,9 +22,10 @@ from labtui.core.errors import LabError
 
 #: 2 added results.placement (where an isolation run put the attacker) and
 #: made the slowdown view group by it; 3 made the slowdown view's samples
-#: repetitions (each repetition's values averaged first), not instances; 4 takes
-#: the median of a repetition's values instead (REPETITION_VALUES).
-SCHEMA_VERSION = 4
+#: repetitions (each repetition's values averaged first), not instances; 4 took
+#: the median of a repetition's values; 5 added results.run and takes the median
+#: over a worker's runs of the mean over the instances of each (REPETITION_VALUES).
+SCHEMA_VERSION = 5
 
 STATUSES = ("running", "completed", "failed", "aborted", "crashed")
 
@@ -94,7 +95,8 @@ CREATE TABLE IF NOT EXISTS results (
     unit TEXT,
     better TEXT CHECK (better IN ('higher', 'lower')),
     ts TIMESTAMPTZ,
-    placement TEXT
+    placement TEXT,
+    run INTEGER
 );
 CREATE TABLE IF NOT EXISTS resources (
     session_id TEXT,
@@ -132,15 +134,22 @@ CREATE TABLE IF NOT EXISTS hosts (
 """
 
 VIEWS = ("slowdown", "results_by_step")
-#: THE value of a repetition at each condition (placement, background) of a figure: the median of
-#: what the repetition measured there (the runs of its worker, or the instances of one step), so
-#: one run that a host daemon preempted does not move it, and the instances of one step are never
-#: counted as independent samples.  `raw` counts the values behind it.
+#: THE value of a repetition at each condition (placement, background) of a figure.  First the mean
+#: over what was measured at once in each of its worker's runs (the instances of one concurrent step:
+#: a run, `run` 0), then the median over those runs, one after another at that step (`run` 1, 2, ...):
+#: one run that a host daemon preempted does not move the repetition, a starved instance still
+#: counts, and the instances of one step are never counted as independent samples.  A non-finite
+#: value keeps the plain mean (nan or inf shows, as it would in the mean).  `raw` counts the values.
 REPETITION_VALUES = """
-SELECT session_id, benchmark, metric, unit, better, coalesce(placement, '') AS placement,
-       background, repetition, min(step) AS step, median(value) AS value, count(value) AS raw
-FROM results
-GROUP BY session_id, benchmark, metric, unit, better, coalesce(placement, ''), background, repetition
+SELECT session_id, benchmark, metric, unit, better, placement, background, repetition, min(step) AS step,
+       CASE WHEN bool_and(isfinite(value)) THEN median(value) ELSE avg(value) END AS value, sum(raw) AS raw
+FROM (SELECT session_id, benchmark, metric, unit, better, coalesce(placement, '') AS placement, background,
+             repetition, coalesce(run, 0) AS run_number, min(step) AS step, avg(value) AS value,
+             count(value) AS raw
+      FROM results
+      GROUP BY session_id, benchmark, metric, unit, better, coalesce(placement, ''), background, repetition,
+               coalesce(run, 0))
+GROUP BY session_id, benchmark, metric, unit, better, placement, background, repetition
 """
 #: THE definition of slowdown (labtui.core.stats.slowdown_table runs it over live results too).
 #: A sample is a repetition's value (REPETITION_VALUES); mean, std and n are across repetitions;
@@ -460,6 +469,24 @@ def _migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:
         con.execute(f"DROP VIEW IF EXISTS {view}")
     if version < 2:
         con.execute("ALTER TABLE results ADD COLUMN placement TEXT")
+    if version < 5:
+        con.execute("ALTER TABLE results ADD COLUMN IF NOT EXISTS run INTEGER")
+
+
+def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
+    """Let a read-only connection to a store of an older schema version read it as the current one.
+
+    A reader cannot migrate the file (the next writer does), so temporary views stand in: ``results``
+    with the columns it lacks as NULL, and the current views over it.  Without them the run table,
+    reports and compare would mix the file's old view definitions with today's SQL.
+    """
+    if version >= SCHEMA_VERSION:
+        return
+    missing = (["NULL::TEXT AS placement"] if version < 2 else []) + ["NULL::INTEGER AS run"]
+    database = con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+    quoted = '"' + str(database).replace('"', '""') + '"'
+    con.execute(f"CREATE TEMP VIEW results AS SELECT *, {', '.join(missing)} FROM {quoted}.main.results")
+    con.execute(VIEWS_DDL.replace("CREATE VIEW IF NOT EXISTS", "CREATE TEMP VIEW"))
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: object = "") -> None:

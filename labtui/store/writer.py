@@ -174,7 +174,7 @@ _TABLES = {
                 ("session_id", "str"), ("repetition", "int"), ("step", "int"),
                 ("background", "int"), ("host", "str"), ("instance_id", "str"),
                 ("benchmark", "str"), ("metric", "str"), ("value", "float"), ("unit", "str"),
-                ("better", "str"), ("ts", "ts"), ("placement", "str"),
+                ("better", "str"), ("ts", "ts"), ("placement", "str"), ("run", "int"),
             ),
             blank_is_null=("placement",),
         ),

@@ -35,7 +35,7 @@ RESULTS_KEPT = 100_000
 
 #: Columns of a results frame (the store's results table's), and of an availability frame.
 RESULT_COLUMNS = ("session_id", "repetition", "step", "background", "benchmark", "metric", "unit", "better", "value",
-                  "placement")
+                  "placement", "run")
 AVAIL_COLUMNS = ("host", "background", "cpu_avail", "mem_avail", "swap_avail")
 
 
@@ -45,7 +45,7 @@ def _frame(rows: list[tuple], columns: tuple[str, ...]) -> pl.DataFrame:
 
     types = {"session_id": pl.String, "repetition": pl.Int64, "step": pl.Int64, "background": pl.Int64,
              "benchmark": pl.String, "metric": pl.String, "unit": pl.String, "better": pl.String,
-             "value": pl.Float64, "placement": pl.String, "host": pl.String, "cpu_avail": pl.Float64,
+             "value": pl.Float64, "placement": pl.String, "run": pl.Int64, "host": pl.String, "cpu_avail": pl.Float64,
              "mem_avail": pl.Float64, "swap_avail": pl.Float64}
     return pl.DataFrame(rows, schema={c: types[c] for c in columns}, orient="row")
 
@@ -138,7 +138,7 @@ class RunModel:
             case Result():
                 self.results.append(
                     (event.session_id, event.repetition, event.step, event.background, event.benchmark,
-                     event.metric, event.unit, event.better, event.value, event.placement)
+                     event.metric, event.unit, event.better, event.value, event.placement, event.run)
                 )
             case ResourceSample():
                 self.add_sample(event)
