@@ -128,7 +128,7 @@ def test_two_writers_into_one_store_both_complete(tmp_path: Path) -> None:
 
 RUN = ["run", "boot-scaling", "--set", "scale.steps=4", "--set", "scale.per_step=2",
        "--set", "suite.repetitions=2"]
-RESULTS_PER_RUN = 2 * 5  # one boot_time per step (baseline + 4) of each repetition
+RESULTS_PER_RUN = 2 * 5 * 5  # 5 boot_times (worker.runs) per step (baseline + 4) of each repetition
 
 
 def _labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

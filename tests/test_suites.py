@@ -65,7 +65,8 @@ def test_boot_scaling_reproduces_the_study_boot_benchmark() -> None:
     suite = load_suite("boot-scaling")
     assert (suite.name, suite.kind, suite.repetitions) == ("boot-scaling", "scaling", 5)
     assert suite.scale == Scale(start=0, steps=100, per_step=10)
-    assert suite.worker == Worker(program="hello", measure="boot", runs=1, warmup=10)  # as many as a step starts
+    # 5 boots a step, their median the step's figure; as many warm-up boots as a step starts
+    assert suite.worker == Worker(program="hello", measure="boot", runs=5, warmup=10)
     assert suite.background == Program(program="sleeper")
     assert suite.total_background() == 1000
     assert suite.max_instances() == 1001

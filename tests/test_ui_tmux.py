@@ -125,7 +125,7 @@ def test_console_in_tmux_steps_counts_and_queries(tmp_path: Path, monkeypatch: p
         term.keys("C-r")
         screen = term.wait(lambda s: "count_star()" in s and "1 row" in s, "the query result")
         shown = result_cell(screen, "count_star()")
-        assert shown == 3  # baseline, 3 and 6 background: one boot result each
+        assert shown == 3 * 5  # baseline, 3 and 6 background: 5 boot results each (worker.runs)
 
         term.keys("Escape", "q")
         term.wait(lambda s: status_file.exists() and status_file.read_text().strip() != "", "the console to exit", 30)
