@@ -284,7 +284,11 @@ def _import_builtin(directory: Path) -> type[Backend]:
 
     That package's search path is the built-in plugins directory, so this is the
     same module a direct ``import labtui._plugins.<name>`` gives: one name per file.
+    The package is imported first, on its own: a submodule import in one thread
+    takes a parent that another thread is still initialising as it is, with
+    ``__path__`` not yet pointed at the plugins, and fails (CPython 3.11).
     """
+    importlib.import_module("labtui._plugins")
     module = importlib.import_module(f"labtui._plugins.{directory.name}")
     if Path(module.__file__ or "").resolve().parent != directory.resolve():
         raise ImportError(f"labtui._plugins.{directory.name} is {module.__file__}, not the plugin in {directory}")
