@@ -1,5 +1,5 @@
 """How far to trust a figure (issue 23, part 3): n, median, interval and CoV beside every mean, and
-warnings for a wide spread, outliers (modified Z-score > 3.5, as hyperfine flags them) and two modes,
+warnings for a wide spread, outliers (modified Z-score > 10, hyperfine's threshold) and two modes,
 in the CLI's run table and in reports."""
 
 from __future__ import annotations
@@ -28,10 +28,28 @@ def test_modified_z_scores_by_hand() -> None:
 
 
 def test_modified_z_scores_when_most_values_are_equal() -> None:
-    values = [5.0, 5.0, 5.0, 5.0, 9.0]  # MAD 0: (x - median) / (1.253314 * mean |x - median|)
-    assert modified_z_scores(values)[-1] == pytest.approx(4.0 / (1.253314 * 0.8))
+    values = [5.0] * 14 + [9.0]  # MAD 0: (x - median) / (1.253314 * mean |x - median|)
+    assert modified_z_scores(values)[-1] == pytest.approx(4.0 / (1.253314 * 4.0 / 15))
     assert outliers(values) == [9.0]
+    assert outliers(values[-5:]) == []  # 4.0 / (1.253314 * 0.8) = 3.99: not above OUTLIER_Z
     assert modified_z_scores([3.0, 3.0, 3.0]) == [0.0, 0.0, 0.0] and outliers([3.0] * 4) == []
+
+
+#: hyperfine's own cases (src/outlier_detection.rs, test_detect_outliers) and how many outliers it finds.
+HYPERFINE_NORMAL = [2.33269488, 1.42195907, -0.57527698, -0.31293437, 2.2948158, 0.75813273, -1.0712388,
+                    -0.96394741, -1.15897446, 1.10976285]
+
+
+@pytest.mark.parametrize("values, found", [
+    ([-0.2, 0.0, 0.2], 0),
+    ([-0.2, 0.0, 0.2, 4.0], 1),
+    ([0.5, 0.30, 0.29, 0.31, 0.30], 1),
+    (HYPERFINE_NORMAL, 0),
+    (HYPERFINE_NORMAL + [20.0, -500.0], 2),
+    ([1.00, 1.03, 0.97, 1.00, 1.20], 0),  # 0.2 / MAD 0.03 = 6.7 raw, under hyperfine's 14.826 (3.5 flagged it)
+])
+def test_outliers_are_those_hyperfine_counts(values: list[float], found: int) -> None:
+    assert len(outliers(values)) == found
 
 
 def test_the_boot_pattern_of_issue_23_is_bimodal() -> None:

@@ -340,8 +340,10 @@ def compare_samples(a: Sequence[float], b: Sequence[float], better: str, alpha: 
 
 #: Coefficient of variation above which a figure's spread is flagged.
 SPREAD_LIMIT = 0.10
-#: |modified Z-score| above which a value is an outlier (Iglewicz and Hoaglin, as hyperfine flags them).
-OUTLIER_Z = 3.5
+#: |modified Z-score| above which a value is an outlier: hyperfine's threshold, 1.4826 * 10 times the
+#: raw MAD, which is 10 on the Iglewicz-Hoaglin scale used here (their own 3.5 flags a quarter of
+#: five-value samples of steady boots: a deviation of 20% scores above it when the MAD is small).
+OUTLIER_Z = 10.0
 #: Fewest values a bimodality verdict is given for: with fewer, chance gaps look like two modes.
 BIMODAL_MIN = 10
 #: Two groups are two modes when the gap between them is wider than this many times either group's range.
