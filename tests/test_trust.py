@@ -17,7 +17,11 @@ from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, 
 from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, modes, modified_z_scores, outliers, trust
 from labtui.report.alerts import session_warnings
 from labtui.report.data import load_session
-from labtui.store import StoreWriter
+from labtui.store import StoreWriter, fetch_frame, slowdown_frame
+from labtui.report.data import repetition_samples
+from labtui.ui.live import RESULT_COLUMNS, RunModel
+from labtui.ui.render import SLOWDOWN_HEADERS, slowdown_cells
+from labtui.ui.series import slowdown_rows, trusted_slowdown, with_trust
 
 
 def test_modified_z_scores_by_hand() -> None:
@@ -129,6 +133,31 @@ def test_the_run_table_says_how_far_to_trust_each_figure(tmp_path: Path) -> None
     assert "background 20: bimodal, two groups around 1.000 ms and 16.000 ms" in text
     assert " 10.000 " in lines[0]  # the median, in the unit the title names once
     assert "boot: boot_time (ms, lower is better)" in text
+
+
+def test_the_console_says_how_far_to_trust_each_figure_as_the_run_table_does(tmp_path: Path) -> None:
+    """The console's slowdown table, live (from results as they come) and replayed (from the store), shows the
+    same median, 95% interval, CoV and flags as the CLI's run table: trust of the repetitions' values."""
+    db = _store(tmp_path / "lab.duckdb", SAMPLES)
+    replayed = with_trust(slowdown_frame(db, "s1"), repetition_samples(db, "s1"))
+    model = RunModel()
+    model.results.extend(fetch_frame(db, f"SELECT {', '.join(RESULT_COLUMNS)} FROM results ORDER BY ts").rows())
+    live = trusted_slowdown(model.results_frame())
+    for frame in (replayed, live):
+        rows = {r["background"]: r for r in frame.iter_rows(named=True)}
+        for background, values in SAMPLES.items():
+            expected = trust(values)
+            row = rows[background]
+            assert row["median"] == pytest.approx(expected.summary.median)
+            assert (row["ci_low"], row["ci_high"]) == pytest.approx((expected.ci.low, expected.ci.high))
+            assert row["cv"] == pytest.approx(abs(expected.summary.cv))
+            assert row["flags"] == ", ".join(expected.flags())
+    cells = {str(row[1]): dict(zip(SLOWDOWN_HEADERS, (c.plain for c in slowdown_cells(row))))
+             for row in slowdown_rows(live).values()}
+    assert cells["10"]["trust"] == "spread, 1 outlier" and "bimodal" in cells["20"]["trust"] and cells["0"]["trust"] == ""
+    steady = trust(SAMPLES[0])
+    assert cells["0"]["median"] == "10.00 ms" and cells["0"]["CoV"] == f"{abs(steady.summary.cv):.1%}"
+    assert cells["0"]["95% CI"] == f"{steady.ci.low * 1000:.2f}–{steady.ci.high * 1000:.2f} ms"
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["file", "terminal"])

@@ -19,7 +19,7 @@ from labtui.ui.export import export, result_frame
 from labtui.ui.format import age, cell, count_rows, measure, pct, size, sparkline
 from labtui.ui.history import History
 from labtui.ui.live import RunModel
-from labtui.ui.series import availability, slowdown, slowdown_rows
+from labtui.ui.series import availability, slowdown, slowdown_rows, trusted_slowdown
 
 # --- pure helpers ---------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ def test_slowdown_means_across_repetitions_and_normalizes() -> None:
     assert slow["std"][1] == pytest.approx(2**0.5)
     higher = slowdown(_results({(1, 0): [10.0], (1, 10): [5.0]}, better="higher"))
     assert higher["slowdown_pct"].to_list() == pytest.approx([0.0, 50.0])
-    assert set(slowdown_rows(slow)) == {"boot/boot_time@0", "boot/boot_time@10"}
+    assert set(slowdown_rows(trusted_slowdown(frame))) == {"boot/boot_time@0", "boot/boot_time@10"}
     assert slowdown(RunModel().results_frame()).is_empty()
 
 
@@ -136,7 +136,7 @@ async def test_chart_panel_plots_cycles_metrics_and_makes_room(size: tuple[int, 
         panel = app.query_one(SlowdownPanel)
         await pilot.pause(0.1)
         assert not panel.query_one("#metric-plot").display  # no results: the key line says so, no empty axes
-        panel.show(slowdown(model.results_frame()), availability(samples))
+        panel.show(trusted_slowdown(model.results_frame()), availability(samples))
         panel.table.focus()
         await pilot.pause(0.2)
         assert str(panel.query_one(".chart-title").content).startswith("boot_time (s)")

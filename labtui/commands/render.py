@@ -10,13 +10,11 @@ from rich.table import Table
 from rich.text import Text
 
 from labtui.commands.render_fairshare import render_fairshare
-from labtui.core.stats import OUTLIER_Z, Trust, trust
+from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z, Trust, trust
 from labtui.report.data import repetition_samples
 from labtui.store import StoreError, slowdown_frame
 
 MAX_SUMMARY_ROWS = 21
-#: Above this many rows in all tables, intervals are Student's t only (a bootstrap costs ~10 ms a row).
-MAX_BOOTSTRAP_ROWS = 200
 #: The widest a table printed into a file or a pipe may grow.
 NATURAL_WIDTH_CAP = 400
 

@@ -201,6 +201,8 @@ def welch(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> Welch:
 #: narrow: from 10 values of a skewed population it covered the mean no more often than Student's t,
 #: and from 5 values less often, whatever the population (docs/suites.md).
 BOOTSTRAP_MIN = 20
+#: Above this many figures in one table, intervals are Student's t only (a bootstrap costs ~10 ms a figure).
+MAX_BOOTSTRAP_ROWS = 200
 #: |adjusted Fisher-Pearson skewness| from which a sample counts as skewed.
 SKEWED = 1.0
 BOOTSTRAP_RESAMPLES = 9999

@@ -56,13 +56,6 @@ def measure(value: float | None, unit: str) -> str:
     return f"{value:.4g} {unit}".strip()
 
 
-def number(value: float | None, digits: int = 3) -> str:
-    """A float with a fixed number of decimals, '-' for None or NaN."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:.{digits}f}"
-
-
 def signed_pct(value: float | None) -> str:
     """A percentage with its sign, e.g. +12.3%."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

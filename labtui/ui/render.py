@@ -9,13 +9,14 @@ from rich.table import Table
 from rich.text import Text
 
 from labtui.core.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
-from labtui.ui.format import measure, number, pct, signed_pct, sparkline
+from labtui.ui.format import measure, pct, signed_pct, sparkline
 from labtui.ui.live import HostState, RunModel
 
 if TYPE_CHECKING:
     from labtui.engine import Plan
 
-SLOWDOWN_HEADERS = ("metric", "bg", "mean", "std", "n", "norm", "slowdown")
+#: The slowdown table's columns: what a 60-column pane shows first, then the interval, n and median (scrolled to).
+SLOWDOWN_HEADERS = ("metric", "bg", "mean", "slowdown", "CoV", "trust", "95% CI", "n", "median")
 
 
 def hosts_text(hosts: dict[str, HostState], width: int = 40, stale_s: float = 10.0) -> Text:
@@ -88,9 +89,21 @@ def counts_table(model: RunModel) -> Table:
 
 def slowdown_cells(row: tuple) -> tuple[Text, ...]:
     """One slowdown row (see series.slowdown_rows) as table cells: plain Text, since a DataTable reads str as markup."""
-    metric, background, unit, mean, std, n, norm, slow = row
-    cells = (metric, str(background), measure(mean, unit), measure(std, unit), str(n), number(norm), signed_pct(slow))
-    return tuple(Text(str(c)) for c in cells)
+    metric, background, unit, mean, median, low, high, cv, n, slow, flags = row
+    return (Text(str(metric)), Text(str(background)), Text(measure(mean, unit)), Text(signed_pct(slow)),
+            Text(f"{cv:.1%}" if cv is not None else "-"), Text(flags or "", style="yellow"),
+            Text(interval(low, high, unit)), Text(str(n)), Text(measure(median, unit)))
+
+
+def interval(low: float | None, high: float | None, unit: str) -> str:
+    """A 95% interval with its unit once ("1.20–1.50 ms"), '-' when there is none."""
+    if low is None or high is None:
+        return "-"
+    low_text, high_text = measure(low, unit), measure(high, unit)
+    number_part, _, unit_part = low_text.partition(" ")
+    if unit_part and high_text.endswith(" " + unit_part):
+        return f"{number_part}–{high_text}"
+    return f"{low_text} – {high_text}"
 
 
 def log_line(event: Event, position: int | None = None) -> Text | None:

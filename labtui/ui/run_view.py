@@ -253,11 +253,11 @@ class RunView(Vertical):
 
     async def _chart(self, results: pl.DataFrame | None, samples: pl.DataFrame) -> None:
         """Show a new slowdown frame (computed in a thread: the engine shares this loop) and availability."""
-        from labtui.ui.series import availability, slowdown
+        from labtui.ui.series import availability, trusted_slowdown
 
         try:
             if results is not None:
-                self._slow = await asyncio.to_thread(slowdown, results)
+                self._slow = await asyncio.to_thread(trusted_slowdown, results)
             if self._slow is not None:
                 self.query_one("#live", SlowdownPanel).show(self._slow, availability(samples))
         finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from labtui.core.stats import slowdown_table
+from labtui.core.stats import MAX_BOOTSTRAP_ROWS, repetition_table, slowdown_table, trust
 
 SLOWDOWN_COLUMNS = [
     "session_id", "benchmark", "metric", "unit", "better", "background", "mean", "std", "n", "normalized", "slowdown_pct",
@@ -34,6 +34,38 @@ def slowdown(results: pl.DataFrame) -> pl.DataFrame:
     return slowdown_table(results).select(SLOWDOWN_COLUMNS)
 
 
+#: What `with_trust` adds to a slowdown frame: labtui.core.stats.trust of each figure's repetitions.
+TRUST_SCHEMA = {"median": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "cv": pl.Float64,
+                "flags": pl.String}
+#: The columns that name a figure in both a slowdown frame and its samples.
+_FIGURE = ["benchmark", "metric", "unit", "better", "placement", "background"]
+
+
+def trusted_slowdown(results: pl.DataFrame) -> pl.DataFrame:
+    """The slowdown table of live results with each figure's trust (see with_trust)."""
+    if results.is_empty():
+        return with_trust(slowdown(results), pl.DataFrame())
+    samples = repetition_table(results).group_by(_FIGURE).agg(pl.col("value").sort_by("repetition").alias("samples"))
+    return with_trust(slowdown(results), samples)
+
+
+def with_trust(slow: pl.DataFrame, samples: pl.DataFrame) -> pl.DataFrame:
+    """The slowdown frame with each figure's median, 95% interval, CoV and trust flags, as the CLI's run
+    table shows them: labtui.core.stats.trust of the figure's repetitions' values (`samples`: the
+    columns of _FIGURE and a list column `samples`, as labtui.report.data.repetition_samples gives)."""
+    by_figure = {tuple(r[c] for c in _FIGURE): r["samples"] for r in samples.iter_rows(named=True)}
+    bootstrap = slow.height <= MAX_BOOTSTRAP_ROWS
+    columns: dict[str, list] = {name: [] for name in TRUST_SCHEMA}
+    for r in slow.iter_rows(named=True):
+        key = tuple(r[c] if c != "placement" else (r[c] or "") for c in _FIGURE)
+        t = trust(by_figure.get(key) or [r["mean"]], bootstrap=bootstrap)
+        cv = abs(t.summary.cv) if t.summary.n > 1 and t.summary.cv == t.summary.cv else None
+        for name, value in zip(TRUST_SCHEMA, (t.summary.median, t.ci.low if t.ci else None,
+                                               t.ci.high if t.ci else None, cv, ", ".join(t.flags()))):
+            columns[name].append(value)
+    return slow.with_columns(pl.Series(name, values, dtype=TRUST_SCHEMA[name]) for name, values in columns.items())
+
+
 def availability(samples: pl.DataFrame) -> pl.DataFrame:
     """Mean CPU/RAM/swap availability per background count (all hosts together)."""
     if samples.is_empty():
@@ -46,10 +78,11 @@ def availability(samples: pl.DataFrame) -> pl.DataFrame:
 
 
 def slowdown_rows(frame: pl.DataFrame) -> dict[str, tuple]:
-    """Slowdown rows keyed by benchmark/metric@background, for a keyed table diff."""
+    """Slowdown rows (of a with_trust frame) keyed by benchmark/metric@background, for a keyed table diff."""
     rows: dict[str, tuple] = {}
     for r in frame.iter_rows(named=True):
         where = f"{r['placement']}/{r['background']}" if r["placement"] else str(r["background"])
         key = f"{r['benchmark']}/{r['metric']}@{where}"
-        rows[key] = (r["metric"], r["background"], r["unit"], r["mean"], r["std"], r["n"], r["normalized"], r["slowdown_pct"])
+        rows[key] = (r["metric"], r["background"], r["unit"], r["mean"], r["median"], r["ci_low"], r["ci_high"], r["cv"],
+                     r["n"], r["slowdown_pct"], r["flags"])
     return rows
