@@ -17,6 +17,7 @@ from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, 
 from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, modes, modified_z_scores, outliers, trust
 from labtui.report.alerts import session_warnings
 from labtui.report.data import load_session
+from labtui.report.tables import slowdown_tables
 from labtui.store import StoreWriter, fetch_frame, slowdown_frame
 from labtui.report.data import repetition_samples
 from labtui.ui.live import RESULT_COLUMNS, RunModel
@@ -202,6 +203,20 @@ def test_a_report_warns_of_outliers_and_two_modes(tmp_path: Path) -> None:
     assert len(outlying) == 1 and "boot/boot_time at background 10: 0.04 s" in outlying[0]
     assert len(bimodal) == 1 and "boot/boot_time at background 20" in bimodal[0]
     assert not any("background 0" in w for w in found)
+
+
+def test_a_reports_tables_say_how_far_to_trust_each_figure(tmp_path: Path) -> None:
+    db = _store(tmp_path / "lab.duckdb", SAMPLES)
+    (table,) = slowdown_tables(load_session(db, "s1"))
+    assert table.headers[:4] == ["background", "mean (ms)", "median (ms)", "95% CI (ms)"] and table.headers[-1] == "trust"
+    rows = {int(row[0]): dict(zip(table.headers, row)) for row in table.rows}
+    for background, values in SAMPLES.items():
+        t = trust(values)
+        assert rows[background]["median (ms)"] == f"{t.summary.median * 1000:.4g}"
+        assert rows[background]["95% CI (ms)"] == f"{t.ci.low * 1000:.4g} – {t.ci.high * 1000:.4g}"
+        assert rows[background]["CV %"] == f"{abs(t.summary.cv) * 100:.4g}"
+        assert rows[background]["trust"] == ", ".join(t.flags())
+    assert rows[10]["trust"] == "spread, 1 outlier" and rows[0]["trust"] == ""
 
 
 def test_without_bootstrap_the_interval_is_students_t() -> None:

@@ -6,10 +6,15 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from labtui.core.stats import MAX_BOOTSTRAP_ROWS, trust
 from labtui.report.data import METRIC_KEY, SessionData
 from labtui.report.isolation import placement_name, placement_order
 from labtui.report.plotting import better_text
 from labtui.report.units import display_unit, fmt, fmt_pct
+
+
+#: The columns that name a figure in both the slowdown frame and its samples.
+_FIGURE = ("benchmark", "metric", "unit", "better", "placement", "background")
 
 
 @dataclass(frozen=True)
@@ -22,9 +27,12 @@ class Table:
 
 
 def slowdown_tables(data: SessionData) -> list[Table]:
-    """One table per metric (Table 5.1 for isolation runs): mean, std, n, CV, normalized, slowdown."""
+    """One table per metric (Table 5.1 for isolation runs): mean, median, 95% interval, std, n, CV, normalized,
+    slowdown and trust flags, each from labtui.core.stats.trust of the figure's repetitions (as the CLI's run table)."""
     tables = []
     frame = data.slowdown
+    samples = {tuple(r[k] for k in _FIGURE): r["samples"] for r in data.samples.iter_rows(named=True)}
+    bootstrap = frame.height <= MAX_BOOTSTRAP_ROWS
     for key in frame.select(METRIC_KEY).unique(maintain_order=True).iter_rows(named=True):
         part = frame.filter(*(pl.col(k) == v for k, v in key.items()))
         isolation = (part["placement"] != "").any()
@@ -36,14 +44,19 @@ def slowdown_tables(data: SessionData) -> list[Table]:
             part = part.sort("background")
         shown, factor = display_unit(key["unit"], part["mean"].to_list())
         first = "attacker placement" if isolation else "background"
-        headers = [first, f"mean ({shown})", f"std ({shown})", "n", "CV %", "normalized", "slowdown %"]
+        headers = [first, f"mean ({shown})", f"median ({shown})", f"95% CI ({shown})", f"std ({shown})", "n", "CV %",
+                   "normalized", "slowdown %", "trust"]
         rows = []
         for r in part.iter_rows(named=True):
             where = placement_name(r["placement"]) if isolation else str(r["background"])
-            cv = r["std"] / abs(r["mean"]) * 100 if r["std"] is not None and r["mean"] else None
+            t = trust(samples.get(tuple(r[k] or "" if k == "placement" else r[k] for k in _FIGURE)) or [r["mean"]],
+                      bootstrap=bootstrap)
+            cv = abs(t.summary.cv) * 100 if t.summary.n > 1 and t.summary.cv == t.summary.cv else None
             rows.append([
-                where, fmt(r["mean"] / factor), fmt(None if r["std"] is None else r["std"] / factor),
-                str(r["n"]), fmt(cv), fmt(r["normalized"]), fmt_pct(r["slowdown_pct"]),
+                where, fmt(r["mean"] / factor), fmt(t.summary.median / factor),
+                f"{fmt(t.ci.low / factor)} – {fmt(t.ci.high / factor)}" if t.ci else fmt(None),
+                fmt(None if r["std"] is None else r["std"] / factor),
+                str(r["n"]), fmt(cv), fmt(r["normalized"]), fmt_pct(r["slowdown_pct"]), ", ".join(t.flags()),
             ])
         caption = f"{key['benchmark']}: {key['metric']} {better_text(key['better'])}"
         tables.append(Table(caption, headers, rows))
