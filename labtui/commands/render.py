@@ -11,7 +11,7 @@ from rich.text import Text
 
 from labtui.commands.render_fairshare import render_fairshare
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z, Trust, trust
-from labtui.report.data import repetition_samples
+from labtui.report.data import FIGURE_KEY, repetition_samples
 from labtui.store import StoreError, slowdown_frame
 
 MAX_SUMMARY_ROWS = 21
@@ -63,7 +63,7 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
                 _bare(r["mean"], unit),
                 _bare(t.summary.median, unit),
                 f"{_bare(t.ci.low, unit)} – {_bare(t.ci.high, unit)}" if t.ci else "-",  # narrow, it wraps at a space
-                f"{abs(t.summary.cv):.1%}" if t.summary.n > 1 and t.summary.cv == t.summary.cv else "-",
+                f"{t.cov:.1%}" if t.cov is not None else "-",
                 str(r["n"]),
                 f"{r['slowdown_pct']:+.1f}" if r["slowdown_pct"] is not None else "-",
                 Text(", ".join(t.flags()), style="yellow"),
@@ -98,8 +98,7 @@ def _print_whole(console: Console, table: Table) -> None:
 def _samples_by_figure(db: Path, session_id: str) -> dict[tuple, list[float]]:
     """Each figure's per-repetition values, keyed like the slowdown view's rows."""
     frame = repetition_samples(db, session_id)
-    return {(r["benchmark"], r["metric"], r["unit"], r["better"], r["placement"], r["background"]): r["samples"]
-            for r in frame.iter_rows(named=True)}
+    return {tuple(r[k] for k in FIGURE_KEY): r["samples"] for r in frame.iter_rows(named=True)}
 
 
 def _notes(t: Trust, where: str, unit: str) -> list[str]:

@@ -407,6 +407,12 @@ class Trust:
     spread_limit: float
 
     @property
+    def cov(self) -> float | None:
+        """The coefficient of variation as a table shows it: its size, None below 2 values or for a zero mean."""
+        cv = self.summary.cv
+        return abs(cv) if self.summary.n > 1 and cv == cv else None
+
+    @property
     def wide(self) -> bool:
         """The coefficient of variation is above the limit."""
         return abs(self.summary.cv) > self.spread_limit  # nan (a zero mean) compares False

@@ -13,6 +13,8 @@ from labtui.store import REPETITION_VALUES, StoreError, fetch_frame, list_sessio
 
 #: Metric identity: one figure and one table per key.
 METRIC_KEY = ["benchmark", "metric", "unit", "better"]
+#: A figure's identity: a slowdown row, and the key of its samples (repetition_samples).
+FIGURE_KEY = (*METRIC_KEY, "placement", "background")
 
 _RESOURCES_BY_STEP = """
 SELECT r.host, s.background, count(*) AS samples,

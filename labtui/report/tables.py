@@ -7,14 +7,10 @@ from dataclasses import dataclass
 import polars as pl
 
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, trust
-from labtui.report.data import METRIC_KEY, SessionData
+from labtui.report.data import FIGURE_KEY, METRIC_KEY, SessionData
 from labtui.report.isolation import placement_name, placement_order
 from labtui.report.plotting import better_text
 from labtui.report.units import display_unit, fmt, fmt_pct
-
-
-#: The columns that name a figure in both the slowdown frame and its samples.
-_FIGURE = ("benchmark", "metric", "unit", "better", "placement", "background")
 
 
 @dataclass(frozen=True)
@@ -31,7 +27,7 @@ def slowdown_tables(data: SessionData) -> list[Table]:
     slowdown and trust flags, each from labtui.core.stats.trust of the figure's repetitions (as the CLI's run table)."""
     tables = []
     frame = data.slowdown
-    samples = {tuple(r[k] for k in _FIGURE): r["samples"] for r in data.samples.iter_rows(named=True)}
+    samples = {tuple(r[k] for k in FIGURE_KEY): r["samples"] for r in data.samples.iter_rows(named=True)}
     bootstrap = frame.height <= MAX_BOOTSTRAP_ROWS
     for key in frame.select(METRIC_KEY).unique(maintain_order=True).iter_rows(named=True):
         part = frame.filter(*(pl.col(k) == v for k, v in key.items()))
@@ -49,14 +45,13 @@ def slowdown_tables(data: SessionData) -> list[Table]:
         rows = []
         for r in part.iter_rows(named=True):
             where = placement_name(r["placement"]) if isolation else str(r["background"])
-            t = trust(samples.get(tuple(r[k] or "" if k == "placement" else r[k] for k in _FIGURE)) or [r["mean"]],
-                      bootstrap=bootstrap)
-            cv = abs(t.summary.cv) * 100 if t.summary.n > 1 and t.summary.cv == t.summary.cv else None
+            t = trust(samples.get(tuple(r[k] for k in FIGURE_KEY)) or [r["mean"]], bootstrap=bootstrap)
             rows.append([
                 where, fmt(r["mean"] / factor), fmt(t.summary.median / factor),
                 f"{fmt(t.ci.low / factor)} – {fmt(t.ci.high / factor)}" if t.ci else fmt(None),
                 fmt(None if r["std"] is None else r["std"] / factor),
-                str(r["n"]), fmt(cv), fmt(r["normalized"]), fmt_pct(r["slowdown_pct"]), ", ".join(t.flags()),
+                str(r["n"]), fmt(None if t.cov is None else t.cov * 100), fmt(r["normalized"]),
+                fmt_pct(r["slowdown_pct"]), ", ".join(t.flags()),
             ])
         caption = f"{key['benchmark']}: {key['metric']} {better_text(key['better'])}"
         tables.append(Table(caption, headers, rows))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, repetition_table, slowdown_table, trust
+from labtui.report.data import FIGURE_KEY
 
 SLOWDOWN_COLUMNS = [
     "session_id", "benchmark", "metric", "unit", "better", "background", "mean", "std", "n", "normalized", "slowdown_pct",
@@ -37,31 +38,27 @@ def slowdown(results: pl.DataFrame) -> pl.DataFrame:
 #: What `with_trust` adds to a slowdown frame: labtui.core.stats.trust of each figure's repetitions.
 TRUST_SCHEMA = {"median": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "cv": pl.Float64,
                 "flags": pl.String}
-#: The columns that name a figure in both a slowdown frame and its samples.
-_FIGURE = ["benchmark", "metric", "unit", "better", "placement", "background"]
 
 
 def trusted_slowdown(results: pl.DataFrame) -> pl.DataFrame:
     """The slowdown table of live results with each figure's trust (see with_trust)."""
     if results.is_empty():
         return with_trust(slowdown(results), pl.DataFrame())
-    samples = repetition_table(results).group_by(_FIGURE).agg(pl.col("value").sort_by("repetition").alias("samples"))
+    samples = repetition_table(results).group_by(FIGURE_KEY).agg(pl.col("value").sort_by("repetition").alias("samples"))
     return with_trust(slowdown(results), samples)
 
 
 def with_trust(slow: pl.DataFrame, samples: pl.DataFrame) -> pl.DataFrame:
     """The slowdown frame with each figure's median, 95% interval, CoV and trust flags, as the CLI's run
     table shows them: labtui.core.stats.trust of the figure's repetitions' values (`samples`: the
-    columns of _FIGURE and a list column `samples`, as labtui.report.data.repetition_samples gives)."""
-    by_figure = {tuple(r[c] for c in _FIGURE): r["samples"] for r in samples.iter_rows(named=True)}
+    columns of FIGURE_KEY and a list column `samples`, as labtui.report.data.repetition_samples gives)."""
+    by_figure = {tuple(r[c] for c in FIGURE_KEY): r["samples"] for r in samples.iter_rows(named=True)}
     bootstrap = slow.height <= MAX_BOOTSTRAP_ROWS
     columns: dict[str, list] = {name: [] for name in TRUST_SCHEMA}
     for r in slow.iter_rows(named=True):
-        key = tuple(r[c] if c != "placement" else (r[c] or "") for c in _FIGURE)
-        t = trust(by_figure.get(key) or [r["mean"]], bootstrap=bootstrap)
-        cv = abs(t.summary.cv) if t.summary.n > 1 and t.summary.cv == t.summary.cv else None
+        t = trust(by_figure.get(tuple(r[c] for c in FIGURE_KEY)) or [r["mean"]], bootstrap=bootstrap)
         for name, value in zip(TRUST_SCHEMA, (t.summary.median, t.ci.low if t.ci else None,
-                                               t.ci.high if t.ci else None, cv, ", ".join(t.flags()))):
+                                               t.ci.high if t.ci else None, t.cov, ", ".join(t.flags()))):
             columns[name].append(value)
     return slow.with_columns(pl.Series(name, values, dtype=TRUST_SCHEMA[name]) for name, values in columns.items())
 
