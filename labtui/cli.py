@@ -16,6 +16,8 @@ from pathlib import Path
 from labtui import __version__
 
 EXIT_USAGE = 2
+#: A command whose reader closed the pipe: 128 + SIGPIPE, what a shell reports for git, docker or kubectl.
+EXIT_CLOSED_PIPE = 141
 
 
 #: Options that mean the same before or after any subcommand; the last one given wins, as in git and docker.
@@ -28,7 +30,12 @@ GLOBAL_OPTIONS = {
 def _global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
     """The global options; below the top level they default to 'not given', so they never undo a value given before."""
     for flag, help_text in GLOBAL_OPTIONS.items():
-        p.add_argument(flag, metavar="PATH", help=help_text, default=None if top else argparse.SUPPRESS)
+        _completes_files(p.add_argument(flag, metavar="PATH", help=help_text, default=None if top else argparse.SUPPRESS))
+
+
+def _completes_files(action: argparse.Action) -> None:
+    """Shell completion offers file names for this argument (shtab's FILE, without importing shtab at start-up)."""
+    action.complete = {"bash": "_shtab_compgen_files", "zsh": "_files"}  # type: ignore[attr-defined]
 
 
 def _every_subparser(p: argparse.ArgumentParser):
@@ -37,6 +44,19 @@ def _every_subparser(p: argparse.ArgumentParser):
             for child in dict.fromkeys(action.choices.values()):
                 yield child
                 yield from _every_subparser(child)
+
+
+#: How a listing command prints its rows (labtui.commands.listing).
+LISTING_FORMATS = ("table", "json", "csv")
+
+
+#: Shells `labtui completion` writes a script for.
+COMPLETION_SHELLS = ("bash", "zsh")
+
+
+def _format_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=LISTING_FORMATS, default="table",
+                   help="a table for people, or JSON (a list of objects) or CSV for scripts (default: table)")
 
 
 def _target_options(p: argparse.ArgumentParser) -> None:
@@ -66,12 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", action="store_true", help="pause after every step and wait for Enter (q aborts)")
 
     p = sub.add_parser("suites", help="list the built-in suites")
+    _format_option(p)
 
     p = sub.add_parser("sessions", help="list recorded sessions")
+    _format_option(p)
 
     p = sub.add_parser("sql", help="run a read-only SQL query against the store")
-    p.add_argument("query", help="the SQL text")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("query", help="the SQL text, or - to read it from standard input")
+    _format_option(p)
     p.add_argument("--limit", type=int, default=500, help="at most this many rows (default 500)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="stop the query after S seconds (default 60); Ctrl-C stops it too")
@@ -79,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("instances", help="labtui instances alive on a backend/host")
     _target_options(p)
     p.add_argument("--session", metavar="ID", help="only this session's instances")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    _format_option(p)
 
     p = sub.add_parser("cleanup", help="destroy labtui instances")
     p.add_argument("--backend", metavar="B", help="backend to use (default: every usable one)")
@@ -99,10 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("backends", help="list backends and whether they are usable here")
     p.add_argument("--host", metavar="H", default="local")
+    _format_option(p)
 
     p = sub.add_parser("hosts", help="the lab's hosts; `hosts check` tests them, `hosts trust NAME` records a host key")
     p.add_argument("--tag", dest="tags", action="append", default=[], metavar="T",
                    help="only hosts with this tag (repeatable: any of them)")
+    _format_option(p)
     hosts = p.add_subparsers(dest="hosts_command", metavar="ACTION")
     p = hosts.add_parser("check", help="reachable? OS, CPUs, memory and usable backends of every host, concurrently")
     p.add_argument("--tag", dest="tags", action="append", default=argparse.SUPPRESS, metavar="T",
@@ -136,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="each metric of session B against session A: change, slowdown, Welch's t-test")
     p.add_argument("a", metavar="A", help="the baseline session id (or a unique prefix)")
     p.add_argument("b", metavar="B", help="the session compared with A")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    _format_option(p)
 
     p = sub.add_parser("trend", help="Δ%% and d%% of study 000: each metric's trendline against the background count")
     p.add_argument("sessions", nargs="+", metavar="SESSION", help="session ids (or unique prefixes) to fit")
@@ -145,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "csv"], default="table")
 
     p = sub.add_parser("import", help="results measured elsewhere (a CSV or a real tool's output) into a new session")
-    p.add_argument("files", nargs="+", metavar="FILE", help="a CSV, or one tool output per repetition")
+    _completes_files(p.add_argument("files", nargs="+", metavar="FILE", help="a CSV, or one tool output per repetition"))
     p.add_argument("--session", required=True, metavar="NAME", help="the new session's id")
     p.add_argument("--format", metavar="F", help="csv, unixbench, aim9, aim9-ss, lmbench, sysbench, stress-ng, wrk, "
                    "redis-benchmark or stream (default: csv for .csv files)")
@@ -155,20 +179,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="local", metavar="H", help="host the results were measured on (default: local)")
 
     p = sub.add_parser("info", help="versions, paths and the store's contents")
+    _format_option(p)
+
+    p = sub.add_parser("completion", help="print a shell completion script: eval \"$(labtui completion bash)\"")
+    p.add_argument("shell", choices=COMPLETION_SHELLS)
     for child in _every_subparser(parser):
         _global_options(child, top=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `labtui` console script."""
+    """Entry point of the `labtui` console script.
+
+    A reader that stops early (`labtui sessions | head -1`) ends the command quietly with status
+    EXIT_CLOSED_PIPE, as git, docker and kubectl end on SIGPIPE.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        status = _run(parser, args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+    except BrokenPipeError:
+        _quiet_output()
+        return EXIT_CLOSED_PIPE
+    return status
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     with _lab_config(getattr(args, "config", None)):
         if args.command is None:
             from labtui.ui import open_console
 
             return open_console(Path(args.db) if args.db else None)
+        if args.command == "completion":
+            return _completion(parser, args.shell)
         from labtui.commands import dispatch
 
         try:
@@ -176,6 +220,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130
+
+
+def _quiet_output() -> None:
+    """Point stdout and stderr at /dev/null, so that nothing more is written into the closed pipe at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
+    """Print the completion script of `shell` for the whole parser (shtab reads it)."""
+    import shtab
+
+    print(shtab.complete(parser, shell=shell))
+    return 0
 
 
 @contextlib.contextmanager

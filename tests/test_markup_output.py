@@ -194,7 +194,7 @@ def test_backends_table_prints_reasons_as_text(capsys: pytest.CaptureFixture[str
         return [(CLOSE, False, "", f"missing {BOLD}", LINK), ("process", True, "1 [/]", "", "built-in")]
 
     monkeypatch.setattr(catalog, "_check_all", rows)
-    assert catalog.cmd_backends(argparse.Namespace(host="local")) == 0
+    assert catalog.cmd_backends(argparse.Namespace(host="local", format="table")) == 0
     _has_all(capsys.readouterr().out, CLOSE, f"missing {BOLD}", LINK, "1 [/]")
 
 

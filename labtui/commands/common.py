@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +14,8 @@ if TYPE_CHECKING:  # the backends load plugins: only the commands that use them 
     from labtui.backends.base import Backend
 
 DEFAULT_BACKEND = "process"
+#: Seconds a backend's check may take when a command picks the usable backends.
+CHECK_TIMEOUT_S = 30.0
 
 
 def db_path(args) -> Path:
@@ -32,3 +36,24 @@ def backends_for(args, host: Host) -> list[Backend]:
         except BackendUnavailable:
             continue
     return found
+
+
+async def usable_backends(backends: list[Backend]) -> list[Backend]:
+    """The backends that can run on their host, in order; the others are left out without a word.
+
+    Listing commands without --backend use these, so that a backend not installed on the host
+    (xl, zoneadm) is not reported on every call: `labtui backends` says why it is not usable.  A
+    backend whose check itself fails, or does not answer in CHECK_TIMEOUT_S, is kept, so that its
+    listing reports what is wrong.
+    """
+    async def usable(backend: Backend) -> bool:
+        try:
+            return (await asyncio.wait_for(backend.check(), CHECK_TIMEOUT_S)).usable
+        except Exception:  # noqa: BLE001 - kept: its own listing says what fails
+            return True
+
+    verdicts = await asyncio.gather(*(usable(b) for b in backends))
+    if backends and not any(verdicts):
+        host = backends[0].host.name
+        print(f"no backend is usable on host {host} (labtui backends --host {host} says why)", file=sys.stderr)
+    return [b for b, ok in zip(backends, verdicts) if ok]

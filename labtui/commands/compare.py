@@ -21,7 +21,6 @@ keep Welch's interval, which covers better than a bootstrap of few values.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from labtui.commands.common import db_path
+from labtui.commands.listing import write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import BOOTSTRAP_MIN, Comparison, compare_samples, repetition_table, summarize
 from labtui.store import StoreError, fetch_frame, resolve_session
@@ -117,9 +117,7 @@ def cmd_compare(args) -> int:
     rows = compare_sessions(load_samples(path, sides[0], unit), load_samples(path, sides[1], unit))
     ids = [",".join(side) for side in sides]
     if args.format == "csv":
-        out = csv.writer(sys.stdout)
-        out.writerow(COLUMNS)
-        out.writerows(["" if v is None else v for v in r.record().values()] for r in rows)
+        write_rows("csv", COLUMNS, [tuple(r.record().values()) for r in rows])
     elif args.format == "json":
         doc = {"a": _one(sessions[0]), "b": _one(sessions[1]), "alpha": ALPHA, "samples": unit,
                "rows": [r.record() for r in rows]}

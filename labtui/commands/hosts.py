@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from labtui.backends.base import BackendUnavailable, list_backends, open_backend
+from labtui.commands.listing import Column, write_rows
 from labtui.core.errors import UsageError
 from labtui.hosts import Host, HostError, get_host
 from labtui.hosts.config import LabConfig, load_lab_config
@@ -31,14 +32,11 @@ def cmd_hosts(args) -> int:
         return _trust(args)
     if args.hosts_command == "disconnect":
         return _disconnect(lab)
-    table = Table("host", "address", "user", "tags", "jump", "known_hosts",
-                  title=Text(f"hosts in {lab.path or 'no lab config (only local)'}"), title_justify="left")
-    if "local" in names:
-        table.add_row("local", "this machine", "", "", "", "")
-    for h in (lab.hosts[n] for n in names if n != "local"):
-        cells = (h.name, f"{h.address}:{h.port}", h.user or "", ", ".join(h.tags), h.jump or "", h.known_hosts)
-        table.add_row(*(Text(str(c)) for c in cells))
-    Console().print(table)
+    rows: list[tuple] = [("local", None, None, [], None, None)] if "local" in names else []
+    rows += [(h.name, f"{h.address}:{h.port}", h.user, list(h.tags), h.jump, str(h.known_hosts))
+             for h in (lab.hosts[n] for n in names if n != "local")]
+    write_rows(args.format, [Column("host", key=True), "address", "user", "tags", "jump", "known_hosts"], rows,
+               title=f"hosts in {lab.path or 'no lab config (only local)'}")
     return 0
 
 

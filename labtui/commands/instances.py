@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
+import sys
 import time
 from pathlib import Path
 
@@ -13,7 +13,8 @@ from rich.text import Text
 
 from labtui.backends.base import Backend, Instance
 from labtui.lifecycle.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
-from labtui.commands.common import backends_for, db_path
+from labtui.commands.common import backends_for, db_path, usable_backends
+from labtui.commands.listing import Column, write_rows
 from labtui.core.errors import LabError, UsageError
 from labtui.hosts import get_host, known_hosts
 from labtui.store import StoreError, fetch_frame
@@ -21,17 +22,15 @@ from labtui.store import StoreError, fetch_frame
 
 def cmd_instances(args) -> int:
     host = get_host(args.host)
-    found = asyncio.run(_list_all(backends_for(args, host), args.session))
-    if args.format == "json":
-        print(json.dumps([_as_record(backend, i) for backend, i in found], indent=1))
+    found = asyncio.run(_list_all(backends_for(args, host), args.session, every=not args.backend))
+    if args.format != "table":
+        write_rows(args.format, RECORD_KEYS, [_as_record(backend, i) for backend, i in found])
         return 0
-    table = Table("name", "backend", "host", "role", "session", "state", "age", "handle",
-                  title=Text(f"labtui instances on {host.name}"), title_justify="left")
-    for backend, instance in found:
-        table.add_row(*_plain(instance.name, backend, instance.host, instance.labels.role, instance.labels.session,
-                              instance.state, _age(instance), instance.handle))
-    Console().print(table)
-    Console(stderr=True).print(f"{len(found)} instance(s)")
+    columns: list[Column | str] = [Column("name", key=True), "backend", "host", "role", Column("session", key=True),
+                                   "state", "age", "handle"]
+    write_rows(args.format, columns, [(i.name, backend, i.host, i.labels.role, i.labels.session, i.state, _age(i),
+                                       i.handle) for backend, i in found], title=f"labtui instances on {host.name}")
+    print(f"{len(found)} instance(s)", file=sys.stderr)
     return 0
 
 
@@ -87,6 +86,8 @@ async def _plan_and_clean(args, backends: list[Backend], console: Console) -> Cl
 
     None when nothing was destroyed or recorded.
     """
+    if not args.backend:
+        backends = await usable_backends(backends)
     plan = await plan_cleanup(backends, db_path(args), session=args.session, orphans=args.orphans,
                               dry_run=args.dry_run)
     _print_plan(console, plan)
@@ -136,7 +137,10 @@ def _print_reconciliation(console: Console, plan: CleanupPlan, *, dry_run: bool)
     console.print(f"reconcile: {summary} ({result.checked} open instance row(s) checked)", highlight=False, markup=False)
 
 
-async def _list_all(backends: list[Backend], session: str | None) -> list[tuple[str, Instance]]:
+async def _list_all(backends: list[Backend], session: str | None, *, every: bool) -> list[tuple[str, Instance]]:
+    """The instances of the backends (of those usable here when `every` backend was asked for)."""
+    if every:
+        backends = await usable_backends(backends)
     results = await asyncio.gather(*(b.list(session) for b in backends), return_exceptions=True)
     found: list[tuple[str, Instance]] = []
     for backend, result in zip(backends, results):
@@ -152,18 +156,14 @@ def _plain(*values: object) -> list[Text]:
     return [Text("" if v is None else str(v)) for v in values]
 
 
-def _as_record(backend: str, instance: Instance) -> dict:
-    return {
-        "name": instance.name,
-        "backend": backend,
-        "host": instance.host,
-        "session": instance.labels.session,
-        "role": instance.labels.role,
-        "instance": instance.labels.instance,
-        "state": instance.state,
-        "created_at": instance.created_at,
-        "handle": instance.handle,
-    }
+#: The keys of an instance's JSON object and CSV row, in order.
+RECORD_KEYS = ("name", "backend", "host", "session", "role", "instance", "state", "created_at", "handle")
+
+
+def _as_record(backend: str, instance: Instance) -> tuple:
+    """An instance as `labtui instances --format json|csv` prints it: the values of RECORD_KEYS."""
+    i = instance
+    return i.name, backend, i.host, i.labels.session, i.labels.role, i.labels.instance, i.state, i.created_at, i.handle
 
 
 def _age(instance: Instance) -> str:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import datetime as dt
-import json
 import math
 import sys
 import threading
@@ -13,12 +10,9 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from labtui import __version__
 from labtui.commands.common import db_path
+from labtui.commands.listing import Column, write_record, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.paths import bundled_dir
 from labtui.store import QueryResult, StoreError, connect_readonly, list_sessions, run_sql
@@ -28,15 +22,15 @@ from labtui.store.reader import read_statement
 DEFAULT_TIMEOUT_S = 60.0
 EXIT_INTERRUPTED = 130
 EXIT_TIMEOUT = 1
+#: Columns a table never cuts: what other commands ask for.
+_KEY_COLUMNS = ("session_id", "suite")
 
 
 def cmd_sessions(args) -> int:
     path = db_path(args)
     frame = list_sessions(path)
-    table = _plain_table(frame.columns, title=Text(f"sessions in {path}"))
-    for row in frame.iter_rows():
-        table.add_row(*(Text(_cell(v)) for v in row))
-    Console().print(table)
+    columns = [Column(name, key=name in _KEY_COLUMNS) for name in frame.columns]
+    write_rows(args.format, columns, frame.iter_rows(), title=f"sessions in {path}")
     return 0
 
 
@@ -47,7 +41,7 @@ def cmd_sql(args) -> int:
     timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout!r}")
-    query = _SqlQuery(db_path(args), args.query, args.limit)
+    query = _SqlQuery(db_path(args), _query_text(args.query), args.limit)
     outcome = query.run(timeout)
     if outcome == "interrupted":
         print("labtui sql: interrupted", file=sys.stderr)
@@ -58,21 +52,21 @@ def cmd_sql(args) -> int:
         return EXIT_TIMEOUT
     result = query.result
     assert result is not None
-    if args.format == "csv":
-        out = csv.writer(sys.stdout)
-        out.writerow(result.columns)
-        out.writerows(result.rows)
-    elif args.format == "json":
-        json.dump([dict(zip(result.columns, row)) for row in result.rows], sys.stdout, default=_json_default, indent=1)
-        sys.stdout.write("\n")
-    else:
-        table = _plain_table(result.columns)
-        for row in result.rows:
-            table.add_row(*(Text(_cell(v)) for v in row))
-        Console().print(table)
+    columns = [Column(str(name), key=name in _KEY_COLUMNS) for name in result.columns]
+    write_rows(args.format, columns, result.rows)
     if result.truncated:
         print(f"{len(result.rows)} of more than {len(result.rows)} rows (raise --limit to see more)", file=sys.stderr)
     return 0
+
+
+def _query_text(query: str) -> str:
+    """The query as given, or read from standard input for "-"."""
+    if query != "-":
+        return query
+    text = sys.stdin.read()
+    if not text.strip():
+        raise UsageError("no query on standard input (labtui sql - reads it from there)")
+    return text
 
 
 class _SqlQuery:
@@ -156,48 +150,27 @@ def _first_rows(reader: Any, count: int) -> list[tuple[Any, ...]]:
     return rows
 
 
-def _plain_table(columns, title: Text | None = None) -> Table:
-    """A table whose headers are plain text (column names are data, never markup)."""
-    table = Table(title=title, title_justify="left")
-    for name in columns:
-        table.add_column(Text(str(name)))
-    return table
+#: The tables `labtui info` counts the rows of (null when there is no store).
+_COUNTED = ("sessions", "results", "resources", "instances")
 
 
 def cmd_info(args) -> int:
+    """Versions, paths and the store's row counts: one JSON object with the same keys always, or key/value rows."""
     import polars
 
     path = db_path(args)
-    console = Console()
-    console.print(f"labtui {__version__}  duckdb {duckdb.__version__}  polars {polars.__version__}", markup=False)
-    console.print(f"store: {path}{'' if path.exists() else ' (not created yet)'}", markup=False)
-    console.print(f"built-in suites: {bundled_dir('suites')}", markup=False)
-    console.print(f"built-in plugins: {bundled_dir('plugins')}", markup=False)
+    record: dict[str, Any] = {
+        "labtui": __version__, "duckdb": duckdb.__version__, "polars": polars.__version__,
+        "store": str(path), "store_exists": path.exists(),
+        "suites_dir": str(bundled_dir("suites")), "plugins_dir": str(bundled_dir("plugins")),
+    }
+    record.update(dict.fromkeys(_COUNTED), store_error=None)
     if path.exists():
         try:
-            counts = run_sql(
-                path,
-                "select (select count(*) from sessions) sessions, (select count(*) from results) results, "
-                "(select count(*) from resources) resources, (select count(*) from instances) instances",
-            )
+            counts = run_sql(path, "select " + ", ".join(f"(select count(*) from {t}) {t}" for t in _COUNTED))
         except StoreError as exc:
-            console.print(Text(str(exc), style="yellow"))
+            record["store_error"] = str(exc)
         else:
-            console.print(", ".join(f"{c}: {v}" for c, v in zip(counts.columns, counts.rows[0])), markup=False)
+            record.update(zip(counts.columns, counts.rows[0]))
+    write_record(args.format, record, title="labtui info")
     return 0
-
-
-def _cell(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, dt.datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
-    return str(value)
-
-
-def _json_default(value):
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    return str(value)

@@ -1,0 +1,140 @@
+"""Rows as a table, JSON or CSV: the one writer of every listing command (sessions, sql, instances, ...).
+
+JSON is a list of objects, one per row, keyed by column name (non-finite numbers are null, times ISO 8601);
+CSV is a header row and one line per row (null is an empty cell).  A table never cuts a key column (a
+session id, an instance or suite name): key columns never wrap and are as wide as their longest value; the
+other columns wrap, and when even that does not fit the width they are dropped from the right, with a
+one-line note on stderr naming them.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+#: The narrowest a wrapping column is squeezed to; narrower than that it is dropped instead.
+MIN_WRAP_WIDTH = 8
+#: Cells a table spends on each column besides its text (padding either side and a border), and once.
+_PER_COLUMN, _PER_TABLE = 3, 1
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A column of a listing: its name (the JSON key and CSV header) and how a table shows it."""
+
+    name: str
+    key: bool = False  # an identifier: never wrapped, cut or dropped in a table
+    justify: Literal["left", "right"] = "left"
+    style: Callable[[Any], str] | None = None  # a table cell's style from its value
+
+
+def write_rows(fmt: str, columns: Sequence[Column | str], rows: Iterable[Sequence[Any]], *,
+               title: str | None = None) -> None:
+    """Print rows on stdout as `fmt` ("table", "json" or "csv"); a plain string column is a non-key one."""
+    cols = [c if isinstance(c, Column) else Column(c) for c in columns]
+    names = [c.name for c in cols]
+    if fmt == "json":
+        json.dump([{n: _json_value(v) for n, v in zip(names, row)} for row in rows], sys.stdout,
+                  default=_json_default, indent=1)
+        sys.stdout.write("\n")
+    elif fmt == "csv":
+        out = csv.writer(sys.stdout)
+        out.writerow(names)
+        out.writerows([_csv_value(v) for v in row] for row in rows)
+    elif fmt == "table":
+        print_table(Console(), cols, [tuple(row) for row in rows], title=title)
+    else:
+        raise ValueError(f"unknown format {fmt!r}")
+
+
+def write_record(fmt: str, record: dict[str, Any], *, title: str | None = None) -> None:
+    """Print one object: as a JSON object, or as key/value rows (a CSV with the header key,value, or a table)."""
+    if fmt == "json":
+        json.dump({k: _json_value(v) for k, v in record.items()}, sys.stdout, default=_json_default, indent=1)
+        sys.stdout.write("\n")
+    else:
+        write_rows(fmt, [Column("key", key=True), "value"], record.items(), title=title)
+
+
+def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[Any]], *,
+                title: str | None = None) -> None:
+    """A rich table that fits the console's width without cutting a key column (see the module's docstring)."""
+    texts = [[cell_text(v) for v in row] for row in rows]
+    natural = [max([cell_len(c.name), *(_longest_line(r[i]) for r in texts)]) for i, c in enumerate(columns)]
+    need = [w if c.key else min(w, MIN_WRAP_WIDTH) for c, w in zip(columns, natural)]
+    shown = list(range(len(columns)))
+    while _width(need, shown) > console.width and any(not columns[i].key for i in shown):
+        shown.remove(next(i for i in reversed(shown) if not columns[i].key))
+    table = Table(title=Text(title) if title else None, title_justify="left")
+    for i in shown:
+        c = columns[i]
+        if c.key:
+            table.add_column(Text(c.name), justify=c.justify, no_wrap=True, min_width=natural[i])
+        else:
+            table.add_column(Text(c.name), justify=c.justify, overflow="fold")
+    for row, cells in zip(rows, texts):
+        table.add_row(*(Text(cells[i], style=_style(columns[i], row[i])) for i in shown))
+    width = console.width
+    console.width = max(width, _width(need, shown))  # key columns alone wider than the console: print them whole
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+    dropped = [columns[i].name for i in range(len(columns)) if i not in shown]
+    if dropped:
+        print(f"not shown in {width} columns: {', '.join(dropped)} (a wider terminal, COLUMNS=N or "
+              "--format json shows every column)", file=sys.stderr)
+
+
+def cell_text(value: Any) -> str:
+    """A value as a table shows it: '-' for none, six significant digits, times to the second, yes/no."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def _style(column: Column, value: Any) -> str:
+    return column.style(value) if column.style is not None else ""
+
+
+def _width(need: list[int], shown: list[int]) -> int:
+    return sum(need[i] + _PER_COLUMN for i in shown) + _PER_TABLE
+
+
+def _longest_line(text: str) -> int:
+    return max((cell_len(line) for line in text.splitlines()), default=0)
+
+
+def _json_value(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    return str(value)
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return value
