@@ -1,8 +1,10 @@
 """The unikraft backend: unikernels on qemu-system-x86_64, started and found by labtui.
 
 An instance is one QEMU process booting a unikernel: a real Unikraft image
-(``spec.image``) or one of labtui's multiboot test kernels (``spec.program``:
-``hello``, ``sleeper``, ``spinner``, built from ``suites/kernels``).  QEMU is
+(``spec.image``: ``unikraft:<app>``, built from Unikraft's own source by
+build.py, or a kernel file or image description) or one of labtui's multiboot
+test kernels (``spec.program``: ``hello``, ``sleeper``, ``spinner``, built
+from ``suites/kernels``).  QEMU is
 started through ``labtui-qemu`` (``launcher.c``, compiled on the host), which
 times the boot on the host and checks labels before it touches a process.
 In kraft mode (``LABTUI_UNIKRAFT_MODE=kraft``) KraftKit's ``kraft`` starts and
@@ -33,14 +35,16 @@ from labtui.backends.kit import (
     tab_records,
 )
 
+from .build import ensure_image, recipe
 from .helper import SLACK_S, Helper, run_on
-from .images import check_image, test_kernel_launch
+from .images import BUILT, check_image, test_kernel_launch
 from .kraft import Kraft, parse_handle
 from .kraft_mode import KraftMode
+from .probe import kvm_verdict
 from .qemu import QEMU, Launch, decode_exit, qemu_argv
 from .state import StateDir, check_labels, labels_from_name, root, vm_name
 
-#: Which accelerator to use: "auto" (KVM when /dev/kvm is usable, else TCG), "kvm" or "tcg".
+#: Which accelerator to use: "auto" (KVM when /dev/kvm is usable and Unikraft boots under it), "kvm" or "tcg".
 ACCEL_ENV = "LABTUI_UNIKRAFT_ACCEL"
 #: Who starts QEMU: "qemu" (labtui itself, the default) or "kraft" (KraftKit's kraft).
 MODE_ENV = "LABTUI_UNIKRAFT_MODE"
@@ -64,6 +68,8 @@ class UnikraftBackend(Backend):
         self.helper = Helper(host)
         self.kraft_mode = KraftMode(host, self.helper, self.name)
         self._accel = ""
+        self._accel_why = ""
+        self._built: dict[str, Launch] = {}
 
     async def check(self) -> Availability:
         """Usable when qemu-system-x86_64 runs and the helper builds (and, in kraft mode, kraft runs)."""
@@ -84,7 +90,8 @@ class UnikraftBackend(Backend):
             except BackendError as exc:
                 return Availability(False, f"{exc} (install KraftKit, or unset {MODE_ENV})", version)
         by = ", started by kraft" if self.mode == "kraft" else ""
-        return Availability(True, f"QEMU with {await self.accel()}{by}", version)
+        accel = await self.accel()
+        return Availability(True, f"QEMU with {accel}{by}: {self._accel_why}", f"{version}; accel {accel}")
 
     async def prepare(self, programs: Iterable[str]) -> None:
         """Build the helper and the named test kernels on the host (cached)."""
@@ -96,19 +103,35 @@ class UnikraftBackend(Backend):
     async def prepare_images(self, images: Iterable[str]) -> None:
         """Check every image (description, kernel, initrd) exists before any instance starts."""
         for image in images:
-            await check_image(self.host, image)
+            await self._image(image)
 
     async def accel(self) -> str:
-        """"kvm" or "tcg": LABTUI_UNIKRAFT_ACCEL, else KVM when /dev/kvm is readable and writable."""
+        """"kvm" or "tcg" for everything this backend boots: LABTUI_UNIKRAFT_ACCEL, else decided on the host.
+
+        KVM needs /dev/kvm readable and writable and a real boot of Unikraft's
+        hello world under KVM to print its line (probe.py); without Unikraft's
+        source to build it from, /dev/kvm alone decides.
+        """
         if not self._accel:
             wanted = os.environ.get(ACCEL_ENV, "auto")
             if wanted not in ("auto", "kvm", "tcg"):
                 raise BackendError(f"{ACCEL_ENV}={wanted!r}: expected auto, kvm or tcg")
+            self._accel_why = f"{ACCEL_ENV}={wanted}"
             if wanted == "auto":
-                usable = await run_on(self.host, ["test", "-r", "/dev/kvm", "-a", "-w", "/dev/kvm"], timeout=30.0)
-                wanted = "kvm" if usable.ok else "tcg"
+                wanted, self._accel_why = await self._decide_accel()
             self._accel = wanted
         return self._accel
+
+    async def _decide_accel(self) -> tuple[str, str]:
+        usable = await run_on(self.host, ["test", "-r", "/dev/kvm", "-a", "-w", "/dev/kvm"], timeout=30.0)
+        if not usable.ok:
+            return "tcg", "no readable and writable /dev/kvm"
+        try:
+            hello = await ensure_image(self.host, "helloworld")
+        except ProgramUnavailable as exc:
+            return "kvm", f"/dev/kvm usable; no Unikraft probe boot ({exc})"
+        verdict = await kvm_verdict(self.host, hello)
+        return verdict.accel, verdict.why
 
     async def isolation(self) -> str:
         """Hardware virtualization under KVM, or QEMU's TCG emulation."""
@@ -201,7 +224,21 @@ class UnikraftBackend(Backend):
         if spec.program:
             return test_kernel_launch(spec.program, await ensure_kernel(self.host, spec.program))
         assert spec.image is not None
-        return await check_image(self.host, spec.image)
+        return await self._image(spec.image)
+
+    async def _image(self, image: str) -> Launch:
+        """The Launch of an image: ``unikraft:<app>`` built from source (once per backend), else check_image."""
+        if not image.startswith(BUILT):
+            return await check_image(self.host, image)
+        if image not in self._built:
+            name = image.removeprefix(BUILT)
+            try:
+                built = recipe(name)
+                kernel = await ensure_image(self.host, name)
+            except ProgramUnavailable as exc:
+                raise BackendError(f"unikraft backend: image {image}: {exc}") from exc
+            self._built[image] = Launch(kernel=kernel, memory=built.memory, ready=built.ready)
+        return self._built[image]
 
     async def _write_state(self, state: StateDir, spec: InstanceSpec, launch: Launch, accel: str) -> None:
         """Create the state directory with labels.json and the name helper checks."""

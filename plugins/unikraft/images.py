@@ -13,6 +13,8 @@
       ports = [80]                       # guest ports, each published on a free 127.0.0.1 port
       ready = "Powered by"               # console regex meaning ready
 
+- ``unikraft:<app>`` (``BUILT``) names a unikernel labtui builds from
+  Unikraft's own source (build.py's recipes: ``helloworld``, ``sleeper``).
 - Any other value is the path of a kernel image on the host, booted with the
   defaults above and ready on the Unikraft boot banner.
 """
@@ -32,6 +34,8 @@ from .qemu import Launch
 #: POWEREDBY variants and the one-liner "Powered by Unikraft ...") or the
 #: classic "Welcome to" ASCII art.
 UNIKRAFT_BANNER = r"^(Powered by|Welcome to  _ __)"
+#: The prefix of an image built from Unikraft's source: ``unikraft:helloworld``.
+BUILT = "unikraft:"
 _KEYS = {"kernel": str, "initrd": str, "append": str, "cmd": list, "memory": str, "smp": int, "machine": str,
          "ports": list, "ready": str}
 #: Where the Unikraft catalog (github.com/unikraft/catalog) defines the study's applications.

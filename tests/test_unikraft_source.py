@@ -1,0 +1,136 @@
+"""Real Unikraft unikernels built from Unikraft's own source (../shared/vendor/unikraft) and booted by labtui.
+
+The builds go to the user's cache directory on the host (build.py), so a CI
+run builds each image once, whichever test module asks first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from labtui.backends.base import BackendError, InstanceSpec, Labels, open_backend
+from labtui.hosts.local import LocalHost
+from labtui.programs.native import ProgramUnavailable
+from labtui._plugins.unikraft import build, probe, sources
+from tests.backend_lab import Lab, open_lab
+
+#: Unikraft 0.16.3's codename, printed under its banner.
+RELEASE = "Telesto 0.16.3"
+
+
+def _missing() -> str:
+    if shutil.which("qemu-system-x86_64") is None:
+        return "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+    if not (sources.sources_dir() / "SHA256SUMS").is_file() and not os.environ.get(sources.SOURCES_ENV):
+        return f"no Unikraft sources at {sources.sources_dir()} (the vendored release beside the repository)"
+    return ""
+
+
+if _missing() and os.environ.get("LABTUI_CI"):
+    raise RuntimeError(f"CI must run the Unikraft source tests: {_missing()}")
+pytestmark = pytest.mark.skipif(bool(_missing()), reason=_missing() or "-")
+
+
+@pytest.fixture
+async def lab(runtime_dir: Path) -> Lab:
+    async for lab in open_lab("unikraft", "uks"):
+        yield lab  # type: ignore[misc]
+
+
+def labtui(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "labtui", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_boot_scaling_boots_unikrafts_hello_world(runtime_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    run = labtui("run", "unikraft-boot-scaling", "--profile", "quick", "--db", str(db), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr + run.stdout
+    with duckdb.connect(str(db), read_only=True) as store:
+        (status,) = store.execute("SELECT status FROM sessions").fetchone()  # type: ignore[misc]
+        assert status == "completed"
+        version, isolation = store.execute("SELECT backend_version, isolation FROM hosts").fetchone()  # type: ignore[misc]
+        accel = version.rsplit("; accel ", 1)[1]
+        assert (accel, isolation) in (("kvm", "hvm-kvm"), ("tcg", "tcg-emulation"))
+        steps = store.execute("SELECT background, value FROM results WHERE metric = 'boot_time' ORDER BY background"
+                              ).fetchall()
+        assert {b for b, _ in steps} == {0, 5, 10} and all(v > 0 for _, v in steps)
+        roles = dict(store.execute("SELECT role, count(*) FROM instances WHERE boot_s > 0 GROUP BY role").fetchall())
+        assert roles["worker"] >= 3 and roles["background"] == 10
+
+
+async def test_hello_world_prints_unikrafts_banner_and_version(lab: Lab) -> None:
+    spec = InstanceSpec(Labels(lab.session(), "worker", "w1"), image="unikraft:helloworld", wait="exit",
+                        capture_output=True, args=("from", "labtui"), timeout_s=120)
+    hello = await lab.backend.create(spec)
+    assert hello.exit_code == 0 and hello.state == "exited"
+    console = hello.output or ""
+    lines = console.splitlines()
+    assert "Powered by" in lines and any(line.strip() == RELEASE for line in lines), console
+    assert "Hello world!" in lines and '"from" "labtui"' in console  # app-helloworld's own lines
+    assert hello.details["kernel"].endswith(f"/helloworld-{build.digest('helloworld')}")
+    assert hello.details["accel"] == await lab.backend.accel()
+
+
+async def test_sleeper_stays_up_ready_on_its_hello_line(lab: Lab) -> None:
+    session = lab.session()
+    (sleeper,) = await lab.sleepers(session, 1, image="unikraft:sleeper", program=None, timeout_s=120)
+    assert sleeper.state == "running" and sleeper.boot_s is not None and sleeper.boot_s > 0
+    console = Path(sleeper.details["console"]).read_text(errors="replace")
+    assert RELEASE in console and "Hello world!" in console
+    assert [i.labels.instance for i in await lab.backend.list(session)] == ["s0"]
+    await lab.backend.destroy(sleeper)
+    assert await lab.backend.list(session) == []
+
+
+async def test_kvm_verdict_matches_a_real_boot_under_kvm(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        pytest.skip("no usable /dev/kvm: the probe has nothing to decide")
+    host = LocalHost()
+    hello = await build.ensure_image(host, "helloworld")
+    verdict = await probe.probe(host, hello)
+    monkeypatch.setenv("LABTUI_UNIKRAFT_ACCEL", "kvm")
+    forced = open_backend("unikraft", host)
+    spec = InstanceSpec(Labels(lab.session(), "worker", "w1"), image="unikraft:helloworld", wait="exit",
+                        capture_output=True, timeout_s=15)
+    if verdict.accel == "kvm":
+        assert "Hello world!" in ((await forced.create(spec)).output or "")
+    else:
+        assert "KVM" in verdict.why
+        with pytest.raises(BackendError):
+            await forced.create(spec)
+
+
+def test_a_changed_source_is_a_new_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for repo in ("unikraft", "app-helloworld"):
+        with tarfile.open(sources.find(repo).path) as archive:
+            archive.extractall(tmp_path / "unpacked", filter="data")
+        (tmp_path / "unpacked" / repo).rename(tmp_path / repo)
+    vendored = build.digest("helloworld")
+    monkeypatch.setenv(sources.SOURCES_ENV, str(tmp_path))
+    assert sources.find("app-helloworld").path == tmp_path / "app-helloworld"  # a checkout, not an archive
+    assert sources.release() == "checkout"
+    unchanged = build.digest("helloworld")
+    main = tmp_path / "app-helloworld" / "main.c"
+    main.write_text(main.read_text().replace("Hello world!", "Hello there!"))
+    assert build.digest("helloworld") not in (unchanged, vendored)
+    packed = sources.find("app-helloworld").pack(tmp_path)
+    with tarfile.open(packed) as archive:
+        assert "Hello there!" in archive.extractfile("app-helloworld/main.c").read().decode()  # type: ignore[union-attr]
+
+
+def test_missing_sources_and_unknown_apps_are_one_line_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(sources.SOURCES_ENV, str(tmp_path))
+    with pytest.raises(ProgramUnavailable, match=f"Unikraft source 'unikraft' in {tmp_path}: not found .*"
+                                                 "LABTUI_UNIKRAFT_SOURCES"):
+        build.digest("helloworld")
+    with pytest.raises(ProgramUnavailable, match="unknown Unikraft app 'nginx'; labtui builds: helloworld, sleeper"):
+        build.recipe("nginx")
