@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from labtui.commands.common import db_path
-from labtui.commands.listing import write_rows
+from labtui.commands.listing import PipeConsole, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import BOOTSTRAP_MIN, Comparison, compare_samples, repetition_table, summarize
 from labtui.store import StoreError, fetch_frame, resolve_session
@@ -235,9 +235,7 @@ def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str =
 
     Significant rows are red (B worse) or green (B better); rows of one session only are dim.
     """
-    from rich.console import Console
-
-    console = Console()
+    console = PipeConsole()
     for name, sessions in zip("AB", sides):
         for s in sessions:
             about = ", ".join(str(s[k]) for k in ("suite", "backend", "host") if s[k])

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from labtui.commands.listing import PipeConsole
 from labtui.core.errors import UsageError
 from labtui.hosts.config import load_lab_config
 from labtui.hosts.fanout import Outcome, run_on_hosts, select_hosts
@@ -63,5 +63,5 @@ def _print_summary(outcomes: list[Outcome]) -> None:
             status = Text.assemble(("error", "red"), " ", str(o.error))
         table.add_row(Text(o.host), status, f"{o.duration_s:.2f} s")
     failed = sum(not o.ok for o in outcomes)
-    Console(width=max(Console().width, 120)).print(table)
+    PipeConsole(width=max(PipeConsole().width, 120)).print(table)
     print(f"{len(outcomes) - failed} of {len(outcomes)} hosts ok" + (f", {failed} failed" if failed else ""))

@@ -6,12 +6,11 @@ import asyncio
 import sys
 from dataclasses import dataclass, field
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from labtui.backends.base import BackendUnavailable, list_backends, open_backend
-from labtui.commands.listing import Column, write_rows
+from labtui.commands.listing import Column, PipeConsole, write_rows
 from labtui.core.errors import UsageError
 from labtui.hosts import Host, HostError, get_host
 from labtui.hosts.config import LabConfig, load_lab_config
@@ -63,7 +62,7 @@ def _check(names: list[str]) -> int:
             Text(r.os), str(r.cores or ""), _gib(r.mem_bytes) if r.mem_bytes else "",
             Text(", ".join(r.usable)), Text("; ".join(r.unusable)),
         )
-    Console(width=max(Console().width, 160)).print(table)
+    PipeConsole(width=max(PipeConsole().width, 160)).print(table)
     return 0 if all(r.reachable for r in reports) else 1
 
 

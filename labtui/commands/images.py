@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from labtui.backends.base import BackendError, open_backend
+from labtui.commands.listing import PipeConsole
 from labtui.hosts import get_host
 
 
@@ -33,6 +34,6 @@ def cmd_images(args) -> int:
         status = f"skipped: {image.skipped}" if image.skipped else "built" if image.built else "up to date"
         table.add_row(*(Text(cell) for cell in (image.name, image.image_id.removeprefix("sha256:")[:12],
                                                  f"{image.size_bytes / 1e6:.1f} MB", status)))
-    Console().print(table)
+    PipeConsole().print(table)
     return 0
 

@@ -14,7 +14,7 @@ from rich.text import Text
 from labtui.backends.base import Backend, Instance
 from labtui.lifecycle.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
 from labtui.commands.common import backends_for, db_path, usable_backends
-from labtui.commands.listing import Column, write_rows
+from labtui.commands.listing import Column, PipeConsole, write_rows
 from labtui.core.errors import LabError, UsageError
 from labtui.hosts import get_host, known_hosts
 from labtui.store import StoreError, fetch_frame
@@ -36,7 +36,7 @@ def cmd_instances(args) -> int:
 
 def cmd_cleanup(args) -> int:
     """Clean up on one host (--host), or on every host labtui knows of: local, the lab config's, the store's."""
-    console = Console()
+    console = PipeConsole()
     names = [args.host] if args.host else cleanup_hosts(db_path(args))
     failed = 0
     for name in names:

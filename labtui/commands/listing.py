@@ -29,6 +29,15 @@ MIN_WRAP_WIDTH = 8
 _PER_COLUMN, _PER_TABLE = 3, 1
 
 
+class PipeConsole(Console):
+    """A rich Console for stdout whose closed pipe raises BrokenPipeError, so that labtui.cli.main ends the
+    command with its closed-pipe status (rich's own handler exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 @dataclass(frozen=True, slots=True)
 class Column:
     """A column of a listing: its name (the JSON key and CSV header) and how a table shows it."""
@@ -53,7 +62,7 @@ def write_rows(fmt: str, columns: Sequence[Column | str], rows: Iterable[Sequenc
         out.writerow(names)
         out.writerows([_csv_value(v) for v in row] for row in rows)
     elif fmt == "table":
-        print_table(Console(), cols, [tuple(row) for row in rows], title=title)
+        print_table(PipeConsole(), cols, [tuple(row) for row in rows], title=title)
     else:
         raise ValueError(f"unknown format {fmt!r}")
 
