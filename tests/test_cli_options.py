@@ -31,6 +31,7 @@ MINIMAL = {
     "trend": ["S"],
     "import": ["f.csv", "--session", "s"],
     "info": [],
+    "completion": ["bash"],
 }
 
 
