@@ -180,3 +180,16 @@ def test_completion_scripts(lab: Lab) -> None:
     assert out.splitlines() == ["table json csv", "sessions"]
     zsh = lab.labtui("completion", "zsh").stdout
     assert zsh.startswith("#compdef labtui") and "sessions" in zsh
+
+
+def test_export_writes_what_its_format_says_or_refuses_a_file_name_in_one_line(lab: Lab, tmp_path: Path) -> None:
+    refused = lab.labtui("export", NATIVE, "--format", "csv", "--out", str(tmp_path / "res.json"), check=False)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "res.json reads as a .json file" in refused.stderr and not (tmp_path / "res.json").exists()
+    report = lab.labtui("report", NATIVE, "--out", str(tmp_path / "page.html"), check=False)
+    assert report.returncode == 2 and not (tmp_path / "page.html").exists()
+    written = lab.labtui("export", NATIVE, "--format", "csv", "--out", str(tmp_path / "out")).stdout.split()
+    results = next(Path(f) for f in written if f.endswith("results.csv"))
+    assert all(f.endswith(".csv") for f in written)
+    assert len(list(csv.DictReader(results.open()))) == len(json.loads(lab.labtui(
+        "sql", f"select * from results where session_id = '{NATIVE}'", "--format", "json").stdout))
