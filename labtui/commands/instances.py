@@ -8,13 +8,12 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from labtui.backends.base import Backend, Instance
 from labtui.lifecycle.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
 from labtui.commands.common import backends_for, db_path, usable_backends
-from labtui.commands.listing import Column, PipeConsole, write_rows
+from labtui.commands.listing import Column, PipeConsole, print_table, write_rows
 from labtui.core.errors import LabError, UsageError
 from labtui.hosts import get_host, known_hosts
 from labtui.store import StoreError, fetch_frame
@@ -102,11 +101,10 @@ async def _plan_and_clean(args, backends: list[Backend], console: Console) -> Cl
 
 
 def _print_plan(console: Console, plan: CleanupPlan) -> None:
-    table = Table("name", "backend", "role", "session", "state", "why", title="to destroy", title_justify="left")
-    for target in plan.targets:
-        i = target.instance
-        table.add_row(*_plain(i.name, target.backend.name, i.labels.role, i.labels.session, i.state, target.reason))
-    console.print(table)
+    rows = [(t.instance.name, t.backend.name, t.instance.labels.role, t.instance.labels.session, t.instance.state,
+             t.reason) for t in plan.targets]
+    print_table(console, [Column("name", key=True), "backend", "role", Column("session", key=True), "state", "why"],
+                rows, title="to destroy")
     for note in plan.notes:
         console.print(Text(str(note), "yellow"), highlight=False)
 
@@ -119,8 +117,7 @@ def _print_reconciliation(console: Console, plan: CleanupPlan, *, dry_run: bool)
         console.print(f"reconcile: the store and the backends agree ({result.checked} open instance row(s) checked)",
                       markup=False)
         return
-    table = Table("finding", "session", "instance", "backend", "detail", "action",
-                  title="reconcile: store against backends", title_justify="left")
+    rows = []
     for f in result.findings:
         if f.closed_state:
             action = f"{'would close' if dry_run else 'close'} row as {f.closed_state}"
@@ -128,8 +125,9 @@ def _print_reconciliation(console: Console, plan: CleanupPlan, *, dry_run: bool)
             action = "would destroy" if dry_run else "destroy"
         else:
             action = "left alone"
-        table.add_row(*_plain(f.kind, f.session_id, f.instance_id, f.backend, f.detail, action))
-    console.print(table)
+        rows.append((f.kind, f.session_id, f.instance_id, f.backend, f.detail, action))
+    print_table(console, ["finding", Column("session", key=True), Column("instance", key=True), "backend", "detail",
+                          "action"], rows, title="reconcile: store against backends")
     counts: dict[str, int] = {}
     for f in result.findings:
         counts[f.kind] = counts.get(f.kind, 0) + 1
@@ -149,11 +147,6 @@ async def _list_all(backends: list[Backend], session: str | None, *, every: bool
             continue
         found.extend((backend.name, i) for i in result)
     return found
-
-
-def _plain(*values: object) -> list[Text]:
-    """Table cells as plain text: names, states and messages are data, never rich markup."""
-    return [Text("" if v is None else str(v)) for v in values]
 
 
 #: The keys of an instance's JSON object and CSV row, in order.

@@ -51,7 +51,7 @@ class Column:
 def write_rows(fmt: str, columns: Sequence[Column | str], rows: Iterable[Sequence[Any]], *,
                title: str | None = None) -> None:
     """Print rows on stdout as `fmt` ("table", "json" or "csv"); a plain string column is a non-key one."""
-    cols = [c if isinstance(c, Column) else Column(c) for c in columns]
+    cols = _columns(columns)
     names = [c.name for c in cols]
     if fmt == "json":
         json.dump([{n: _json_value(v) for n, v in zip(names, row)} for row in rows], sys.stdout,
@@ -76,9 +76,10 @@ def write_record(fmt: str, record: dict[str, Any], *, title: str | None = None) 
         write_rows(fmt, [Column("key", key=True), "value"], record.items(), title=title)
 
 
-def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[Any]], *,
+def print_table(console: Console, columns: Sequence[Column | str], rows: Sequence[Sequence[Any]], *,
                 title: str | None = None) -> None:
     """A rich table that fits the console's width without cutting a key column (see the module's docstring)."""
+    columns = _columns(columns)
     texts = [[cell_text(v) for v in row] for row in rows]
     natural = [max([cell_len(c.name), *(_longest_line(r[i]) for r in texts)]) for i, c in enumerate(columns)]
     need = [w if c.key else min(w, MIN_WRAP_WIDTH) for c, w in zip(columns, natural)]
@@ -119,6 +120,10 @@ def cell_text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value))
     return str(value)
+
+
+def _columns(columns: Sequence[Column | str]) -> list[Column]:
+    return [c if isinstance(c, Column) else Column(c) for c in columns]
 
 
 def _style(column: Column, value: Any) -> str:
