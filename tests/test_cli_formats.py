@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -180,6 +181,8 @@ def test_completion_scripts(lab: Lab) -> None:
     assert out.splitlines() == ["table json csv", "sessions"]
     zsh = lab.labtui("completion", "zsh").stdout
     assert zsh.startswith("#compdef labtui") and "sessions" in zsh
+    if shutil.which("zsh"):  # the script parses (tried by hand in zsh too: labtui sess<Tab> --format <Tab>)
+        subprocess.run(["zsh", "-n"], input=zsh, text=True, capture_output=True, timeout=60, check=True)
 
 
 def test_export_writes_what_its_format_says_or_refuses_a_file_name_in_one_line(lab: Lab, tmp_path: Path) -> None:
