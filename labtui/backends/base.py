@@ -16,7 +16,7 @@ import builtins
 import importlib
 import importlib.metadata
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,9 +140,19 @@ class Backend(abc.ABC):
     max_parallel_creates: int = 8
     #: Without the exec capability: what would give it on this host (shown when a suite needs exec).
     exec_hint: str = ""
+    #: The suite's ``[backend]`` settings this backend takes (``configure`` refuses any other that is set).
+    settings: frozenset[str] = frozenset()
 
     def __init__(self, host: Host) -> None:
         self.host = host
+
+    def configure(self, settings: Mapping[str, object]) -> None:
+        """Take a run's ``[backend]`` settings (None: not set); one this backend does not take is a BackendError."""
+        for key, value in settings.items():
+            if value is not None and key not in self.settings:
+                takes = ", ".join(f"backend.{k}" for k in sorted(self.settings)) or "no [backend] settings"
+                raise BackendError(f"backend {self.name} has no setting backend.{key} (set to {value!r}); it takes "
+                                   f"{takes}")
 
     @abc.abstractmethod
     async def check(self) -> Availability:

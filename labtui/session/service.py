@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from labtui.backends.base import Backend, BackendError, open_backend
@@ -104,8 +104,8 @@ class LabRun:
             raise RunRefused(str(exc)) from None
         for name in self.request.host_names:
             host = _host(name)
-            self.runners.append(SessionRunner(self.request.suite, _backend(self.request.backend_name, host), host,
-                                              gate=self.gate))
+            backend = _backend(self.request.backend_name, host, asdict(self.request.suite.backend_settings))
+            self.runners.append(SessionRunner(self.request.suite, backend, host, gate=self.gate))
         return self.runners
 
     # --- the run -------------------------------------------------------------------
@@ -304,9 +304,12 @@ def _host(name: str) -> Host:
         raise RunRefused(str(exc)) from None
 
 
-def _backend(name: str, host: Host) -> Backend:
+def _backend(name: str, host: Host, settings: dict[str, Any]) -> Backend:
+    """Backend name on host, given the suite's ``[backend]`` settings; RunRefused when either is refused."""
     try:
-        return open_backend(name, host)
+        backend = open_backend(name, host)
+        backend.configure(settings)
+        return backend
     except BackendError as exc:
         raise RunRefused(str(exc)) from None
 

@@ -34,6 +34,7 @@ from labtui.suites.model import (
     SUPPORTED_KINDS,
     WORKER_MEASURES,
     WORKER_OUTPUTS,
+    BackendSettings,
     Concurrent,
     Creation,
     Fairshare,
@@ -231,6 +232,8 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
         "ready_timeout_s": _number(1.0, 600.0, 30.0),
         "timeout_s": _number(1.0, 86400.0, 900.0),
     },
+    "backend": {"runtime": _text("a runtime name such as runc or runsc (letters, digits, '.', '_', '-')",
+                                 re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}").fullmatch, None)},
     "sampling": {"interval_s": _number(0.1, 60.0, 1.0), "settle_s": _number(0.0, default=0.0),
                  "quiet_timeout_s": _number(0.0, 600.0, 10.0)},
 }
@@ -438,6 +441,7 @@ def _build(raw: dict[str, Any], src: _Source, source: str, overrides: tuple[str,
         creation=Creation(**_table(raw, "creation", src)),
         fairshare=_fairshare(raw, head, src),
         load=load,
+        backend_settings=BackendSettings(**_table(raw, "backend", src)),
     )
 
 

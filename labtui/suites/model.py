@@ -194,6 +194,14 @@ class Measure:
 
 
 @dataclass(frozen=True, slots=True)
+class BackendSettings:
+    """``[backend]``: settings handed to the run's backend, which refuses one it does not take."""
+
+    #: The runtime the engine runs instances with (docker: runc, runsc, ...; None: the engine's default).
+    runtime: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Sampling:
     """Timing of measurements, in seconds."""
 
@@ -233,6 +241,8 @@ class Suite:
     reproduces: str = ""
     #: The ``[profiles.NAME]`` table applied before the ``--set`` overrides (None: no profile).
     profile: str | None = None
+    #: ``[backend]`` settings (``--set backend.runtime=runsc``), given to the backend before the run.
+    backend_settings: BackendSettings = BackendSettings()
 
     def steps_per_repetition(self) -> int:
         """Measurements per repetition: scale steps plus the baseline, placements, or counts."""

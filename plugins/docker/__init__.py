@@ -9,7 +9,9 @@ cleanup select by them and refuse anything else.  Probes run from
 servers from ``labtui/nginx`` and ``labtui/redis`` built FROM scratch from the
 host's installed binaries (``services.py``).  Programs a benchmark runs inside
 a container (creation suites) are copied into it by ``stage`` (``staging.py``).
-An instance's handle is the container id.
+An instance's handle is the container id.  ``backend.runtime`` (``configure``)
+names the engine runtime every container gets (``runsc``: gVisor); the
+runtimes the engine offers are read from its info (``runtimes.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 import aiodocker
@@ -44,7 +46,7 @@ from labtui.backends.kit import (
     runat as runat_tool,
 )
 
-from . import held
+from . import held, runtimes
 from .containers import (
     LABEL_SESSION,
     ContainerSpec,
@@ -84,6 +86,7 @@ class DockerBackend(Backend):
     max_parallel_creates = 8
     #: Seconds ``docker stop`` waits between SIGTERM and SIGKILL when destroying.
     stop_grace_s = 2
+    settings = frozenset({"runtime"})
 
     def __init__(self, host: Host, socket_path: str = DOCKER_SOCKET) -> None:
         super().__init__(host)
@@ -94,9 +97,21 @@ class DockerBackend(Backend):
         self._known_images: set[str] = set()
         #: Image -> its Config from an inspect (what a held container wraps).
         self._image_configs: dict[str, dict[str, Any]] = {}
+        #: The engine runtime containers are created with (None: the engine's default).
+        self.runtime: str | None = None
+
+    def configure(self, settings: Mapping[str, object]) -> None:
+        """Take ``backend.runtime``: the engine runtime (runc, runsc, ...) every container of the run gets."""
+        super().configure(settings)
+        runtime = settings.get("runtime")
+        self.runtime = None if runtime is None else str(runtime)
 
     async def check(self) -> Availability:
-        """Usable when the engine answers on its socket; the version is the engine's."""
+        """Usable when the engine answers on its socket and offers the chosen runtime.
+
+        The version is the engine's (and the chosen runtime's, with its arguments); the reason lists the
+        runtimes the engine offers.
+        """
         socket_path = self.engine.socket_path
         try:
             present = (await self.host.run(["test", "-S", socket_path], timeout=10.0)).ok
@@ -107,13 +122,18 @@ class DockerBackend(Backend):
         try:
             async with asyncio.timeout(API_TIMEOUT_S):
                 found = await self.engine.call("asking the engine's version", "GET", "version", versioned_api=False)
+                info = await self.engine.call("reading engine info", "GET", "info")
         except (BackendError, TimeoutError) as exc:
             reason = str(exc) or f"no answer from the engine within {API_TIMEOUT_S:g}s"
             if "Permission denied" in reason:
                 reason += " (run as root or join the docker group)"
             return Availability(False, reason)
+        if refused := runtimes.refusal(self.runtime, info):
+            return Availability(False, f"docker on host {self.host.name}: {refused}")
         version = f"Docker {found.get('Version', '?')} (API {found.get('ApiVersion', '?')})"
-        return Availability(True, f"docker engine on {socket_path}", version)
+        if self.runtime is not None:
+            version += f", runtime {' '.join([self.runtime, *runtimes.offered(info)[self.runtime]])}"
+        return Availability(True, f"docker engine on {socket_path}; runtimes: {runtimes.describe(info)}", version)
 
     async def prepare(self, programs: Iterable[str]) -> None:
         """Build the images of the named probes that the engine lacks or has stale."""
@@ -146,13 +166,14 @@ class DockerBackend(Backend):
             return built
 
     async def isolation(self) -> str:
-        """The engine's runtime and security options, e.g. ``runc+seccomp,cgroupfs``."""
+        """The runtime containers get (the chosen one, else the engine's default), the engine's security
+        options and cgroup driver, e.g. ``runc+seccomp,cgroupfs`` or ``runsc+seccomp,cgroupfs``."""
         try:
             found = await self.engine.call("reading engine info", "GET", "info")
         except BackendError:
             return ""
         security = [o.split(",")[0].removeprefix("name=") for o in found.get("SecurityOptions") or []]
-        return f"{'+'.join([found.get('DefaultRuntime', 'runc'), *security])},{found.get('CgroupDriver', '')}"
+        return f"{'+'.join([runtimes.chosen(self.runtime, found), *security])},{found.get('CgroupDriver', '')}"
 
     # -- create ----------------------------------------------------------------
 
@@ -179,7 +200,7 @@ class DockerBackend(Backend):
                 runat = await runat_tool.build(self.host)
                 cmd = await self._command(spec, image, cmd)
                 entrypoint = held.entrypoint(stage_path(runat), spec.start_at)
-            body = create_body(spec, image, cmd, entrypoint)
+            body = create_body(spec, image, cmd, entrypoint, runtime=self.runtime)
             params = {"name": name} if (name := container_name(spec.labels)) else {}
             container_id = ""
             phases: dict[str, float] = {}

@@ -50,12 +50,15 @@ def container_name(labels: Labels) -> str | None:
 
 
 def create_body(spec: InstanceSpec, image: str, cmd: list[str] | None,
-                entrypoint: list[str] | None = None) -> dict[str, Any]:
+                entrypoint: list[str] | None = None, *, runtime: str | None = None) -> dict[str, Any]:
     """The body of ``POST /containers/create`` for spec, running cmd (None: the image's own).
 
-    ``entrypoint`` replaces the image's (None keeps it).
+    ``entrypoint`` replaces the image's (None keeps it); ``runtime`` is the engine runtime to run it
+    with (``HostConfig.Runtime``; None: the engine's default).
     """
     host: dict[str, Any] = {}
+    if runtime is not None:
+        host["Runtime"] = runtime
     if spec.cpus:
         host["CpusetCpus"] = spec.cpus
     if spec.mem_limit_bytes is not None:
