@@ -214,9 +214,14 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.command == "completion":
             return _completion(parser, args.shell)
         from labtui.commands import dispatch
+        from labtui.core.stopsignals import StopSignal, stop_at_once
 
         try:
-            return dispatch(args)
+            with stop_at_once() if args.command == "run" else contextlib.nullcontext():
+                return dispatch(args)
+        except StopSignal as exc:  # before the run took the signals over: nothing was created
+            print(f"stopped by {exc}", file=sys.stderr)
+            return exc.exit_status
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130

@@ -65,17 +65,24 @@ def _notice(console: Console, level: str, text: str) -> None:
 
 
 async def _run(lab: LabRun, console: Console) -> list:
-    """Run the request while drawing one progress line per session (and the step prompt with --step)."""
-    queues = [r.bus.subscribe() for r in lab.runners]
-    side = [asyncio.create_task(_show_progress(queues, lab, console))]
-    if lab.request.manual:
-        side.append(asyncio.create_task(_prompt_between_steps(lab)))
-    try:
-        return await lab.run()
-    finally:
-        for task in side[1:]:
-            task.cancel()
-        await asyncio.gather(*side, return_exceptions=True)
+    """Run the request while drawing one progress line per session (and the step prompt with --step).
+
+    The run takes the signals first, before this loop awaits anything: see LabRun.signals.
+    """
+    with lab.signals():
+        queues = [r.bus.subscribe() for r in lab.runners]
+        side = [asyncio.create_task(_show_progress(queues, lab, console))]
+        if lab.request.manual:
+            side.append(asyncio.create_task(_prompt_between_steps(lab)))
+        try:
+            return await lab.run()
+        except BaseException:
+            side[0].cancel()  # run() failed: the sessions' events may never end
+            raise
+        finally:
+            for task in side[1:]:
+                task.cancel()
+            await asyncio.gather(*side, return_exceptions=True)
 
 
 async def _show_progress(queues: list[asyncio.Queue[Event | None]], lab: LabRun, console: Console) -> None:

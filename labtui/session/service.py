@@ -24,23 +24,19 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from labtui.backends.base import Backend, BackendError, open_backend
 from labtui.core.errors import UsageError
 from labtui.core.events import Event
+from labtui.core.stopsignals import FORCE_SIGNALS, STOP_SIGNALS
 from labtui.engine import Plan, SessionRunner, StepGate, plan_for
 from labtui.hosts import Host, HostError, get_host
 from labtui.lifecycle.liveness import LivenessError, lock_dir
 from labtui.lifecycle.reconcile import StoreView, read_store_quietly, reconcile_before_run
 from labtui.session.request import RunRequest
 from labtui.store import StoreError, StoreWriter
-
-#: The signals that end a run in order; the console's ctrl+c and a closed terminal arrive as these.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-#: A second one of these during teardown forces it.
-FORCE_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 #: A notice for the face: (level, text), level one of info, warning, error.
 Notify = Callable[[str, str], None]
@@ -104,8 +100,8 @@ class LabRun:
             raise RunRefused(str(exc)) from None
         for name in self.request.host_names:
             host = _host(name)
-            backend = _backend(self.request.backend_name, host, asdict(self.request.suite.backend_settings))
-            self.runners.append(SessionRunner(self.request.suite, backend, host, gate=self.gate))
+            self.runners.append(SessionRunner(self.request.suite, _backend(self.request.backend_name, host), host,
+                                              gate=self.gate))
         return self.runners
 
     # --- the run -------------------------------------------------------------------
@@ -234,8 +230,8 @@ class LabRun:
             else:
                 runner.ctx.log("warning", "abort", f"{reason}: tearing down {len(live)} instance(s)")
             runner.abort(reason)
-        for task in self._tasks:
-            task.cancel()
+        for task in self._tasks:  # after its first step, which the loop ran before no other callback of ours:
+            task.get_loop().call_soon(task.cancel)  # a task cancelled before it started never closes its bus
         self._notify("warning", f"{reason}: {'leaving the instances running' if leave else 'tearing down'}")
 
     def force(self) -> None:
@@ -262,9 +258,23 @@ class LabRun:
 
     # --- signals --------------------------------------------------------------------------
 
+    def signals(self) -> contextlib.AbstractContextManager[None]:
+        """INT, TERM and HUP stop the run (a second INT or TERM forces) from here on, on the running loop.
+
+        A face that calls ``run()`` takes the signals with this first, before it creates anything,
+        so that no signal meets the default handlers (or asyncio's SIGINT handler, which would cancel
+        the face's task) while ``run()`` reads and opens the store: a signal that lands before the
+        sessions start only keeps them from starting.
+        """
+        return self._signals(self._on_signal)
+
     @contextlib.contextmanager
     def _signals(self, handler: Callable[[int], None]):
-        """INT, TERM and HUP call handler (abort; a second INT or TERM forces) while the sessions run."""
+        """INT, TERM and HUP call handler (abort; a second INT or TERM forces) in the block.
+
+        Blocks may nest (a face's ``signals()`` around ``run()``'s own): the inner end removes the
+        handlers, and then the outer one has nothing left to remove.
+        """
         loop = asyncio.get_running_loop()
         installed = []
         for signum in STOP_SIGNALS:
@@ -304,12 +314,9 @@ def _host(name: str) -> Host:
         raise RunRefused(str(exc)) from None
 
 
-def _backend(name: str, host: Host, settings: dict[str, Any]) -> Backend:
-    """Backend name on host, given the suite's ``[backend]`` settings; RunRefused when either is refused."""
+def _backend(name: str, host: Host) -> Backend:
     try:
-        backend = open_backend(name, host)
-        backend.configure(settings)
-        return backend
+        return open_backend(name, host)
     except BackendError as exc:
         raise RunRefused(str(exc)) from None
 

@@ -1,0 +1,181 @@
+"""A stop signal at any moment of a run's life, from its first line on, ends it (issue 32, item 1).
+
+A real `labtui run` (process backend, store in tmp_path, lock directory of its own) is signalled at
+20 moments spread over its first 3 s, counted from its start (imports, reading and opening the store,
+the lock, the first creates, step 0's warm-up boots), and at a few later ones, with each of SIGINT,
+SIGTERM, SIGHUP and INT+INT.  Every other moment starts the runs as a script's `labtui run ... &`
+does, with SIGINT ignored (POSIX shells ignore INT in the background jobs of a non-interactive
+shell); their moments count from main's first line (when the process catches SIGINT): before it,
+the kernel discards an ignored signal, whatever the program.
+
+Each run must exit (a run that is still there 60 s after the signal fails the test; the exit
+delay is recorded as the property ``exit_delay_s_<schedule>``), end because of the signal, leave no
+process of its own on the host, and leave no session ``running`` nor instance row open in its store.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from interrupted_run import open_rows, open_store
+
+#: The run of the report: big enough that no moment below sees its end.
+RUN = ["boot-scaling", "--set", "scale.steps=30", "--set", "scale.per_step=10", "--set", "suite.repetitions=1"]
+#: (first signal, second signal or None); the second follows 0.3 s later.  One run of each at every moment.
+SCHEDULES = [(signal.SIGINT, None), (signal.SIGTERM, None), (signal.SIGHUP, None), (signal.SIGINT, signal.SIGINT)]
+#: Seconds from the start: 20 over the first 3 s, and 4 later ones (a fixed seed, so
+#: that every pytest-xdist worker collects the same tests).
+_LATER = random.Random(32)
+MOMENTS = [round(0.15 * i, 2) for i in range(20)] + sorted(round(_LATER.uniform(3.0, 8.0), 2) for _ in range(4))
+#: A run still there this long after the signal never ends by itself.
+NEVER_S = 60.0
+
+
+def _environ_has(pid: int, marker: bytes) -> bool:
+    try:
+        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:  # gone, or a zombie's
+        return False
+
+
+def _left_on_host(lock_dir: Path) -> list[str]:
+    """Processes that inherited the run's environment (its agents, its instances), as "pid command"."""
+    marker = f"LABTUI_LOCK_DIR={lock_dir}".encode()
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and _environ_has(int(entry.name), marker):
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            left.append(f"{entry.name} {command}")
+    return left
+
+
+def _still_left(lock_dir: Path) -> list[str]:
+    """What is left after a short grace for processes that were killed and not yet reaped."""
+    deadline = time.monotonic() + 2.0
+    while (left := _left_on_host(lock_dir)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def _sessions(db: Path) -> list[tuple[str, str]]:
+    if not db.exists():
+        return []
+    with open_store(db) as con:
+        tables = {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
+        if "sessions" not in tables:
+            return []
+        return con.execute("select session_id, status from sessions").fetchall()
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _catches_sigint(pid: int) -> bool:
+    """Whether the process has a handler of its own for SIGINT (SigCgt of /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # gone: nothing more to wait for
+    caught = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) & 1 << (signal.SIGINT - 1))
+
+
+@dataclass
+class Run:
+    """One `labtui run` of a test, with its schedule."""
+
+    first: signal.Signals
+    second: signal.Signals | None
+    lock_dir: Path
+    db: Path
+    proc: subprocess.Popen[str]
+    #: When its moments count from: its start, or, started with SIGINT ignored, when it caught SIGINT.
+    zero: float | None = None
+    signalled: float | None = None
+    seconded: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.first.name + (f"+{self.second.name}" if self.second else "")
+
+
+def _start(first: signal.Signals, second: signal.Signals | None, where: Path, runtime_dir: Path, *,
+           background_job: bool) -> Run:
+    where.mkdir()
+    lock_dir, db = where / "locks", where / "lab.duckdb"
+    env = {**os.environ, "LABTUI_LOCK_DIR": str(lock_dir), "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "labtui", "run", *RUN, "--db", str(db)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_ignore_sigint if background_job else None)
+    return Run(first, second, lock_dir, db, proc, zero=None if background_job else time.monotonic())
+
+
+def _signal_all(runs: list[Run], moment: float) -> None:
+    """Send each run its first signal at the moment, and its second one 0.3 s later."""
+    while not all(r.signalled is not None and (r.second is None or r.seconded) for r in runs):
+        now = time.monotonic()
+        for run in runs:
+            if run.zero is None and _catches_sigint(run.proc.pid):  # a background job: from main's first line
+                run.zero = now
+            if run.zero is not None and run.signalled is None and now >= run.zero + moment:
+                run.proc.send_signal(run.first)
+                run.signalled = now
+            if run.signalled is not None and run.second is not None and not run.seconded and now >= run.signalled + 0.3:
+                if run.proc.poll() is None:
+                    run.proc.send_signal(run.second)
+                run.seconded = True
+        time.sleep(0.005)
+
+
+def _check(run: Run, moment: float, record_property) -> None:
+    """The run exits, because of its signal, and leaves nothing on the host nor running in its store."""
+    assert run.signalled is not None
+    try:
+        _, err = run.proc.communicate(timeout=max(1.0, run.signalled + NEVER_S - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        os.killpg(run.proc.pid, signal.SIGKILL)
+        _, err = run.proc.communicate()
+        pytest.fail(f"{run.name} at {moment} s: still running {NEVER_S:g} s after the signal:\n{err[-3000:]}")
+    delay = time.monotonic() - run.signalled
+    record_property(f"exit_delay_s_{run.name}", round(delay, 3))
+    print(f"{run.name} at {moment} s: exit {run.proc.returncode} after {delay:.2f} s")
+    what = (run.name, moment, run.proc.returncode, err[-3000:])
+    assert run.proc.returncode in (130, 128 + run.first, -run.first), what
+    assert _still_left(run.lock_dir) == [], what
+    sessions = _sessions(run.db)
+    assert [s for s in sessions if s[1] == "running"] == [], what
+    for session, _ in sessions:
+        assert open_rows(run.db, session) == [], what
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", MOMENTS, ids=lambda m: f"{m:.2f}s")
+def test_a_signal_at_any_moment_ends_the_run_and_leaves_nothing(
+    moment: float, tmp_path: Path, runtime_dir: Path, record_property,
+) -> None:
+    """One run per schedule, all four at once (so that the file takes minutes, not a quarter of an hour)."""
+    background_job = MOMENTS.index(moment) % 2 == 1
+    runs = [_start(first, second, tmp_path / f"{first.name}-{second.name if second else 'once'}", runtime_dir,
+                   background_job=background_job) for first, second in SCHEDULES]
+    try:
+        _signal_all(runs, moment)
+        for run in runs:
+            _check(run, moment, record_property)
+    finally:
+        for run in runs:
+            if run.proc.poll() is None:
+                os.killpg(run.proc.pid, signal.SIGKILL)
+                run.proc.communicate()
