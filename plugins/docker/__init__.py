@@ -129,7 +129,7 @@ class DockerBackend(Backend):
                 reason += " (run as root or join the docker group)"
             return Availability(False, reason)
         if refused := runtimes.refusal(self.runtime, info):
-            return Availability(False, f"docker on host {self.host.name}: {refused}")
+            return Availability(False, refused)
         version = f"Docker {found.get('Version', '?')} (API {found.get('ApiVersion', '?')})"
         if self.runtime is not None:
             version += f", runtime {' '.join([self.runtime, *runtimes.offered(info)[self.runtime]])}"
