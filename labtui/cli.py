@@ -178,6 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repetition", type=int, default=0, metavar="N", help="repetition of the first file (default 0)")
     p.add_argument("--host", default="local", metavar="H", help="host the results were measured on (default: local)")
 
+    p = sub.add_parser("store", help="the store's upkeep: `store sync` moves finished sessions' journals in now")
+    store = p.add_subparsers(dest="store_command", metavar="ACTION", required=True)
+    p = store.add_parser("sync", help="move the journals of finished and crashed sessions into the store")
+    p.add_argument("--wait", type=float, default=60.0, metavar="S",
+                   help="wait up to S seconds for a store another program holds (default 60)")
+
     p = sub.add_parser("info", help="versions, paths and the store's contents")
     _format_option(p)
 

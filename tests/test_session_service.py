@@ -26,7 +26,7 @@ from labtui.suites import list_suites, load_suite
 from interrupted_run import check_torn_down, interrupt_run, open_rows, session_row
 
 #: Big batches, so that a signal often lands while one is being created.
-BATCHY = ["--set", "scale.steps=6", "--set", "scale.per_step=25", "--set", "suite.repetitions=1",
+BATCHY = ["--set", "scale.steps=30", "--set", "scale.per_step=25", "--set", "suite.repetitions=1",
           "--set", "sampling.quiet_timeout_s=0"]
 #: (first signal, second signal or None); each schedule runs twice at random moments.
 SCHEDULES = [(signal.SIGINT, None), (signal.SIGTERM, None), (signal.SIGHUP, None), (signal.SIGINT, signal.SIGINT),

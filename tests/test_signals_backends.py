@@ -33,7 +33,7 @@ TARGETS = [("process", SSH_HOST), ("zones", ZONES_HOST), ("docker", "local")]
 #: (first signal, second signal or None)
 SCHEDULES = [(signal.SIGINT, None), (signal.SIGTERM, None), (signal.SIGHUP, None), (signal.SIGINT, signal.SIGINT)]
 #: Batches big enough that a signal often lands in one, small enough for the zones simulator.
-BATCHY = ["--set", "scale.steps=5", "--set", "scale.per_step=6", "--set", "suite.repetitions=1",
+BATCHY = ["--set", "scale.steps=12", "--set", "scale.per_step=6", "--set", "suite.repetitions=1",
           "--set", "sampling.quiet_timeout_s=0"]
 
 

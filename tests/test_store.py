@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import stat
@@ -400,86 +399,7 @@ def test_sessions_listing_and_prefixes(tmp_path: Path) -> None:
         resolve_session(db, "zz")
 
 
-async def test_consume_flushes_on_step_end_and_timer(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(writer_module, "FLUSH_INTERVAL_S", 0.2)
-    db = tmp_path / "lab.duckdb"
-    writer = StoreWriter.open(db)
-    queue: asyncio.Queue = asyncio.Queue()
-    task = asyncio.create_task(writer.consume(queue))
-    for event in full_session()[:3]:
-        queue.put_nowait(event)
-    await queue.join()  # task_done comes after add(), so the events are buffered
-    await _until(lambda: writer.pending == 0)
-    queue.put_nowait(result(1.0, 0))  # not urgent: only the timer flushes it
-    await queue.join()
-    await _until(lambda: writer.pending == 0)
-    for event in full_session()[3:]:
-        queue.put_nowait(event)
-    queue.put_nowait(None)
-    await asyncio.wait_for(task, 10)
-    assert one(db, "SELECT status FROM sessions") == ("completed",)
-    assert one(db, "SELECT count(*) FROM results") == (2,)
-    assert one(db, "SELECT state FROM instances") == ("destroyed",)
-
-
-async def test_step_end_flushes_at_once(tmp_path: Path, monkeypatch) -> None:
-    """StepEnded commits the step without waiting for the timer (here an hour: it cannot fire)."""
-    monkeypatch.setattr(writer_module, "FLUSH_INTERVAL_S", 3600.0)
-    db = tmp_path / "lab.duckdb"
-    writer = StoreWriter.open(db)
-    queue: asyncio.Queue = asyncio.Queue()
-    task = asyncio.create_task(writer.consume(queue))
-    queue.put_nowait(started())
-    await queue.join()
-    await _until(lambda: writer.pending == 0)  # SessionStarted flushes at once too
-    queue.put_nowait(StepStarted("s1", repetition=1, step=1, steps=2, background=0, ts=T0 + 1))
-    queue.put_nowait(result(1.0, 0))
-    await queue.join()
-    assert writer.pending == 2  # neither is urgent, and the timer is an hour away
-    assert await asyncio.to_thread(one, db, "SELECT count(*) FROM results") == (0,)
-    queue.put_nowait(StepEnded("s1", repetition=1, step=1, background=0, ok=True, ts=T0 + 2))
-    counts = "SELECT (SELECT count(*) FROM results), (SELECT count(ended_at) FROM steps)"
-    await _until_async(lambda: asyncio.to_thread(one, db, counts), (1, 1))
-    assert not task.done()
-    queue.put_nowait(None)
-    await asyncio.wait_for(task, 60)
-
-
-async def _until_async(read, expected, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while (seen := await read()) != expected:
-        assert time.monotonic() < deadline, f"still {seen}, not {expected}, after {timeout} s"
-        await asyncio.sleep(0.05)
-
-
-async def _until(condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 # --- what the store-writer mutation run (tests/mutation, target store-writer) found untested ---------
-
-
-async def test_a_checkpoint_is_answered_once_the_rows_before_it_are_committed(tmp_path: Path, monkeypatch) -> None:
-    """The engine awaits a Checkpoint before acting (an intent on disk before its create): the writer must
-    answer it, after committing what came before, and never take it for a row."""
-    from labtui.core.events import Checkpoint
-
-    monkeypatch.setattr(writer_module, "FLUSH_INTERVAL_S", 3600.0)  # only the checkpoint can flush
-    db = tmp_path / "lab.duckdb"
-    writer = StoreWriter.open(db)
-    queue: asyncio.Queue = asyncio.Queue()
-    task = asyncio.create_task(writer.consume(queue))
-    queue.put_nowait(started())
-    queue.put_nowait(InstanceCreating("s1", "i1", "local", "process", "background", "lab-i1", ts=T0 + 1))
-    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    queue.put_nowait(Checkpoint(done))
-    await asyncio.wait_for(done, 60)
-    assert await asyncio.to_thread(one, db, "SELECT instance_id, state FROM instances") == ("i1", "creating")
-    queue.put_nowait(None)
-    await asyncio.wait_for(task, 60)
 
 
 def test_the_session_config_is_stored_with_sorted_keys(tmp_path: Path) -> None:
@@ -487,19 +407,6 @@ def test_the_session_config_is_stored_with_sorted_keys(tmp_path: Path) -> None:
     db = tmp_path / "lab.duckdb"
     record_events(db, [replace(started(), config={"b": 1, "a": {"d": 2, "c": 3}})])
     assert one(db, "SELECT config FROM sessions") == ('{"a": {"c": 3, "d": 2}, "b": 1}',)
-
-
-def test_more_than_max_buffer_rows_waiting_is_urgent(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(writer_module, "MAX_BUFFER_ROWS", 3)
-    writer = StoreWriter.open(tmp_path / "lab.duckdb")
-    try:
-        for value in range(3):
-            writer.add(result(float(value), 0))
-        assert not writer._urgent(result(9.0, 0))  # 3 waiting: at the limit, not over it
-        writer.add(result(3.0, 0))
-        assert writer._urgent(result(9.0, 0))
-    finally:
-        writer.close()
 
 
 def test_a_flush_leaves_no_batch_registered_on_its_connection(tmp_path: Path) -> None:
@@ -516,13 +423,3 @@ def test_a_flush_leaves_no_batch_registered_on_its_connection(tmp_path: Path) ->
         writer.close()
 
 
-async def test_rows_still_buffered_when_the_queue_ends_are_written(tmp_path: Path, monkeypatch) -> None:
-    """A run cut short can end its queue right after rows that nothing urgent followed: close writes them."""
-    monkeypatch.setattr(writer_module, "FLUSH_INTERVAL_S", 3600.0)
-    db = tmp_path / "lab.duckdb"
-    writer = StoreWriter.open(db)
-    queue: asyncio.Queue = asyncio.Queue()
-    for event in (started(), result(1.0, 0), result(2.0, 0), None):
-        queue.put_nowait(event)
-    await asyncio.wait_for(writer.consume(queue), 60)
-    assert one(db, "SELECT count(*) FROM results") == (2,)

@@ -25,6 +25,7 @@ _ROUTES = {
     "compare": "labtui.commands.compare",
     "trend": "labtui.commands.trend",
     "import": "labtui.commands.import_results",
+    "store": "labtui.commands.store",
 }
 
 

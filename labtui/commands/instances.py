@@ -17,6 +17,7 @@ from labtui.commands.listing import Column, PipeConsole, print_table, write_rows
 from labtui.core.errors import LabError, UsageError
 from labtui.hosts import get_host, known_hosts
 from labtui.store import StoreError, fetch_frame
+from labtui.store.journal import pending
 
 
 def cmd_instances(args) -> int:
@@ -77,6 +78,7 @@ def cleanup_hosts(db: Path) -> list[str]:
             frame = None
         if frame is not None:
             names += sorted(h for h in frame["host"].to_list() if h)
+    names += sorted(pending(db).hosts)  # a crashed session whose rows never reached the store
     return list(dict.fromkeys(names))
 
 

@@ -7,6 +7,8 @@ host (its results carry the host's name), all recorded in the same store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
 
 from rich.console import Console
@@ -18,6 +20,7 @@ from labtui.commands.render import render_summary
 from labtui.engine import SessionRunner
 from labtui.core.events import Event, Result, SessionEnded, StepEnded, StepStarted
 from labtui.session import LabRun, Plan, RunRequest
+from labtui.session.service import DEADLINE_S
 from labtui.store import StoreError
 from labtui.suites import load_suite
 
@@ -41,6 +44,7 @@ def cmd_run(args) -> int:
     path = db_path(args)
     request = RunRequest(suite, path, tuple(args.hosts), args.backend, manual=args.step)
     lab = LabRun(request, notify=lambda level, text: _notice(console, level, text))
+    lab.on_deadline = lambda: _exit_now(lab)
     try:
         lab.prepare()
         outcomes = asyncio.run(_run(lab, console))
@@ -50,13 +54,25 @@ def cmd_run(args) -> int:
         console.print(Text(f"session {ids} stopped; what was committed before is intact in {path}"))
         return 1
     several = len(outcomes) > 1
+    in_journals = lab.feeder is not None and lab.feeder.left_in_journals is not None  # said already, in one line
     for outcome in outcomes:
         where = f" on {outcome.host}" if several else ""
         console.print(Text.assemble("session ", (outcome.session_id, "bold"), f"{where} {outcome.status} -> {path}"))
-        render_summary(_QuietWhenClosed(), path, outcome.session_id)
+        if not in_journals:
+            render_summary(_QuietWhenClosed(), path, outcome.session_id)
     for command in lab.left_running():
         console.print(Text(f"instances left running: `{command}` ends them", "red"))
     return max(EXIT_CODES.get(o.status, 1) for o in outcomes)
+
+
+def _exit_now(lab: LabRun) -> None:
+    """The run has not ended DEADLINE_S after its stop signal (a backend, a host or the store does not
+    answer): say what may be left and exit at once, waiting neither for the loop nor for its threads."""
+    lines = [f"{lab.signal}: the run did not end within {DEADLINE_S:g} s; exiting before its end is recorded"]
+    lines += [f"instances may be left: `{command}` ends them" for command in lab.left_running(every=True)]
+    with contextlib.suppress(OSError, ValueError):
+        os.write(sys.stderr.fileno(), ("\n".join(lines) + "\n").encode())
+    os._exit(EXIT_CODES["aborted"])
 
 
 def _notice(console: Console, level: str, text: str) -> None:

@@ -7,7 +7,6 @@ each other.  Every timestamp is seconds since the epoch (float, UTC).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -162,18 +161,6 @@ class Log:
     kind: str
     message: str
     ts: float = field(default_factory=now)
-
-
-@dataclass(eq=False, slots=True)
-class Checkpoint:
-    """Not a record: asks the durable subscriber (the store) to commit everything before it.
-
-    The subscriber calls ``done.set_result(None)`` once the rows are committed,
-    or ``done.set_exception(...)`` when it cannot; the engine awaits ``done``
-    before acting, so an intent is on disk before the action it announces.
-    """
-
-    done: asyncio.Future[None]
 
 
 Event = (

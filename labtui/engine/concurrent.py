@@ -11,6 +11,13 @@ are recorded (R_i, with its instance id) and, per metric, the aggregate of
 R_i, ``<metric>_sum``; a time of one unit of work as the throughput it implies,
 sum of 1/t_i per second, ``<metric>_rate_sum`` (unit ``1/s``, higher is
 better), never a sum of times; other metrics (bytes, latencies) per instance only.
+
+A time of one unit of work also gets the VServer/Xen paper's overall performance
+(study 004, section 4.4, Figure 7: "overall performance is calculated as a function
+of the finish-time of all tests", which "favors schedulers which are able to keep the
+progress of each VM in sync"): n / max(t_i) per second, ``<metric>_finish_rate``
+(``finish_rate``).  It equals the sum of 1/t_i only when all n finish together;
+an instance that lags pulls it down.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from labtui.engine.measure import record_run, worker_spec
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.core.events import StepEnded, StepStarted
 from labtui.parsers import Reading
-from labtui.core.stats import aggregate_readings
+from labtui.core.stats import TIME_UNITS, aggregate_readings, is_work_time
 
 
 async def run_concurrent(ctx: RunContext) -> None:
@@ -43,7 +50,7 @@ async def _run_count(ctx: RunContext, step: int, count: int) -> None:
     worker = ctx.suite.worker
     assert worker is not None
     ctx.position.step, ctx.position.background = step, count
-    ctx.bus.publish(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, count))
+    ctx.record(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, count))
     ok = False
     try:
         for _ in range(worker.warmup):
@@ -60,9 +67,10 @@ async def _run_count(ctx: RunContext, step: int, count: int) -> None:
             finally:
                 await ctx.destroy(instances)
             record_aggregates(ctx, readings)
+            record_finish_rates(ctx, readings)
         ok = True
     finally:
-        ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, count, ok=ok))
+        ctx.record(StepEnded(ctx.session_id, ctx.position.repetition, step, count, ok=ok))
 
 
 def record_aggregates(ctx: RunContext, readings: list[Reading]) -> None:
@@ -70,6 +78,26 @@ def record_aggregates(ctx: RunContext, readings: list[Reading]) -> None:
     labtui.core.stats.aggregate_metric defines it (rates sum; a time as sum of 1/t; never a sum of times)."""
     for benchmark, agg in aggregate_readings(readings):
         ctx.result(benchmark, agg.metric, agg.value, agg.unit, agg.better)  # type: ignore[arg-type]
+
+
+def finish_rate(times: list[float], unit: str) -> float:
+    """Study 004 §4.4, Fig 7: the overall performance of n instances that each took times[i] (in unit) for one
+    unit of work from a common start, as a function of the finish-time of all: n / max(t_i) per second
+    (nan when a time is not positive)."""
+    if not times or any(not t > 0 for t in times):
+        return float("nan")
+    return len(times) / (max(times) * TIME_UNITS[unit])
+
+
+def record_finish_rates(ctx: RunContext, readings: list[Reading]) -> None:
+    """Record ``<metric>_finish_rate`` (``finish_rate``, 1/s, higher is better) of every time of one unit of
+    work the workers of one round reported."""
+    times: dict[tuple[str, str, str], list[float]] = {}
+    for r in readings:
+        if is_work_time(r.metric, r.unit, r.better):
+            times.setdefault((r.benchmark, r.metric, r.unit), []).append(r.value)
+    for (benchmark, metric, unit), found in times.items():
+        ctx.result(benchmark, f"{metric}_finish_rate", finish_rate(found, unit), "1/s", "higher")
 
 
 #: The name the creation kind (where = "all") imports.

@@ -1,8 +1,9 @@
 """RunContext: what an experiment kind uses to create, measure and tear down.
 
-It wraps one backend on one host, emits an event for every action (intent
-before each create and destroy, outcome after), and keeps the live instances in
-creation order so an abort can tear them down in reverse.
+It wraps one backend on one host, records an event for every action (intent
+before each create and destroy, outcome after) in the session's journal and
+publishes it to the faces, and keeps the live instances in creation order so an
+abort can tear them down in reverse.  It never waits on the store.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from labtui.engine.bus import EventBus
 from labtui.engine.gate import StepGate
 from labtui.core.events import (
     Better,
+    Event,
     InstanceCreating,
     InstanceDestroyed,
     InstanceDestroying,
@@ -25,7 +27,9 @@ from labtui.core.events import (
     Log,
     Result,
     ResourceSample,
+    SessionEnded,
 )
+from labtui.core.record import Recorder, Unrecorded
 from labtui.hosts.base import Host
 from labtui.suites.model import Program, Suite
 
@@ -64,10 +68,39 @@ class RunContext:
     tearing_down: bool = False
     #: Leave instances running: destroy() does nothing (a console quit that keeps them).
     keep_instances: bool = False
+    #: The session's journal: every event is recorded there before the faces see it.
+    journal: Recorder = field(default_factory=Unrecorded)
+    #: The journal's first failure (a full disk): the run reports it once the session has ended.
+    lost: Exception | None = None
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
+    def record(self, event: Event) -> None:
+        """Record one event in the journal, then publish it to the faces.
+
+        A journal that cannot take it (a full disk) fails this call, so the experiment stops; not
+        while tearing down, nor for a log line or the session's end: ending the instances and the
+        session matters more.  The first failure is kept in `lost` for the run to report.
+        """
+        try:
+            self.journal.append(event)
+        except Exception as exc:
+            self.lost = self.lost or exc
+            if not self.tearing_down and not isinstance(event, (Log, SessionEnded)):
+                raise
+        self.bus.publish(event)
+
+    def record_intents(self, events: Sequence[Event]) -> None:
+        """Record intents in one journal append (safe from a crash once this returns), then publish them."""
+        try:
+            self.journal.append_all(events)
+        except Exception as exc:
+            self.lost = self.lost or exc
+            raise
+        for event in events:
+            self.bus.publish(event)
+
     def log(self, level: str, kind: str, message: str) -> None:
-        self.bus.publish(Log(self.session_id, level, kind, message))  # type: ignore[arg-type]
+        self.record(Log(self.session_id, level, kind, message))  # type: ignore[arg-type]
 
     def spec(
         self,
@@ -98,25 +131,20 @@ class RunContext:
 
     async def create(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
         """Create instances, recording intent first and each outcome after."""
-        for spec in specs:
-            self.bus.publish(
-                InstanceCreating(
-                    self.session_id,
-                    spec.labels.instance,
-                    self.host.name,
-                    self.backend.name,
-                    spec.labels.role,
-                    spec.labels.instance,
-                )
+        self.record_intents([
+            InstanceCreating(
+                self.session_id, spec.labels.instance, self.host.name, self.backend.name, spec.labels.role,
+                spec.labels.instance,
             )
+            for spec in specs
+        ])
         self.creating.update(spec.labels.instance for spec in specs)
-        await self.bus.checkpoint()
         instances = await self._bounded(self.backend.create_many(specs), specs, "create")
         self.creating.difference_update(spec.labels.instance for spec in specs)
         for instance in instances:
             if instance.state != "exited":
                 self.live.append(instance)
-            self.bus.publish(
+            self.record(
                 InstanceReady(
                     self.session_id,
                     instance.labels.instance,
@@ -131,7 +159,7 @@ class RunContext:
     async def destroy(self, instances: Sequence[Instance], *, force: bool = False) -> None:
         """Destroy instances in reverse order of creation, recording intent first and each after.
 
-        While tearing down, a store that cannot commit the intent (a full disk)
+        While tearing down, a journal that cannot take the intent (a full disk)
         does not stop the destroys: ending the instances matters more.
         """
         ordered = list(reversed(instances))
@@ -139,9 +167,8 @@ class RunContext:
             return
         for instance in ordered:
             self.destroying[instance.labels.instance] = instance
-            self.bus.publish(InstanceDestroying(self.session_id, instance.labels.instance))
         try:
-            await self.bus.checkpoint()
+            self.record_intents([InstanceDestroying(self.session_id, i.labels.instance) for i in ordered])
         except Exception:
             if not self.tearing_down:
                 raise
@@ -150,7 +177,7 @@ class RunContext:
         self.live = [i for i in self.live if id(i) not in gone]
         for instance in ordered:
             self.destroying.pop(instance.labels.instance, None)
-            self.bus.publish(InstanceDestroyed(self.session_id, instance.labels.instance))
+            self.record(InstanceDestroyed(self.session_id, instance.labels.instance))
 
     async def teardown(self, *, force: bool = False) -> None:
         """Destroy every live instance, newest first; force those that resist; then sweep by label.
@@ -185,13 +212,12 @@ class RunContext:
                  if i.labels.instance in pending]
         self.log("info", "teardown", f"{len(pending)} create(s) were cut short; {len(found)} of them left an instance")
         if found:
-            for instance in found:
-                self.bus.publish(InstanceDestroying(self.session_id, instance.labels.instance))
+            self.record_intents([InstanceDestroying(self.session_id, i.labels.instance) for i in found])
             await self._bounded(self.backend.destroy_many(found, force=True), found, "destroy")
         alive = {i.labels.instance for i in found}
         for instance_id in sorted(pending):
             state = "destroyed" if instance_id in alive else "create-cancelled"
-            self.bus.publish(InstanceDestroyed(self.session_id, instance_id, state=state))
+            self.record(InstanceDestroyed(self.session_id, instance_id, state=state))
         self.creating -= pending
 
     async def _bounded(self, work: Awaitable[T], items: Sequence[object], what: str) -> T:
@@ -219,7 +245,7 @@ class RunContext:
     ) -> None:
         """Record one reading; `run` numbers the worker's runs one after another at this measurement."""
         p = self.position
-        self.bus.publish(
+        self.record(
             Result(
                 self.session_id,
                 p.repetition,
@@ -244,5 +270,5 @@ class RunContext:
 
     def record_sample(self, sample: ResourceSample) -> ResourceSample:
         tagged = replace(sample, session_id=self.session_id, instances=len(self.live))
-        self.bus.publish(tagged)
+        self.record(tagged)
         return tagged

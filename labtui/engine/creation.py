@@ -194,7 +194,7 @@ async def run_creation(ctx: RunContext) -> None:
 async def _run_step(ctx: RunContext, bench: Benchmark, step: int, instances: list[Instance], clock: _Clock) -> None:
     suite = ctx.suite
     ctx.position.step = ctx.position.background = step
-    ctx.bus.publish(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, step))
+    ctx.record(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, step))
     ok = False
     try:
         if step > 0:
@@ -223,7 +223,7 @@ async def _run_step(ctx: RunContext, bench: Benchmark, step: int, instances: lis
         clock.excluded_s += time.monotonic() - readings
         ok = True
     finally:
-        ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, step, ok=ok))
+        ctx.record(StepEnded(ctx.session_id, ctx.position.repetition, step, step, ok=ok))
 
 
 async def _create(ctx: RunContext) -> Instance:

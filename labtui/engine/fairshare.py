@@ -105,6 +105,11 @@ async def _cpu_count(ctx: RunContext, cpus: str | None) -> int:
     """CPUs in the shared set: the list's, or the host's when there is none."""
     if cpus is None:
         return (await ctx.host.facts()).cores
+    return cpu_list_size(cpus)
+
+
+def cpu_list_size(cpus: str) -> int:
+    """How many CPUs a CPU list such as "0", "0-1" or "0,2-3" names."""
     count = 0
     for part in cpus.split(","):
         first, _, last = part.partition("-")
@@ -140,7 +145,7 @@ def plan(fair: Fairshare, configuration: str, cpus: int, *, weighted: bool = Fal
 async def _run_configuration(ctx: RunContext, step: int, configuration: str, cpus: int) -> None:
     fair = ctx.suite.fairshare
     ctx.position.step, ctx.position.background = step, fair.instances
-    ctx.bus.publish(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, fair.instances))
+    ctx.record(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, fair.instances))
     ctx.log("info", "fairshare", _describe(fair, configuration, cpus))
     ok = False
     try:
@@ -155,7 +160,7 @@ async def _run_configuration(ctx: RunContext, step: int, configuration: str, cpu
         ctx.result(BENCHMARK, "achieved_share_sum", sum(share for _, share in achieved), "ratio", "higher")
         ok = True
     finally:
-        ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, fair.instances, ok=ok))
+        ctx.record(StepEnded(ctx.session_id, ctx.position.repetition, step, fair.instances, ok=ok))
 
 
 def _specs(ctx: RunContext, configuration: str, cpus: int, program: Program, wait: str, *,

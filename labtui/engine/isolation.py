@@ -52,7 +52,7 @@ async def _run_placement(ctx: RunContext, plan: Plan, name: str, cpus: tuple[int
     step = PLACEMENTS.index(name)
     ctx.position.step = step
     ctx.position.background = len(cpus)
-    ctx.bus.publish(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, len(cpus)))
+    ctx.record(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, len(cpus)))
     attackers: list[Instance] = []
     ok = False
     try:
@@ -68,7 +68,7 @@ async def _run_placement(ctx: RunContext, plan: Plan, name: str, cpus: tuple[int
         try:
             await ctx.destroy(attackers)
         finally:
-            ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, len(cpus), ok=ok))
+            ctx.record(StepEnded(ctx.session_id, ctx.position.repetition, step, len(cpus), ok=ok))
 
 
 def _describe(plan: Plan) -> str:

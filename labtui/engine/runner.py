@@ -88,7 +88,7 @@ class SessionRunner:
         ctx = self.ctx
         kind = kinds().get(ctx.suite.kind)
         status, message = "failed", ""
-        self.bus.publish(
+        self.ctx.record(
             SessionStarted(
                 ctx.session_id,
                 ctx.suite.name,
@@ -124,7 +124,7 @@ class SessionRunner:
             if self.ctx.live and not self.keep_instances:
                 ctx.log("error", "teardown", f"{len(ctx.live)} instance(s) left running: "
                         f"`labtui cleanup --session {ctx.session_id}` ends them")
-            self.bus.publish(SessionEnded(ctx.session_id, status, message))  # type: ignore[arg-type]
+            self.ctx.record(SessionEnded(ctx.session_id, status, message))  # type: ignore[arg-type]
             self.bus.close()
         return status
 
@@ -164,7 +164,7 @@ class SessionRunner:
         ctx = self.ctx
         facts = await ctx.host.facts()
         availability = await ctx.backend.check()
-        self.bus.publish(
+        self.ctx.record(
             HostFacts(
                 ctx.session_id,
                 ctx.host.name,

@@ -67,7 +67,7 @@ async def _run_step(ctx: RunContext, step: int, background: list[Instance]) -> N
     ctx.position.step = step
     target = suite.scale.start + step * suite.scale.per_step
     ctx.position.background = target
-    ctx.bus.publish(
+    ctx.record(
         StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, target)
     )
     ok = False
@@ -82,7 +82,7 @@ async def _run_step(ctx: RunContext, step: int, background: list[Instance]) -> N
             await measure_memory(ctx, background, sample.mem_used_bytes)
         ok = True
     finally:
-        ctx.bus.publish(StepEnded(ctx.session_id, ctx.position.repetition, step, target, ok=ok))
+        ctx.record(StepEnded(ctx.session_id, ctx.position.repetition, step, target, ok=ok))
 
 
 async def _grow_background(ctx: RunContext, background: list[Instance], target: int) -> None:

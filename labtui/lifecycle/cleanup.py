@@ -10,6 +10,8 @@ of gone instances are closed, and what it found is logged in the store.
 from __future__ import annotations
 
 import asyncio
+import secrets
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +19,11 @@ from labtui.backends.base import Backend, Instance
 from labtui.lifecycle.liveness import session_is_running
 from labtui.lifecycle.reconcile import Reconciliation, StoreView, events, read_store, reconcile
 from labtui.store import StoreError, StoreWriter
+from labtui.store.feed import sync_store
+from labtui.store.journal import Journal
+
+#: How long a cleanup waits for a store another program holds (seconds): its work is on the backends.
+STORE_WAIT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +112,15 @@ def _reason(sid: str, is_running: bool, *, session: str | None, orphans: bool, c
 
 
 def _mark_crashed(db: Path, plan: CleanupPlan) -> set[str]:
-    """Mark the sessions whose controller died as 'crashed' in the store; their ids."""
+    """Move finished journals in and mark the sessions whose controller died as 'crashed'; their ids."""
     if not db.exists():
         return set()
     try:
-        writer = StoreWriter.open(db)
+        crashed = set(StoreWriter.open(db, wait=STORE_WAIT_S).crashed)
+        crashed |= set(sync_store(db, wait=STORE_WAIT_S).crashed)
     except StoreError as exc:
         plan.notes.append(f"store not updated: {exc}")
         return set()
-    crashed = set(writer.crashed)
-    writer.close()
     for sid in sorted(crashed):
         plan.notes.append(f"session {sid} marked crashed")
     return crashed
@@ -142,20 +148,18 @@ async def run_cleanup(plan: CleanupPlan, db: Path, *, record: bool = True) -> Cl
 
 
 def _record(db: Path, reconciliation: Reconciliation, done: list[Target], report: CleanupReport) -> None:
+    """Record the destroys and closed rows in a journal of the cleanup's own, then move it into the store;
+    when another program holds the store, the journal keeps them until the next labtui command."""
     closing = reconciliation.to_close()
     if not db.exists() or not (done or closing):
         return
     try:
-        writer = StoreWriter.open(db)
-    except StoreError as exc:
-        report.errors.append(f"destroys not recorded in the store: {exc}")
-        return
-    try:
-        for event in events(reconciliation, [(t.instance, t.backend.name, t.reason) for t in done]):
-            writer.add(event)
-        writer.flush()
+        journal = Journal.create(db, f"cleanup-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}")
+        try:
+            journal.append_all(list(events(reconciliation, [(t.instance, t.backend.name, t.reason) for t in done])))
+        finally:
+            journal.close()
         report.closed = len(closing)
+        sync_store(db, wait=STORE_WAIT_S)
     except StoreError as exc:
-        report.errors.append(f"destroys not recorded in the store: {exc}")
-    finally:
-        writer.close()
+        report.errors.append(f"destroys not yet in the store: {exc} (the next labtui command moves them in)")

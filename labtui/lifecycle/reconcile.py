@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from labtui.backends.base import Backend, BackendError, Instance
@@ -30,6 +30,7 @@ from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, Log
 from labtui.hosts.base import HostError
 from labtui.lifecycle.liveness import session_is_running
 from labtui.store import StoreError, connect_readonly, controller_name, crashed_sessions
+from labtui.store.journal import Pending, pending
 
 UNRECORDED = "unrecorded"
 CREATE_UNFINISHED = "create-unfinished"
@@ -81,9 +82,37 @@ class StoreView:
 
 
 def read_store(db: Path, *, session: str | None = None) -> StoreView:
-    """Read the store at db read-only (empty view when there is none); StoreError when it cannot be read."""
+    """Read the store at db read-only, and what its journals hold that it may not have yet (empty view
+    when there is no store); StoreError when the store cannot be read."""
     if not db.exists():
         return StoreView()
+    return _with_journals(_read_store_file(db, session), pending(db), session)
+
+
+def _with_journals(view: StoreView, journals: Pending, session: str | None) -> StoreView:
+    """The store's view, brought up to date by its journals: a crashed session whose rows never reached
+    the store, or a store another program holds, still shows every session and open instance row."""
+    if not journals.recorded and not journals.statuses and not journals.closed:
+        return view
+    def wanted(sid: str) -> bool:
+        return session is None or sid == session
+    statuses = {**view.statuses, **{sid: s for sid, s in journals.statuses.items() if wanted(sid)}}
+    rows = [row for row in view.rows
+            if (row.session_id, row.instance_id) not in journals.recorded | journals.closed]
+    rows += [Row(sid, iid, host, backend, state) for (sid, iid), (host, backend, state) in sorted(journals.open_rows.items())
+             if wanted(sid)]
+    return replace(
+        view,
+        statuses=statuses,
+        local=view.local | {sid for sid in journals.statuses if wanted(sid)},
+        crashed=view.crashed | {sid for sid in journals.crashed if statuses.get(sid) == "running"},
+        recorded=view.recorded | {pair for pair in journals.recorded if wanted(pair[0])},
+        rows=tuple(rows),
+    )
+
+
+def _read_store_file(db: Path, session: str | None) -> StoreView:
+    """The store's own rows (read-only)."""
     con = connect_readonly(db)
     try:
         sessions = con.execute("SELECT session_id, status, controller FROM sessions").fetchall()

@@ -23,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from labtui.backends.base import Backend, BackendError, open_backend
@@ -36,7 +38,15 @@ from labtui.hosts import Host, HostError, get_host
 from labtui.lifecycle.liveness import LivenessError, lock_dir
 from labtui.lifecycle.reconcile import StoreView, read_store_quietly, reconcile_before_run
 from labtui.session.request import RunRequest
+from labtui.session.feeder import StoreFeeder
 from labtui.store import StoreError, StoreWriter
+from labtui.store.journal import Journal
+from labtui.store.schema import StoreBusy, check_file
+
+#: After the first stop signal, the orderly teardown has this long before it is forced, as by a second signal.
+FORCE_AFTER_S = 4.0
+#: After the first stop signal, the run has this long to record its end before ``LabRun.on_deadline`` is called.
+DEADLINE_S = 8.0
 
 #: A notice for the face: (level, text), level one of info, warning, error.
 Notify = Callable[[str, str], None]
@@ -72,6 +82,12 @@ def _never_raising(notify: Notify) -> Notify:
 class LabRun:
     """Runs a request: one session per host, all recorded in one store."""
 
+    #: Called, from a thread of its own, when the run has not ended DEADLINE_S after its stop signal
+    #: (a backend, a host or the store that does not answer); the CLI exits then.
+    on_deadline: Callable[[], None] | None = None
+    #: The timers a stop signal started (see _start_deadlines).
+    _timers: tuple[threading.Timer, ...] = ()
+
     def __init__(self, request: RunRequest, *, notify: Notify | None = None) -> None:
         self.request = request
         self.plan: Plan = _plan(request)
@@ -85,6 +101,8 @@ class LabRun:
         #: The name of the signal that stopped the run (None: it was not stopped by a signal).
         self.signal: str | None = None
         self._view: StoreView | None = None
+        #: Moves the run's journals into the store, once the run has started.
+        self.feeder: StoreFeeder | None = None
         #: The loop the run runs on, once it runs (control calls from elsewhere are handed to it).
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -100,8 +118,8 @@ class LabRun:
             raise RunRefused(str(exc)) from None
         for name in self.request.host_names:
             host = _host(name)
-            self.runners.append(SessionRunner(self.request.suite, _backend(self.request.backend_name, host), host,
-                                              gate=self.gate))
+            backend = _backend(self.request.backend_name, host, asdict(self.request.suite.backend_settings))
+            self.runners.append(SessionRunner(self.request.suite, backend, host, gate=self.gate))
         return self.runners
 
     # --- the run -------------------------------------------------------------------
@@ -110,26 +128,32 @@ class LabRun:
         """Run every session to its end; return how each ended.
 
         RunRefused when the store cannot be opened (nothing has started then).
+        Each session records into its own journal; a StoreFeeder moves the
+        journals into the store beside the run, so the engine never waits on it.
         """
         runners = self.prepare()
         self._loop = asyncio.get_running_loop()
         db = self.request.db
-        self._view = await asyncio.to_thread(read_store_quietly, db)  # read before the writer holds the file
+        self._view = await asyncio.to_thread(read_store_quietly, db)  # moves finished journals in, too
         try:
-            writer = await asyncio.to_thread(StoreWriter.open, db)
+            writer = await asyncio.to_thread(_open_store, db, self._notify)
+            journals = [Journal.create(writer.path, r.session_id) for r in runners]
         except (StoreError, OSError) as exc:
             for runner in runners:
                 runner.bus.close()
             raise RunRefused(str(exc)) from None
+        for runner, journal in zip(runners, journals):
+            runner.ctx.journal = journal
+        self.feeder = StoreFeeder(writer, journals, self._notify)
         merged: asyncio.Queue[Event | None] = asyncio.Queue()
-        forwards = [asyncio.create_task(_forward(r.bus.subscribe(durable=True), merged)) for r in runners]
-        store_task = asyncio.create_task(writer.consume(merged))  # commits, then closes the writer
-        with self._signals(self._on_signal):  # until the store has committed each session's end
+        forwards = [asyncio.create_task(_forward(r.bus.subscribe(), merged)) for r in runners]
+        feeding = asyncio.create_task(self.feeder.run(merged))  # feeds until the events end, then once more
+        with self._signals(self._on_signal):  # until every session's end is recorded
             async with contextlib.AsyncExitStack() as hosts:
                 for runner in runners:
                     hosts.push_async_callback(runner.ctx.host.close)
                 try:
-                    await self._reconcile(runners, writer)
+                    await self._reconcile(runners, journals[0])
                     if not self._stopping:
                         self._tasks = [asyncio.create_task(r.run()) for r in runners]
                     statuses = await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -139,9 +163,12 @@ class LabRun:
                             runner.bus.close()  # never started: let the forwards end
                     await asyncio.gather(*forwards)
                     merged.put_nowait(None)
-                    await store_task
+                    await feeding
         if not self._tasks:
             statuses = ["aborted"] * len(runners)
+        lost = next((r.ctx.lost for r in runners if r.ctx.lost is not None), None)
+        if lost is not None:  # its journal could not record the run (a full disk)
+            raise StoreError(str(lost))
         self.outcomes = [self._outcome(r, s) for r, s in zip(runners, statuses)]
         return self.outcomes
 
@@ -181,11 +208,13 @@ class LabRun:
         else:
             loop.call_soon_threadsafe(action, *args)
 
-    async def _reconcile(self, runners: list[SessionRunner], writer: StoreWriter) -> None:
-        checks = await asyncio.gather(*(reconcile_before_run(r.ctx.backend, writer.path, self._view) for r in runners))
+    async def _reconcile(self, runners: list[SessionRunner], journal: Journal) -> None:
+        """Close what earlier sessions left open; the closing rows go through this run's first journal."""
+        checks = await asyncio.gather(*(reconcile_before_run(r.ctx.backend, self.request.db, self._view)
+                                        for r in runners))
         for updates, summary in checks:
-            for event in updates:
-                writer.add(event)
+            if updates:
+                journal.append_all(updates)
             if summary:
                 self._notify("warning", summary)
 
@@ -250,11 +279,11 @@ class LabRun:
     def stopping(self) -> bool:
         return self._stopping
 
-    def left_running(self) -> list[str]:
-        """The exact cleanup command for every session that still has live instances."""
+    def left_running(self, *, every: bool = False) -> list[str]:
+        """The exact cleanup command for every session that still has live instances (every: for every session)."""
         return [f"labtui cleanup --session {r.session_id}" + (f" --host {r.ctx.host.name}" if r.ctx.host.name != "local" else "")
                 + f" --backend {r.ctx.backend.name} --db {self.request.db}"
-                for r in self.runners if r.ctx.live]
+                for r in self.runners if every or r.ctx.live]
 
     # --- signals --------------------------------------------------------------------------
 
@@ -286,6 +315,8 @@ class LabRun:
         try:
             yield
         finally:
+            for timer in self._timers:  # the run ended in time
+                timer.cancel()
             for signum in installed:
                 loop.remove_signal_handler(signum)
                 if self.signal is not None:  # stopped by a signal and recorded: a repeat only asks again
@@ -296,8 +327,22 @@ class LabRun:
         if not self._stopping:
             self.signal = name
             self.abort(f"aborted by {name}")
+            self._start_deadlines()
         elif signum in FORCE_SIGNALS:
             self._force()
+
+    def _start_deadlines(self) -> None:
+        """Force the teardown FORCE_AFTER_S after the stop signal; call on_deadline DEADLINE_S after it.
+
+        Timer threads, not the loop's timers: the loop may be what does not answer (a call that blocks it).
+        """
+        timers = [threading.Timer(FORCE_AFTER_S, self.force)]
+        if self.on_deadline is not None:
+            timers.append(threading.Timer(DEADLINE_S, self.on_deadline))
+        for timer in timers:
+            timer.daemon = True
+            timer.start()
+        self._timers = tuple(timers)
 
 
 def _plan(request: RunRequest) -> Plan:
@@ -314,14 +359,31 @@ def _host(name: str) -> Host:
         raise RunRefused(str(exc)) from None
 
 
-def _backend(name: str, host: Host) -> Backend:
+def _backend(name: str, host: Host, settings: dict[str, Any]) -> Backend:
+    """Backend name on host, given the suite's ``[backend]`` settings; RunRefused when either is refused."""
     try:
-        return open_backend(name, host)
+        backend = open_backend(name, host)
+        backend.configure(settings)
+        return backend
     except BackendError as exc:
         raise RunRefused(str(exc)) from None
 
 
+#: How long a run waits at its start for a store another program holds before it goes on without it (seconds).
+OPEN_WAIT_S = 1.0
+
+
+def _open_store(db: Path, notify: Notify) -> StoreWriter:
+    """The store's writer; a store another program holds is checked later, by the first feed that gets it."""
+    try:
+        return StoreWriter.open(db, wait=OPEN_WAIT_S)
+    except StoreBusy as exc:
+        check_file(db)  # at least a DuckDB file: its labtui schema is checked once it is free
+        notify("warning", f"{exc}: the run records into its journal and the store catches up once it is free")
+        return StoreWriter(db, [])
+
+
 async def _forward(source: asyncio.Queue[Event | None], target: asyncio.Queue[Event | None]) -> None:
-    """Move one session's events (checkpoints included) to the shared store queue until its end."""
+    """Move one session's events to the feeder's queue until its end."""
     while (event := await source.get()) is not None:
         target.put_nowait(event)

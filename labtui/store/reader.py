@@ -19,6 +19,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from labtui.store.feed import sync_quietly
 from labtui.store.schema import StoreError, check_file, check_store, connect, read_as_current
 
 _READ_CONFIG = {"enable_external_access": False, "lock_configuration": True}
@@ -44,12 +45,14 @@ def connect_readonly(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
 
     A writer holds the file only while it flushes, so a busy file is retried
     for up to READ_WAIT_S seconds.  Close the connection soon: while it is
-    open, writers wait.
+    open, writers wait.  Journals of finished or crashed sessions are moved in
+    first when the store is free (labtui.store.feed.sync_quietly).
     """
     path = Path(path).expanduser()
     if not path.is_file():
         raise StoreError(f"no labtui store at {path}")
     check_file(path)
+    sync_quietly(path)
     con = connect(path, read_only=True, config=_READ_CONFIG)
     try:
         version = check_store(con, path, allow_empty=False)

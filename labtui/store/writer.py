@@ -9,7 +9,6 @@ ones (NULL never overwrites a stored value).
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import json
@@ -23,14 +22,13 @@ from operator import attrgetter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from labtui.core.events import (
-    Checkpoint,
     Event,
     HostFacts,
     InstanceCreating,
@@ -59,8 +57,6 @@ from labtui.store.schema import (
     writing_turn,
 )
 
-FLUSH_INTERVAL_S = 2.0
-MAX_BUFFER_ROWS = 50_000
 _ARROW_TYPES = {
     "str": pa.string(),
     "int": pa.int64(),
@@ -195,8 +191,6 @@ _TABLES = {
     )
 }
 
-_URGENT = (SessionStarted, StepEnded, SessionEnded)
-_TIMEOUT = object()
 
 
 def controller_name() -> str:
@@ -372,12 +366,13 @@ class StoreWriter:
         self.flush_times: collections.deque[float] = collections.deque(maxlen=1000)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> StoreWriter:
+    def open(cls, path: str | os.PathLike[str], *, wait: float | None = None) -> StoreWriter:
         """Check (or create) the store at `path` for writing, private to this user.
 
         An existing file must be a labtui store of this or an older schema
         version; anything else is refused before a byte of it is written.  The
-        file is not held open afterwards.
+        file is not held open afterwards.  StoreBusy when another program holds
+        it for `wait` seconds (WRITE_WAIT_S).
         """
         path = Path(path).expanduser()
         created: list[Path] = []
@@ -389,8 +384,8 @@ class StoreWriter:
                 _remove_dirs(created)
                 raise
         _check_store(path)
-        with writing_turn(path):
-            con = connect(path, read_only=False)
+        with writing_turn(path, wait):
+            con = connect(path, read_only=False, wait=wait)
             try:
                 check_store(con, path, allow_empty=True)
                 ensure_schema(con, path)
@@ -439,20 +434,26 @@ class StoreWriter:
         with self._write_lock:
             if not self._pending:
                 return 0
-            began = time.perf_counter()
-            with writing_turn(self.path), self._attached() as con:
-                with self._lock:
-                    appends, upserts = self._appends, self._upserts
-                    count, self._pending = self._pending, 0
-                    self._appends, self._upserts = {}, {}
-                try:
-                    _check_version_fast(con, self.path)
-                    self._write(con, appends, upserts)
-                except duckdb.Error as exc:
-                    raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
-            self.flush_times.append(time.perf_counter() - began)
-            _restrict_files(self.path)
-            return count
+            with self.attached() as con:
+                return self.write_buffered(con)
+
+    def write_buffered(
+        self, con: duckdb.DuckDBPyConnection, then: Callable[[duckdb.DuckDBPyConnection], None] | None = None
+    ) -> int:
+        """Write every buffered row into the attached store in one transaction; `then` runs inside it.
+
+        The buffers are emptied first: a failed write drops them (StoreError) and commits nothing.
+        """
+        with self._lock:
+            appends, upserts = self._appends, self._upserts
+            count, self._pending = self._pending, 0
+            self._appends, self._upserts = {}, {}
+        try:
+            _check_version_fast(con, self.path)
+            self._write(con, appends, upserts, then)
+        except duckdb.Error as exc:
+            raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
+        return count
 
     def close(self) -> None:
         """Flush what is buffered and let go of the in-memory DuckDB (the store is not held between flushes)."""
@@ -470,28 +471,33 @@ class StoreWriter:
                 self._memory = None
 
     @contextlib.contextmanager
-    def _attached(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """The store attached (read-write, as the default catalog) to the writer's in-memory DuckDB.
+    def attached(self, wait: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The store attached (read-write, as the default catalog) to the writer's in-memory DuckDB,
+        under the store's writing turn; StoreBusy when it stays held for `wait` s (WRITE_WAIT_S).
 
         DETACH releases the file and checkpoints the write into it.  Should
         DETACH fail (a full disk), the in-memory DuckDB is closed instead, which
-        releases the file too, and a new one serves the next flush.
+        releases the file too, and a new one serves the next write.
         """
-        if self._memory is None:
-            self._memory = memory_connection()
-        con = self._memory
-        attach(con, self.path, "lab")
-        try:
-            con.execute("USE lab")
-            yield con
-        finally:
+        began = time.perf_counter()
+        with writing_turn(self.path, wait):
+            if self._memory is None:
+                self._memory = memory_connection()
+            con = self._memory
+            attach(con, self.path, "lab", wait)
             try:
-                con.execute("USE memory")
-                con.execute("DETACH lab")
-            except duckdb.Error:
-                self._memory = None
-                with contextlib.suppress(duckdb.Error):
-                    con.close()
+                con.execute("USE lab")
+                yield con
+            finally:
+                try:
+                    con.execute("USE memory")
+                    con.execute("DETACH lab")
+                except duckdb.Error:
+                    self._memory = None
+                    with contextlib.suppress(duckdb.Error):
+                        con.close()
+        self.flush_times.append(time.perf_counter() - began)
+        _restrict_files(self.path)
 
     def insert_arrow(self, table: str, batch: pa.Table) -> int:
         """Bulk load: insert an Arrow table into an append-only table in one transaction.
@@ -506,77 +512,26 @@ class StoreWriter:
         self.flush()
         names = ", ".join(batch.column_names)
         view = f"_labtui_bulk_{table}"
-        with self._write_lock:
-            began = time.perf_counter()
-            with writing_turn(self.path), self._attached() as con:
+        with self._write_lock, self.attached() as con:
+            try:
+                _check_version_fast(con, self.path)
+                con.register(view, batch)
                 try:
-                    _check_version_fast(con, self.path)
-                    con.register(view, batch)
-                    try:
-                        con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
-                    finally:
-                        con.unregister(view)
-                except duckdb.Error as exc:
-                    raise StoreError(f"could not write {batch.num_rows} rows to {self.path}: {exc}") from exc
-            self.flush_times.append(time.perf_counter() - began)
-        _restrict_files(self.path)
+                    con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
+                finally:
+                    con.unregister(view)
+            except duckdb.Error as exc:
+                raise StoreError(f"could not write {batch.num_rows} rows to {self.path}: {exc}") from exc
         return batch.num_rows
-
-    async def consume(self, queue: asyncio.Queue[Event | None]) -> None:
-        """The writer task: store events from `queue` until a None, then close.
-
-        Flushes (in a worker thread) on SessionStarted, StepEnded and
-        SessionEnded, on every Checkpoint (then answers it), at least every
-        FLUSH_INTERVAL_S while rows are waiting, and when more than
-        MAX_BUFFER_ROWS rows are buffered.  When a write fails (a full disk),
-        what was committed stays intact, every later checkpoint is answered
-        with the error so the engine stops, the queue is still drained, and
-        the error is raised at the end.
-        """
-        loop = asyncio.get_running_loop()
-        last = loop.time()
-        failure: StoreError | None = None
-        try:
-            while True:
-                event = await _next_event(queue, last + FLUSH_INTERVAL_S - loop.time())
-                if event is None:
-                    queue.task_done()
-                    break
-                if event is not _TIMEOUT:
-                    queue.task_done()
-                    if failure is None and not isinstance(event, Checkpoint):
-                        self.add(cast(Event, event))
-                urgent = isinstance(event, Checkpoint) or self._urgent(event)
-                if failure is None and self._pending and (urgent or loop.time() - last >= FLUSH_INTERVAL_S):
-                    try:
-                        await asyncio.to_thread(self.flush)
-                    except StoreError as exc:
-                        failure = exc
-                if isinstance(event, Checkpoint) and not event.done.done():
-                    if failure is None:
-                        event.done.set_result(None)
-                    else:
-                        event.done.set_exception(failure)
-                if not self._pending:
-                    last = loop.time()
-        finally:
-            if failure is None:
-                await asyncio.to_thread(self.close)
-            else:
-                self._release()
-        if failure is not None:
-            raise failure
-
-    def _urgent(self, event: object) -> bool:
-        return isinstance(event, _URGENT) or self._pending > MAX_BUFFER_ROWS
 
     def _write(
         self,
         con: duckdb.DuckDBPyConnection,
         appends: dict[str, list[Event]],
         upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]],
+        then: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
     ) -> None:
-        """Register one Arrow batch per table, then insert them all in one transaction."""
+        """Register one Arrow batch per table, then insert them all (and run `then`) in one transaction."""
         batches = [
             (_TABLES[name], _TABLES[name].arrow([_TABLES[name].row(values) for values in rows.values()]))
             for name, rows in upserts.items()
@@ -588,6 +543,8 @@ class StoreWriter:
             try:
                 for table, _ in batches:
                     con.execute(table.insert_sql())
+                if then is not None:
+                    then(con)
                 con.execute("COMMIT")
             except BaseException:
                 with contextlib.suppress(duckdb.Error):  # COMMIT itself may have ended it
@@ -672,14 +629,6 @@ _HANDLERS: dict[type, Callable[[StoreWriter, Any], None]] = {
 }
 #: Events stored as they are, one row each, in an append-only table.
 _APPEND_TABLES = {Result: "results", ResourceSample: "resources", Log: "events"}
-
-
-async def _next_event(queue: asyncio.Queue[Event | None], timeout: float) -> object:
-    """The next queue item, or _TIMEOUT when none arrives within `timeout` seconds."""
-    try:
-        return await asyncio.wait_for(queue.get(), max(0.0, timeout))
-    except TimeoutError:
-        return _TIMEOUT
 
 
 def record_events(path: str | os.PathLike[str], events: Iterable[Event]) -> list[str]:
