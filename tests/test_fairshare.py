@@ -422,7 +422,7 @@ def test_run_on_the_process_backend_reproduces_fair_share_weight_and_cap(tmp_pat
     assert left == 0
     report = labtui("report", session, "--db", str(db), "--out", str(tmp_path / "report"), env=env)
     html = Path(report.stdout.strip().splitlines()[-1]).read_text()
-    assert "fairshare: share of the CPU set achieved against requested" in html
+    assert "fairshare (study 004 Table 3): CPU share achieved against requested, in % of one CPU" in html
     assert "achieved against requested CPU share" in html
 
 

@@ -212,7 +212,9 @@ def test_creation_and_fairshare_figures(tmp_path):
         for n, boot in enumerate(values, 1):
             iid = f"z{rep}-{n}"
             events += [InstanceCreating("create1", iid, "local", "process", "zone", iid, ts=t + n),
-                       InstanceReady("create1", iid, t + n, t + n + boot, boot, "running", ts=t + n + boot)]
+                       InstanceReady("create1", iid, t + n, t + n + 0.001, 0.001, "running", ts=t + n + boot),
+                       Result("create1", rep, n, n, "local", iid, "creation", "tcreate_s", boot, "s", "lower",
+                              ts=t + n + boot)]  # the chart is Tcreate(n), not each instance's boot_s
         events.append(StepEnded("create1", rep, 0, 0, ts=t + 10))
     events.append(SessionEnded("create1", "completed", ts=T0 + 300))
     events += started("share1", "fairshare")
@@ -232,8 +234,9 @@ def test_creation_and_fairshare_figures(tmp_path):
     charts = {c.slug: c for c in charts_for([load_session(db, "share1")])}
     ax = charts["cpu-share"].figure.axes[0]
     points = ax.get_lines()[0]
-    assert list(points.get_xdata()) == [25.0, 50.0] and list(points.get_ydata()) == pytest.approx([25.0, 42.0])
-    assert ax.get_xlabel() == "requested CPU share (%)"
+    # in % of one CPU: the set is the host's 2 CPUs (no fairshare.cpus), so each share counts twice
+    assert list(points.get_xdata()) == [100.0, 50.0] and list(points.get_ydata()) == pytest.approx([84.0, 50.0])
+    assert ax.get_xlabel() == "requested CPU share (% of one CPU)"
     written = write_report(db, ["share1"], tmp_path / "share", "png")
     assert imread(written[0]).shape[1] > 400
 

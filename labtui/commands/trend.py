@@ -6,6 +6,13 @@ as zones are added, and d% the average distance of a scenario's line from the
 baseline global zone's line, over b0.  Here x is a session's background count and
 y each repetition's finite value at it (the store's REPETITION_VALUES); the definitions are labtui.core.stats.trendline,
 trend_delta_pct and trend_distance_pct.
+
+The study's figures are AIM9 rates, higher is better, and it reads the signs as performance
+(section 5.1.2: "A positive value of d% indicates the performance of tested zone is better than
+the baseline global zone"; Δ% is "System performance impact as the number of zones increases").  A
+lower-is-better figure (a time such as fork_us) would read the other way round, so its Δ% and
+d% have their sign turned (``SIGN_TURNED``): positive is better for every metric, and the
+``sign`` column says which were turned.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from labtui.core.stats import Trendline, trend_delta_ci_pct, trend_delta_pct, tr
 from labtui.store import REPETITION_VALUES, StoreError, fetch_frame, resolve_session
 
 COLUMNS = ["session_id", "role", "benchmark", "metric", "unit", "better", "n", "levels", "slope", "intercept",
-           "r2", "delta_pct", "delta_ci95_pct", "d_pct"]
+           "r2", "delta_pct", "delta_ci95_pct", "d_pct", "sign"]
+#: The ``sign`` column: Δ% and d% as the line gives them (higher is better), or turned (lower is better).
+AS_MEASURED, SIGN_TURNED = "as measured", "turned"
 
 #: One point per repetition and background count: the repetition's value there (REPETITION_VALUES), so the
 #: runs of one step are not fitted as independent points (their number would narrow the line's interval).
@@ -41,13 +50,28 @@ class TrendRow:
     role: str  # "baseline" or "tested"
     key: Key
     line: Trendline
-    d_pct: float | None  # against the baseline's line for the same metric; None without one
+    baseline: Trendline | None  # the baseline's line for the same metric; None without one
+
+    @property
+    def sign(self) -> float:
+        """+1, or -1 for a lower-is-better metric: Δ% and d% are positive when the figure got better."""
+        return -1.0 if self.key[3] == "lower" else 1.0
+
+    @property
+    def delta_pct(self) -> float:
+        """Δ% (study 000, Table 5-2), positive when the figure gets better as the background grows."""
+        return self.sign * trend_delta_pct(self.line)
+
+    @property
+    def d_pct(self) -> float | None:
+        """d% (study 000, section 5.1.2) from the baseline's line, positive when better than it; None without one."""
+        return None if self.baseline is None else self.sign * trend_distance_pct(self.line, self.baseline)
 
     def record(self) -> dict[str, object]:
         benchmark, metric, unit, better = self.key
         values = [self.session_id, self.role, benchmark, metric, unit, better, self.line.n, len(self.line.xs),
-                  self.line.slope, self.line.intercept, self.line.r2, trend_delta_pct(self.line),
-                  trend_delta_ci_pct(self.line), self.d_pct]
+                  self.line.slope, self.line.intercept, self.line.r2, self.delta_pct,
+                  trend_delta_ci_pct(self.line), self.d_pct, SIGN_TURNED if self.sign < 0 else AS_MEASURED]
         return dict(zip(COLUMNS, values))
 
 
@@ -59,11 +83,10 @@ def cmd_trend(args) -> int:
     except StoreError as exc:
         raise UsageError(f"{exc} (see `labtui sessions`)") from None
     base_lines = session_trendlines(path, baseline, args.metric) if baseline else {}
-    rows = [TrendRow(baseline, "baseline", key, line, 0.0) for key, line in base_lines.items()] if baseline else []
+    rows = [TrendRow(baseline, "baseline", key, line, line) for key, line in base_lines.items()] if baseline else []
     for session_id in tested:
         for key, line in session_trendlines(path, session_id, args.metric).items():
-            base = base_lines.get(key)
-            rows.append(TrendRow(session_id, "tested", key, line, trend_distance_pct(line, base) if base else None))
+            rows.append(TrendRow(session_id, "tested", key, line, base_lines.get(key)))
     if not rows:
         what = f"metric {args.metric!r}" if args.metric else "any metric"
         print(f"labtui trend: no session has {what} at two or more background counts", file=sys.stderr)
@@ -107,7 +130,7 @@ def _print_table(rows: list[TrendRow], baseline: str | None) -> None:
                       highlight=False, markup=False)
         table = Table(show_edge=False, pad_edge=False)
         table.add_column("benchmark/metric (unit)", overflow="fold")
-        for header in ("n", "levels", "a", "b", "r²", "Δ%", "±95%", "d%"):
+        for header in ("n", "levels", "a", "b", "r²", "Δ%", "±95%", "d%", "sign"):
             table.add_column(header, justify="right", no_wrap=True)
         for r in mine:
             rec = r.record()
@@ -116,11 +139,13 @@ def _print_table(rows: list[TrendRow], baseline: str | None) -> None:
             table.add_row(f"{r.key[0]}/{r.key[1]} ({r.key[2]})", str(r.line.n), f"{r.line.xs[0]:g}-{r.line.xs[-1]:g}",
                           f"{r.line.slope:.4g}", f"{r.line.intercept:.4g}", f"{r.line.r2:.3f}",
                           "-" if _blank(rec["delta_pct"]) else f"{rec['delta_pct']:+.2f}",
-                          "" if _blank(ci) else f"{ci:.2f}", d)
+                          "" if _blank(ci) else f"{ci:.2f}", d, str(rec["sign"]))
         console.print(table)
     note = ("Trendline y = a·x + b over the background counts x. Δ% = a·x_max / b: its change over the counts "
             "measured, over its value at 0 (study 000, Table 5-2); ±95%: from the slope's standard error.")
     if baseline:
         note += (f" d% = mean over the session's counts of (y − y0) / b0, y0 = the baseline {baseline}'s line: "
-                 "positive is above it (better where higher is better).")
+                 "positive is better than it.")
+    note += (" Positive Δ% and d% are better, as in the study: a lower-is-better metric (a time) has both signs "
+             f"turned (sign: {SIGN_TURNED}).")
     console.print(note, style="dim", highlight=False, markup=False)

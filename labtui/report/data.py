@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from labtui.engine.fairshare import cpu_list_size
 from labtui.store import REPETITION_VALUES, StoreError, fetch_frame, list_sessions, resolve_session, slowdown_frame
 
 #: Metric identity: one figure and one table per key.
@@ -37,15 +38,6 @@ FROM resources WHERE session_id = ?
 GROUP BY host, instances ORDER BY host, instances
 """
 
-_CREATION = """
-SELECT i.instance_id, i.role, i.created_at, i.boot_s, coalesce(s.repetition, 1) AS repetition
-FROM instances i
-LEFT JOIN steps s ON s.session_id = i.session_id
-                 AND i.created_at BETWEEN s.started_at AND coalesce(s.ended_at, i.created_at)
-WHERE i.session_id = ? AND i.boot_s IS NOT NULL AND i.role <> 'warmup'
-ORDER BY repetition, i.created_at
-"""
-
 #: Each figure's samples: its repetitions' values (REPETITION_VALUES), grouped as the slowdown view groups them (its n).
 _SAMPLES = f"""
 SELECT benchmark, metric, unit, better, placement, background, list(value ORDER BY repetition) AS samples
@@ -70,8 +62,6 @@ class SessionData:
     min_swap: float | None
     #: Worker-side results (achieved/requested CPU share) for fairshare runs.
     shares: pl.DataFrame
-    #: Instances in creation order with their boot time, for creation runs.
-    creation: pl.DataFrame
     #: The session's log entries of level warning or error.
     problems: pl.DataFrame
     #: Added to the label when two compared sessions would otherwise look alike.
@@ -99,6 +89,18 @@ class SessionData:
     def isolation(self) -> pl.DataFrame:
         """Slowdown rows of an isolation run, one per placement."""
         return self.slowdown.filter(pl.col("placement") != "")
+
+    def shared_cpus(self) -> int:
+        """How many CPUs a fairshare run's instances shared: its ``fairshare.cpus`` list, else the host's cores."""
+        cpus = (self.config.get("fairshare") or {}).get("cpus")
+        if cpus:
+            return cpu_list_size(str(cpus))
+        cores = self.hosts["cores"].drop_nulls() if "cores" in self.hosts.columns else pl.Series([], dtype=pl.Int64)
+        return int(cores[0]) if len(cores) else 1
+
+    def share_names(self) -> list[str]:
+        """A fairshare run's configurations by step: ``equal``, then its methods (``weight``, ``cap``)."""
+        return ["equal", *(self.config.get("fairshare") or {}).get("methods", [])]
 
 
 def resolve(db: str | os.PathLike[str], prefix: str) -> str:
@@ -134,7 +136,6 @@ def load_session(db: str | os.PathLike[str], session_id: str) -> SessionData:
         resources=_resources(db, session_id),
         min_swap=fetch_frame(db, "SELECT min(swap_avail) AS m FROM resources WHERE session_id = ?", [session_id])["m"][0],
         shares=_shares(db, session_id) if session.get("kind") == "fairshare" else pl.DataFrame(),
-        creation=_creation(db, session_id) if session.get("kind") == "creation" else pl.DataFrame(),
         problems=fetch_frame(
             db, "SELECT level, kind, message FROM events WHERE session_id = ? "
             "AND level IN ('warning', 'error') ORDER BY ts", [session_id],
@@ -196,12 +197,29 @@ def _shares(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
     ).drop_nulls()
 
 
-def _creation(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
-    """Instances numbered 1, 2, ... in creation order within each repetition."""
-    frame = fetch_frame(db, _CREATION, [session_id])
-    if frame.is_empty():
-        return frame
-    return frame.with_columns(number=pl.int_range(1, pl.len() + 1).over("repetition"))
+def share_points(session: SessionData) -> pl.DataFrame:
+    """Table 3's points (study 004, §5.1): per configuration and requested share, the achieved share's mean,
+    std and n, both in % of one CPU (a quarter of a two-CPU set, 200%, is 50%, as the paper states SMP shares)."""
+    names = session.share_names()
+    scale = session.shared_cpus() * (100.0 if str(session.shares["unit"][0]) == "ratio" else 1.0)
+    return (
+        session.shares.group_by(["step", "requested_share"])
+        .agg(mean=pl.col("achieved_share").mean(), std=pl.col("achieved_share").std(), n=pl.len())
+        .sort(["step", "requested_share"], descending=[False, True])
+        .with_columns(
+            configuration=pl.col("step").map_elements(
+                lambda step: names[step] if step < len(names) else str(step), return_dtype=pl.String),
+            requested=pl.col("requested_share") * scale,
+            achieved=pl.col("mean") * scale,
+            achieved_std=pl.col("std") * scale,
+        )
+    )
+
+
+def share_unit(session: SessionData) -> str:
+    """What a share in % means: of one CPU, with the set's total when it has more than one."""
+    cpus = session.shared_cpus()
+    return "% of one CPU" + (f"; the {cpus} CPUs shared are {cpus * 100}%" if cpus > 1 else "")
 
 
 def distinct_labels(sessions: list[SessionData]) -> list[SessionData]:

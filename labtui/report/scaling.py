@@ -19,6 +19,23 @@ def x_label(sessions: list[SessionData]) -> str:
     return "background instances"
 
 
+#: Each aggregate of instances that ran at once, by its metric's suffix: what it is named and how it is computed.
+#: ``_rate_sum`` comes before ``_sum``, which it ends with.
+AGGREGATES = (
+    ("_rate_sum", "aggregate throughput of {}", "Σ 1/t_i over the n instances"),
+    ("_finish_rate", "overall performance of {}", "n / max t_i, study 004 §4.4 Fig 7"),
+    ("_sum", "aggregate S_n of {}", "S_n = ΣR_i, study 000 §4.3.2.1"),
+)
+
+
+def aggregate_of(metric: str) -> tuple[str, str] | None:
+    """The figure's name and formula when metric is an aggregate (``labtui.engine.concurrent``), else None."""
+    for suffix, name, formula in AGGREGATES:
+        if metric.endswith(suffix):
+            return name.format(metric[: -len(suffix)]), formula
+    return None
+
+
 def metric_charts(sessions: list[SessionData]) -> list[Chart]:
     """One two-panel chart (absolute, normalized to the first step) per metric of the sessions."""
     frames = [s.scaling() for s in sessions]
@@ -34,8 +51,8 @@ def metric_charts(sessions: list[SessionData]) -> list[Chart]:
 
 def _metric_chart(sessions: list[SessionData], key: dict, parts: list[pl.DataFrame]) -> Chart:
     metric, unit, better = key["metric"], key["unit"], key["better"]
-    aggregate = metric.endswith("_sum")
-    name = f"aggregate S_n of {metric[:-4]}" if aggregate else metric
+    aggregate = aggregate_of(metric)
+    name = aggregate[0] if aggregate else metric
     title = f"{key['benchmark']}: {name} {better_text(better)}"
     fig, (ax_abs, ax_norm) = new_figure(title, panels=2)
     shown, factor = display_unit(unit, [v for p in parts for v in p["mean"].to_list()])
@@ -55,7 +72,7 @@ def _metric_chart(sessions: list[SessionData], key: dict, parts: list[pl.DataFra
         ax_norm.plot(x, norm, "o-", color=color, markersize=3.5, label=label)
         ax_norm.fill_between(x, norm - norm_std, norm + norm_std, color=color, alpha=0.18, label=band)
     ax_norm.axhline(1.0, color="#555555", linewidth=0.8, linestyle="--")
-    ax_abs.set_title(f"absolute ({'S_n = ΣR_i, ' if aggregate else ''}mean ± 1 std over repetitions)", fontsize=10)
+    ax_abs.set_title(f"absolute ({aggregate[1] + ', ' if aggregate else ''}mean ± 1 std over repetitions)", fontsize=10)
     ax_norm.set_title("normalized to the first step", fontsize=10)
     ax_abs.set_ylabel(f"{metric} ({shown})")
     ax_norm.set_ylabel(f"{metric} / {metric} at first step")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, trust
-from labtui.report.data import FIGURE_KEY, METRIC_KEY, SessionData
+from labtui.report.data import FIGURE_KEY, METRIC_KEY, SessionData, share_points, share_unit
 from labtui.report.isolation import placement_name, placement_order
 from labtui.report.plotting import better_text
 from labtui.report.units import display_unit, fmt, fmt_pct
@@ -59,24 +59,18 @@ def slowdown_tables(data: SessionData) -> list[Table]:
 
 
 def share_tables(data: SessionData) -> list[Table]:
-    """A fairshare session's Table 3: achieved against requested share per configuration (none otherwise)."""
-    shares = data.shares
-    if shares.is_empty():
+    """A fairshare session's Table 3 (study 004, §5.1): achieved against requested share, one row per configuration
+    and requested share (weight and cap apart), in % of one CPU as the paper states them (none otherwise)."""
+    if data.shares.is_empty():
         return []
-    names = ["equal", *(data.config.get("fairshare") or {}).get("methods", [])]
-    stats = (
-        shares.group_by(["step", "requested_share"])
-        .agg(mean=pl.col("achieved_share").mean(), std=pl.col("achieved_share").std(), n=pl.len())
-        .sort(["step", "requested_share"], descending=[False, True])
-    )
     rows = [
-        [names[r["step"]] if r["step"] < len(names) else str(r["step"]), fmt(r["requested_share"] * 100),
-         fmt(r["mean"] * 100), fmt(None if r["std"] is None else r["std"] * 100), str(r["n"]),
-         fmt(r["mean"] / r["requested_share"])]
-        for r in stats.iter_rows(named=True)
+        [r["configuration"], fmt(r["requested"]), fmt(r["achieved"]), fmt(r["achieved_std"]), str(r["n"]),
+         fmt(r["achieved"] / r["requested"])]
+        for r in share_points(data).iter_rows(named=True)
     ]
     headers = ["configuration", "requested %", "achieved %", "std (points)", "n", "achieved / requested"]
-    return [Table("fairshare: share of the CPU set achieved against requested", headers, rows)]
+    return [Table(f"fairshare (study 004 Table 3): CPU share achieved against requested, in {share_unit(data)}",
+                  headers, rows)]
 
 
 _FACTS = (
