@@ -79,29 +79,29 @@ def write_record(fmt: str, record: dict[str, Any], *, title: str | None = None) 
 def print_table(console: Console, columns: Sequence[Column | str], rows: Sequence[Sequence[Any]], *,
                 title: str | None = None) -> None:
     """A rich table that fits the console's width without cutting a key column (see the module's docstring)."""
-    columns = _columns(columns)
+    cols = _columns(columns)
     texts = [[cell_text(v) for v in row] for row in rows]
-    natural = [max([cell_len(c.name), *(_longest_line(r[i]) for r in texts)]) for i, c in enumerate(columns)]
-    need = [w if c.key else min(w, MIN_WRAP_WIDTH) for c, w in zip(columns, natural)]
-    shown = list(range(len(columns)))
-    while _width(need, shown) > console.width and any(not columns[i].key for i in shown):
-        shown.remove(next(i for i in reversed(shown) if not columns[i].key))
+    natural = [max([cell_len(c.name), *(_longest_line(r[i]) for r in texts)]) for i, c in enumerate(cols)]
+    need = [w if c.key else min(w, MIN_WRAP_WIDTH) for c, w in zip(cols, natural)]
+    shown = list(range(len(cols)))
+    while _width(need, shown) > console.width and any(not cols[i].key for i in shown):
+        shown.remove(next(i for i in reversed(shown) if not cols[i].key))
     table = Table(title=Text(title) if title else None, title_justify="left")
     for i in shown:
-        c = columns[i]
+        c = cols[i]
         if c.key:
             table.add_column(Text(c.name), justify=c.justify, no_wrap=True, min_width=natural[i])
         else:
             table.add_column(Text(c.name), justify=c.justify, overflow="fold")
     for row, cells in zip(rows, texts):
-        table.add_row(*(Text(cells[i], style=_style(columns[i], row[i])) for i in shown))
+        table.add_row(*(Text(cells[i], style=_style(cols[i], row[i])) for i in shown))
     width = console.width
     console.width = max(width, _width(need, shown))  # key columns alone wider than the console: print them whole
     try:
         console.print(table)
     finally:
         console.width = width
-    dropped = [columns[i].name for i in range(len(columns)) if i not in shown]
+    dropped = [cols[i].name for i in range(len(cols)) if i not in shown]
     if dropped:
         print(f"not shown in {width} columns: {', '.join(dropped)} (a wider terminal, COLUMNS=N or "
               "--format json shows every column)", file=sys.stderr)
