@@ -11,6 +11,9 @@ the kernel discards an ignored signal, whatever the program.
 Each run must exit (a run that is still there 60 s after the signal fails the test; the exit
 delay is recorded as the property ``exit_delay_s_<schedule>``), end because of the signal, leave no
 process of its own on the host, and leave no session ``running`` nor instance row open in its store.
+
+A run whose backend stops answering (the simulated zones host's zoneadm halt hangs, over SSH) must
+exit after SIGTERM too, naming the cleanup command, rather than wait out each destroy's timeout.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from interrupted_run import open_rows, open_store
+from interrupted_run import open_rows, open_store, session_row
+from simulators.fakehost import FakeHost, start_fake_host, write_lab
+from sshd_fixture import sshd_available, write_key
 
 #: The run of the report: big enough that no moment below sees its end.
 RUN = ["boot-scaling", "--set", "scale.steps=30", "--set", "scale.per_step=10", "--set", "suite.repetitions=1"]
@@ -38,6 +43,8 @@ _LATER = random.Random(32)
 MOMENTS = [round(0.15 * i, 2) for i in range(20)] + sorted(round(_LATER.uniform(3.0, 8.0), 2) for _ in range(4))
 #: A run still there this long after the signal never ends by itself.
 NEVER_S = 60.0
+#: The simulated illumos host whose zoneadm stops answering (an address no other test module uses).
+HUNG_HOST, HUNG_ADDRESS = "sighung", "127.0.0.76"
 
 
 def _environ_has(pid: int, marker: bytes) -> bool:
@@ -179,3 +186,65 @@ def test_a_signal_at_any_moment_ends_the_run_and_leaves_nothing(
             if run.proc.poll() is None:
                 os.killpg(run.proc.pid, signal.SIGKILL)
                 run.proc.communicate()
+
+
+@pytest.mark.slow
+def test_a_run_whose_backend_stops_answering_still_exits_after_its_signal(tmp_path: Path, runtime_dir: Path,
+                                                                          record_property) -> None:
+    """zoneadm halt and uninstall hang on the host when SIGTERM comes: every destroy would wait for its
+    own timeout (minutes), so the run forces its teardown, then exits and names the cleanup command."""
+    if not sshd_available():
+        if os.environ.get("LABTUI_CI"):
+            pytest.fail("CI installs OpenSSH's sshd, yet it is not here")
+        pytest.skip("OpenSSH's sshd is not installed (apt install openssh-server)")
+    write_key(tmp_path / "client_key")
+    host = start_fake_host(tmp_path / "host", HUNG_HOST, HUNG_ADDRESS, "zones", tmp_path / "client_key.pub")
+    (tmp_path / "lab").mkdir()
+    env = {**os.environ, "LABTUI_CONFIG": str(write_lab(tmp_path / "lab", [host], tmp_path)),
+           "LABTUI_LOCK_DIR": str(tmp_path / "locks"), "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
+    db = tmp_path / "lab.duckdb"
+    proc = subprocess.Popen([sys.executable, "-m", "labtui", "run", "boot-scaling", "--backend", "zones", "--host",
+                             HUNG_HOST, "--set", "scale.steps=5", "--set", "scale.per_step=3", "--set",
+                             "suite.repetitions=1", "--set", "sampling.quiet_timeout_s=0", "--set", "worker.warmup=0",
+                             "--set", "worker.runs=1", "--db", str(db)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        while (row := session_row(db)) is None or len(_zones(host)) < 3:  # background zones are up
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        host.knobs(hang=["halt", "uninstall"])
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=NEVER_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"still running {NEVER_S:g} s after SIGTERM:\n{proc.communicate()[1][-3000:]}")
+        delay = time.monotonic() - signalled
+        record_property("exit_delay_s", round(delay, 3))
+        print(f"SIGTERM with zoneadm hung: exit {proc.returncode} after {delay:.2f} s")
+        assert proc.returncode == 130, err[-3000:]
+        assert f"labtui cleanup --session {row[0]} --host {HUNG_HOST}" in err, err[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+        host.knobs()
+        _kill_under(host.root)
+        host.server.stop()
+
+
+def _zones(host: FakeHost) -> list[str]:
+    """The zones running on the fake host, but the global one."""
+    listing = host.tool("zoneadm", "list", "-p").stdout.splitlines()
+    return [line for line in listing if line.split(":")[2:3] == ["running"] and ":global:" not in line]
+
+
+def _kill_under(root: Path) -> None:
+    """Kill the simulator commands left hanging on the fake host (their command lines name its directory)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(root).encode() in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            continue

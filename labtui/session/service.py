@@ -267,11 +267,11 @@ class LabRun:
         """Stop waiting for an orderly teardown: force-destroy what is left of every session."""
         self._call(self._force)
 
-    def _force(self) -> None:
+    def _force(self, why: str = "second interrupt") -> None:
         if self._forced:
             return
         self._forced = True
-        self._notify("error", "second interrupt: force-destroying what is left")
+        self._notify("error", f"{why}: force-destroying what is left")
         for runner in self.runners:
             runner.force()
 
@@ -336,7 +336,8 @@ class LabRun:
 
         Timer threads, not the loop's timers: the loop may be what does not answer (a call that blocks it).
         """
-        timers = [threading.Timer(FORCE_AFTER_S, self.force)]
+        late = f"no end {FORCE_AFTER_S:g} s after the signal"
+        timers = [threading.Timer(FORCE_AFTER_S, self._call, (self._force, late))]
         if self.on_deadline is not None:
             timers.append(threading.Timer(DEADLINE_S, self.on_deadline))
         for timer in timers:
