@@ -52,7 +52,8 @@ class Lab:
 def lab(tmp_path_factory: pytest.TempPathFactory, runtime_dir: Path) -> Iterator[Lab]:
     tmp = tmp_path_factory.mktemp("formats")
     config = tmp / "labtui.toml"
-    config.write_text('[hosts.h1]\naddress = "127.0.0.1"\nport = 2222\nuser = "lab"\ntags = ["t1", "t2"]\n')
+    config.write_text('[hosts.h1]\naddress = "127.0.0.1"\nport = 2222\nuser = "lab"\ntags = ["t1", "t2"]\n'
+                      '[hosts.dead]\naddress = "127.0.0.1"\nport = 1\n')  # nothing listens on port 1
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["LABTUI_CONFIG"] = str(config)
     lab = Lab(tmp / "lab.duckdb", env, "")
@@ -82,7 +83,7 @@ LISTINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[[Lab, list[
                   lambda lab, rows: sorted(r["instance"] for r in rows) == ["b0", "b1"]),
     "hosts": (("hosts",), ("host", "address", "user", "tags", "jump", "known_hosts"),
               lambda lab, rows: [(r["host"], r["address"], r["tags"]) for r in rows]
-              == [("local", None, []), ("h1", "127.0.0.1:2222", ["t1", "t2"])]),
+              == [("local", None, []), ("h1", "127.0.0.1:2222", ["t1", "t2"]), ("dead", "127.0.0.1:1", [])]),
     "sql": (("sql", "select session_id, suite from sessions order by session_id"), ("session_id", "suite"),
             lambda lab, rows: [r["session_id"] for r in rows] == sorted([lab.run_id, NATIVE, LXZONE])),
     "info": (("info",), ("key", "value"), lambda lab, rows: {r["key"]: r["value"] for r in rows}["sessions"] == 3),
@@ -199,3 +200,10 @@ def test_export_writes_what_its_format_says_or_refuses_a_file_name_in_one_line(l
     assert all(f.endswith(".csv") for f in written)
     assert len(list(csv.DictReader(results.open()))) == len(json.loads(lab.labtui(
         "sql", f"select * from results where session_id = '{NATIVE}'", "--format", "json").stdout))
+
+
+def test_a_host_without_a_usable_backend_says_why_in_one_line(lab: Lab) -> None:
+    proc = lab.labtui("instances", "--host", "dead", "--format", "json")
+    assert json.loads(proc.stdout) == []
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("no backend is usable on host dead: ") and "cannot connect to 127.0.0.1:1" in line, line

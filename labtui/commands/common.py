@@ -46,14 +46,18 @@ async def usable_backends(backends: list[Backend]) -> list[Backend]:
     backend whose check itself fails, or does not answer in CHECK_TIMEOUT_S, is kept, so that its
     listing reports what is wrong.
     """
-    async def usable(backend: Backend) -> bool:
+    async def usable(backend: Backend) -> tuple[bool, str]:
         try:
-            return (await asyncio.wait_for(backend.check(), CHECK_TIMEOUT_S)).usable
+            availability = await asyncio.wait_for(backend.check(), CHECK_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - kept: its own listing says what fails
-            return True
+            return True, ""
+        return availability.usable, availability.reason
 
     verdicts = await asyncio.gather(*(usable(b) for b in backends))
-    if backends and not any(verdicts):
+    if backends and not any(ok for ok, _ in verdicts):
         host = backends[0].host.name
-        print(f"no backend is usable on host {host} (labtui backends --host {host} says why)", file=sys.stderr)
-    return [b for b, ok in zip(backends, verdicts) if ok]
+        why = dict(zip((b.name for b in backends), (reason for _, reason in verdicts)))
+        first = why.get(DEFAULT_BACKEND) or verdicts[0][1]
+        print(f"no backend is usable on host {host}: {first} (labtui backends --host {host} says more)",
+              file=sys.stderr)
+    return [b for b, (ok, _) in zip(backends, verdicts) if ok]
