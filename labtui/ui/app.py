@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
-import sys
 from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -78,6 +77,10 @@ class LabApp(App[int]):
         #: Set once every view is mounted (LabApp.run_test waits for it).
         self.views_loaded = asyncio.Event()
         self.view_classes: dict[str, type[Widget]] = {}
+        #: The widgets that typed keys go into: Input from the first frame, the SQL editor once its view
+        #: is mounted (published by _mount_view from the module the thread imported in full; never looked
+        #: up in sys.modules, which holds a module while another thread is still running it).
+        self.text_entry: tuple[type[Widget], ...] = (Input,)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -121,6 +124,10 @@ class LabApp(App[int]):
         else:
             view = cast("type[SessionsView]", cls)(self.db_path, id=view_id)
         self.view_classes[tab] = cls
+        if tab == "tab-sessions":
+            from labtui.ui.sql_view import SqlEditor  # imported in full with the view, by the thread
+
+            self.text_entry = (Input, SqlEditor)
         with self.batch_update():
             await pane.query(".loading").remove()
             await pane.mount(view)
@@ -217,12 +224,9 @@ class LabApp(App[int]):
     # --- keys: typed characters go to inputs ------------------------------------------------------
 
     def _typing(self) -> bool:
-        """True when the focus is in a text input or an editable text area."""
+        """True when the focus is in a text input or the editable SQL editor."""
         focused = self.focused
-        if isinstance(focused, Input):
-            return True
-        text_area = sys.modules.get("textual.widgets._text_area")  # not imported before the first frame
-        return text_area is not None and isinstance(focused, text_area.TextArea) and not focused.read_only
+        return isinstance(focused, self.text_entry) and not getattr(focused, "read_only", False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Global letter and digit keys do nothing while the user types (the footer dims them)."""
@@ -255,6 +259,13 @@ class LabApp(App[int]):
         if view is not None and hasattr(view, "close_filter") and view.close_filter():
             return
         self.focus_view(tab)
+
+    def action_command_palette(self) -> None:
+        """ctrl+p: the command palette (labtui.ui.palette: Textual's, safe when its search outlives it)."""
+        from labtui.ui.palette import Palette
+
+        if self.use_command_palette and not isinstance(self.screen, Palette):
+            self.push_screen(Palette(id="--command-palette"))
 
     async def action_quit(self) -> None:
         """ctrl+q and the palette's Quit: the same question as q during a run."""
