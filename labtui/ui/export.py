@@ -1,4 +1,5 @@
-"""Export a query result to CSV or Parquet through polars; open a written file on the desktop."""
+"""Export a query result to CSV, JSON or Parquet through polars, as its file name asks; open a written file
+on the desktop."""
 
 from __future__ import annotations
 
@@ -11,10 +12,16 @@ from typing import TYPE_CHECKING, cast
 
 import polars as pl
 
-from labtui.core.outputs import PrivateOutput
+from labtui.core.outputs import ExportError, PrivateOutput
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import BinaryIO
+
     import pyarrow as pa
+
+#: The format each file name ending asks for.
+FORMATS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
 
 
 def unique_names(columns: Sequence[str]) -> list[str]:
@@ -34,18 +41,33 @@ def result_frame(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> pl
     return pl.DataFrame([list(r) for r in rows], schema=unique_names(columns), orient="row", infer_schema_length=None)
 
 
+def export_format(path: Path) -> str:
+    """csv, json or parquet, from path's extension; anything else is refused in one line naming it."""
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        ending = f"extension {path.suffix!r}" if path.suffix else "no extension"
+        raise ExportError(f"cannot export to {path}: {ending}; name the file .csv, .json or .parquet")
+    return fmt
+
+
 def export_arrow(table: pa.Table, path: Path) -> Path:
-    """Write an Arrow result (the SQL grid's) to path as Parquet or CSV; duplicate names get a suffix."""
+    """Write an Arrow result (the SQL grid's) to path as its extension asks; duplicate names get a suffix."""
     # from_arrow gives a DataFrame for a Table (a Series only for an Array)
     return export(cast(pl.DataFrame, pl.from_arrow(table.rename_columns(unique_names(table.column_names)))), path)
 
 
 def export(frame: pl.DataFrame, path: Path) -> Path:
-    """Write frame to path as Parquet (.parquet/.pq) or CSV (anything else); 0600, in directories made 0700."""
+    """Write frame to path as CSV, JSON (a list of row objects) or Parquet, from its extension (see
+    export_format); 0600, in directories made 0700."""
     path = path.expanduser()
-    parquet = path.suffix.lower() in (".parquet", ".pq")
+    writers: dict[str, Callable[[BinaryIO], object]] = {
+        "csv": frame.write_csv,
+        "json": lambda file: file.write(frame.write_json().encode()),
+        "parquet": frame.write_parquet,
+    }
+    write = writers[export_format(path)]
     with PrivateOutput(path.parent) as output:
-        return output.write(path.name, frame.write_parquet if parquet else frame.write_csv)
+        return output.write(path.name, write)
 
 
 def open_in_desktop(path: Path) -> bool:

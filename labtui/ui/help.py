@@ -40,7 +40,7 @@ LONGER = {
     "cleanup": "clean up every stuck or orphaned instance of the session under the cursor, after confirming",
     "report": "write and open the HTML report of the session under the cursor",
     "run_sql": "run the SQL in the editor (read-only)",
-    "export": "export the current result to a .csv or .parquet path",
+    "export": "export the current result to a .csv, .json or .parquet path",
     "history": "older / newer query from the history (in the editor)",
 }
 #: Keys that are not bindings, per view title.

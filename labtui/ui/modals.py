@@ -123,7 +123,7 @@ HELP = """\
   r       refresh sessions and schema
   ctrl+r or ctrl+enter   run the SQL (read-only, 500 rows shown)
   ctrl+up / ctrl+down    older / newer query from the history
-  e       export the current result (.csv or .parquet path)
+  e       export the current result (.csv, .json or .parquet path)
   m       next metric in the replayed chart
 """
 

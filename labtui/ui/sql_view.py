@@ -40,7 +40,6 @@ SCHEMA_SQL = (
     "select table_name, column_name, data_type from information_schema.columns "
     "where table_schema = 'main' order by table_name, ordinal_position"
 )
-BUSY = "a run in this console is writing the store (DuckDB allows one writer); reads resume when it ends"
 
 
 def row_cap_from_env(default: int = DEFAULT_ROW_CAP) -> int:
@@ -201,7 +200,7 @@ class SqlPane(Vertical):
             yield SqlEditor.code_editor("select * from sessions order by 1 desc", id="sql")
             yield Tree("store", id="schema")
         yield Static("ctrl+r runs the query (read-only)", id="sql-status")
-        yield Input(placeholder="export to: path ending in .csv or .parquet, then Enter", id="export-path",
+        yield Input(placeholder="export to: path ending in .csv, .json or .parquet, then Enter", id="export-path",
                     classes="hidden-input")
         yield result_grid()
 
@@ -222,9 +221,6 @@ class SqlPane(Vertical):
 
         grid_backend(pa.table({"s": ["a", None], "i": [1, 2], "f": [0.5, None]}))
 
-    def busy(self) -> bool:
-        return bool(getattr(self.app, "run_active", False))
-
     def status(self, message: str | Text, error: bool = False) -> None:
         """Show a line under the editor; a str is plain text (an error may quote '[/]' from the data)."""
         box = self.query_one("#sql-status", Static)
@@ -237,7 +233,7 @@ class SqlPane(Vertical):
     # --- schema -------------------------------------------------------------------------------
 
     def action_refresh(self) -> None:
-        if self.busy() or not self.db_path.exists():
+        if not self.db_path.exists():
             return
         self._load_schema()
 
@@ -274,9 +270,6 @@ class SqlPane(Vertical):
         sql = self.query_one("#sql", TextArea).text.strip()
         if not sql:
             self.status("nothing to run", error=True)
-            return
-        if self.busy():
-            self.status(BUSY, error=True)
             return
         self.history.add(sql)
         self.status("running...")
@@ -329,8 +322,18 @@ class SqlPane(Vertical):
 
     @on(Input.Submitted, "#export-path")
     def _export_to(self, event: Input.Submitted) -> None:
-        if self.result is not None and event.value.strip():
-            self._export(self.result, Path(event.value.strip()))
+        """Export to the typed path; a name that asks for no known format is refused and the box stays."""
+        from labtui.core.outputs import ExportError
+        from labtui.ui.export import export_format
+
+        name = event.value.strip()
+        if self.result is not None and name:
+            try:
+                export_format(Path(name))
+            except ExportError as exc:
+                self.status(str(exc), error=True)
+                return
+            self._export(self.result, Path(name))
         event.input.remove_class("shown")
         self.query_one("#result").focus()
 
