@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
+import sys
 from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -81,6 +82,8 @@ class LabApp(App[int]):
         #: is mounted (published by _mount_view from the module the thread imported in full; never looked
         #: up in sys.modules, which holds a module while another thread is still running it).
         self.text_entry: tuple[type[Widget], ...] = (Input,)
+        #: The line open_console prints on stderr after a crash (whose traceback went to a crash log).
+        self.crash: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -300,6 +303,16 @@ class LabApp(App[int]):
                 await worker.wait()
         self.exit(0)
 
+    def _handle_exception(self, error: Exception) -> None:
+        """Any unhandled error ends the console (Textual's handling) with its traceback in a crash log
+        (labtui.ui.crash) instead of on the screen; open_console then prints one line and returns 1."""
+        from labtui.ui.crash import record_crash
+
+        if self.crash is None:
+            self.crash = record_crash(error)
+        super()._handle_exception(error)
+        self._exit_renderables.clear()  # Textual would print the full traceback when the screen closes
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every console action in the command palette (ctrl+p)."""
         yield from super().get_system_commands(screen)
@@ -338,4 +351,13 @@ class LabApp(App[int]):
 
 def open_console(db_path: Path | None = None, backend: str = "process", host: str = "local") -> int:
     """Run the console until the user quits; returns the exit status."""
-    return LabApp(db_path, backend, host).run() or 0
+    return run_console(LabApp(db_path, backend, host))
+
+
+def run_console(app: LabApp, **run_options: Any) -> int:
+    """Run app (App.run's options); after a crash print one line on stderr and return 1, else its status."""
+    status = app.run(**run_options)
+    if app.crash is not None:
+        print(app.crash, file=sys.stderr)
+        return 1
+    return status or 0
