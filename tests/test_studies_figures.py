@@ -271,3 +271,20 @@ def test_docs_map_each_suite_to_the_figures_its_reproduces_names() -> None:
         assert not missing, f"docs/suites.md does not map {name} to {sorted(missing)} (its reproduces)"
         extra = mapped.get(name, set()) - claimed
         assert not extra, f"docs/suites.md maps {name} to {sorted(extra)}, which its reproduces does not name"
+
+
+# --- 6. the Xen suites that need guests, on a backend without them --------------------------------------
+
+@pytest.mark.parametrize(("suite", "twin", "needs"), [
+    ("xen-domu", "zone-worker", "needs a backend that boots image 'guest'"),
+    ("xen-concurrent", "zone-concurrent", "needs a backend that boots image 'guest'"),
+    ("xen-fairshare", "fairshare-cpu", 'fairshare.measure = "cpu_time" needs it'),
+])
+def test_xen_suites_that_need_guests_name_the_suite_that_does_the_same_here(tmp_path, suite, twin, needs) -> None:
+    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "400"}
+    proc = subprocess.run([sys.executable, "-m", "labtui", "run", suite, "--profile", "quick", "--backend", "process",
+                           "--set", "fairshare.duration_s=1" if suite == "xen-fairshare" else "scale.steps=1",
+                           "--db", str(tmp_path / "lab.duckdb")], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    (line,) = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("failed:")]
+    assert needs in line and f"labtui run {twin} --backend process" in line

@@ -58,6 +58,9 @@ from labtui.programs.runat import closing_line, program_stderr
 
 #: The synchronized start the Xen study asked of its UDP trigger (section 4.2.1): 0.01 s.
 START_SPREAD_GOAL_MS = 10.0
+#: Per ``creation.where``: the built-in suite that does the same with labtui's sleeper probe in every instance,
+#: on any backend (with exec where the benchmark runs inside): what to run where a suite's image cannot boot.
+TWINS = {"host": "zone-creation", "first": "zone-worker", "all": "zone-concurrent"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +203,7 @@ async def _run_step(ctx: RunContext, bench: Benchmark, step: int, instances: lis
         if step > 0:
             if clock.last_end_ns is None:
                 clock.last_end_ns, clock.excluded_s = await bench.host_now(), 0.0
-            instances.append(await _create(ctx))
+            instances.append(await _create(ctx, first=not instances))
             _record_phases(ctx, instances[-1])
             if suite.creation.where == "all" or (suite.creation.where == "first" and len(instances) == 1):
                 staging = time.monotonic()
@@ -226,12 +229,24 @@ async def _run_step(ctx: RunContext, bench: Benchmark, step: int, instances: lis
         ctx.record(StepEnded(ctx.session_id, ctx.position.repetition, step, step, ok=ok))
 
 
-async def _create(ctx: RunContext) -> Instance:
-    """Create the step's instance; it may take the suite's whole operation timeout (zones install for minutes)."""
+async def _create(ctx: RunContext, *, first: bool) -> Instance:
+    """Create the step's instance; it may take the suite's whole operation timeout (zones install for minutes).
+
+    When the first instance of an image (a Xen guest it logs into) cannot be created, the error says what the
+    suite needs and which built-in suite does the same on this backend (``TWINS``)."""
     background = ctx.suite.background
     assert background is not None
     spec = ctx.spec("instance", background, "ready")
-    (instance,) = await ctx.create([dataclasses.replace(spec, timeout_s=ctx.suite.operation_timeout_s)])
+    try:
+        (instance,) = await ctx.create([dataclasses.replace(spec, timeout_s=ctx.suite.operation_timeout_s)])
+    except BackendError as exc:
+        if not first or not background.image:
+            raise
+        twin = TWINS[ctx.suite.creation.where]
+        raise BackendError(
+            f"{ctx.suite.name} needs a backend that boots image {background.image!r} as its instances "
+            f"(backend {ctx.backend.name}: {exc}); {twin} does the same with labtui's sleeper in each instance "
+            f"here: labtui run {twin} --backend {ctx.backend.name}") from None
     return instance
 
 

@@ -61,6 +61,8 @@ NEEDS = {"weight": (CPU_WEIGHT, "set CPU weights"), "cap": (CPU_LIMIT, "cap CPU 
 LATE_FRACTION, LATE_S = 0.1, 0.5
 #: Seconds an "output" instance may take beyond its start delay and duration before the backend kills it.
 EXIT_SLACK_S = 30.0
+#: The built-in suite that measures with ``"output"`` (hourglass reports each share), for backends that list no CPU time.
+OUTPUT_TWIN = "fairshare-cpu"
 
 
 async def run_fairshare(ctx: RunContext) -> None:
@@ -246,8 +248,9 @@ async def _cpu_times(ctx: RunContext, instances: list[Instance]) -> tuple[dict[s
     missing = [i.labels.instance for i in instances if times.get(i.labels.instance) is None]
     if missing:
         raise BackendError(f"backend {ctx.backend.name} on {ctx.host.name} lists no CPU time for {', '.join(missing)}; "
-                           'fairshare.measure = "cpu_time" needs it (Instance.details["cpu_time_s"]): '
-                           'use measure = "output" on this backend')
+                           'fairshare.measure = "cpu_time" needs it (Instance.details["cpu_time_s"]); '
+                           f'{OUTPUT_TWIN} does the same here with a probe that reports its own share '
+                           f'(measure = "output"): labtui run {OUTPUT_TWIN} --backend {ctx.backend.name}')
     return {iid: float(t) for iid, t in times.items() if t is not None}, at
 
 
