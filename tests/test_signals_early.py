@@ -1,12 +1,12 @@
 """A stop signal at any moment of a run's life, from its first line on, ends it (issue 32, item 1).
 
 A real `labtui run` (process backend, store in tmp_path, lock directory of its own) is signalled at
-20 moments spread over its first 3 s, counted from its start (imports, reading and opening the store,
-the lock, the first creates, step 0's warm-up boots), and at a few later ones, with each of SIGINT,
-SIGTERM, SIGHUP and INT+INT.  Every other moment starts the runs as a script's `labtui run ... &`
-does, with SIGINT ignored (POSIX shells ignore INT in the background jobs of a non-interactive
-shell); their moments count from main's first line (when the process catches SIGINT): before it,
-the kernel discards an ignored signal, whatever the program.
+20 moments spread over its first 3 s, counted from the first line of main (imports, reading and
+opening the store, the lock, the first creates, step 0's warm-up boots), and at a few later ones,
+with each of SIGINT, SIGTERM, SIGHUP and INT+INT.  Main's first line is when the process starts to
+catch SIGTERM (nothing before it does): a signal before it meets the interpreter's own start-up.
+Every other moment starts the runs as a script's `labtui run ... &` does, with SIGINT ignored
+(POSIX shells ignore INT in the background jobs of a non-interactive shell).
 
 Each run must exit (a run that is still there 60 s after the signal fails the test; the exit
 delay is recorded as the property ``exit_delay_s_<schedule>``), end because of the signal, leave no
@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from sshd_fixture import sshd_available, write_key
 RUN = ["boot-scaling", "--set", "scale.steps=30", "--set", "scale.per_step=10", "--set", "suite.repetitions=1"]
 #: (first signal, second signal or None); the second follows 0.3 s later.  One run of each at every moment.
 SCHEDULES = [(signal.SIGINT, None), (signal.SIGTERM, None), (signal.SIGHUP, None), (signal.SIGINT, signal.SIGINT)]
-#: Seconds from the start: 20 over the first 3 s, and 4 later ones (a fixed seed, so
+#: Seconds from main's first line: 20 over the first 3 s, and 4 later ones (a fixed seed, so
 #: that every pytest-xdist worker collects the same tests).
 _LATER = random.Random(32)
 MOMENTS = [round(0.15 * i, 2) for i in range(20)] + sorted(round(_LATER.uniform(3.0, 8.0), 2) for _ in range(4))
@@ -90,14 +91,14 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _catches_sigint(pid: int) -> bool:
-    """Whether the process has a handler of its own for SIGINT (SigCgt of /proc/PID/status)."""
+def _in_main(pid: int) -> bool:
+    """Whether the process has reached main's first line: it catches SIGTERM (SigCgt of /proc/PID/status)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return True  # gone: nothing more to wait for
     caught = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
-    return bool(int(caught, 16) & 1 << (signal.SIGINT - 1))
+    return bool(int(caught, 16) & 1 << (signal.SIGTERM - 1))
 
 
 @dataclass
@@ -109,10 +110,12 @@ class Run:
     lock_dir: Path
     db: Path
     proc: subprocess.Popen[str]
-    #: When its moments count from: its start, or, started with SIGINT ignored, when it caught SIGINT.
+    #: When its moments count from: main's first line.
     zero: float | None = None
     signalled: float | None = None
     seconded: bool = False
+    exited: float | None = None
+    err: str = ""
 
     @property
     def name(self) -> str:
@@ -127,7 +130,7 @@ def _start(first: signal.Signals, second: signal.Signals | None, where: Path, ru
     proc = subprocess.Popen([sys.executable, "-m", "labtui", "run", *RUN, "--db", str(db)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=_ignore_sigint if background_job else None)
-    return Run(first, second, lock_dir, db, proc, zero=None if background_job else time.monotonic())
+    return Run(first, second, lock_dir, db, proc)
 
 
 def _signal_all(runs: list[Run], moment: float) -> None:
@@ -135,7 +138,7 @@ def _signal_all(runs: list[Run], moment: float) -> None:
     while not all(r.signalled is not None and (r.second is None or r.seconded) for r in runs):
         now = time.monotonic()
         for run in runs:
-            if run.zero is None and _catches_sigint(run.proc.pid):  # a background job: from main's first line
+            if run.zero is None and _in_main(run.proc.pid):
                 run.zero = now
             if run.zero is not None and run.signalled is None and now >= run.zero + moment:
                 run.proc.send_signal(run.first)
@@ -147,16 +150,24 @@ def _signal_all(runs: list[Run], moment: float) -> None:
         time.sleep(0.005)
 
 
-def _check(run: Run, moment: float, record_property) -> None:
-    """The run exits, because of its signal, and leaves nothing on the host nor running in its store."""
+def _wait(run: Run) -> None:
+    """Wait for the run's exit (at most NEVER_S after its signal; then it is killed), and note when."""
     assert run.signalled is not None
     try:
-        _, err = run.proc.communicate(timeout=max(1.0, run.signalled + NEVER_S - time.monotonic()))
+        _, run.err = run.proc.communicate(timeout=max(1.0, run.signalled + NEVER_S - time.monotonic()))
     except subprocess.TimeoutExpired:
         os.killpg(run.proc.pid, signal.SIGKILL)
-        _, err = run.proc.communicate()
+        _, run.err = run.proc.communicate()
+        return
+    run.exited = time.monotonic()
+
+
+def _check(run: Run, moment: float, record_property) -> None:
+    """The run exited, because of its signal, and left nothing on the host nor running in its store."""
+    err = run.err
+    if run.exited is None or run.signalled is None:
         pytest.fail(f"{run.name} at {moment} s: still running {NEVER_S:g} s after the signal:\n{err[-3000:]}")
-    delay = time.monotonic() - run.signalled
+    delay = run.exited - run.signalled
     record_property(f"exit_delay_s_{run.name}", round(delay, 3))
     print(f"{run.name} at {moment} s: exit {run.proc.returncode} after {delay:.2f} s")
     what = (run.name, moment, run.proc.returncode, err[-3000:])
@@ -179,6 +190,8 @@ def test_a_signal_at_any_moment_ends_the_run_and_leaves_nothing(
                    background_job=background_job) for first, second in SCHEDULES]
     try:
         _signal_all(runs, moment)
+        with ThreadPoolExecutor(len(runs)) as pool:  # each exit noted when it happens
+            list(pool.map(_wait, runs))
         for run in runs:
             _check(run, moment, record_property)
     finally:
