@@ -41,6 +41,7 @@ from .images import BUILT, check_image, test_kernel_launch
 from .kraft import Kraft, parse_handle
 from .kraft_mode import KraftMode
 from .probe import kvm_verdict
+from .rootfs import APPS, app, ensure_rootfs
 from .qemu import QEMU, Launch, decode_exit, qemu_argv
 from .state import StateDir, check_labels, labels_from_name, root, vm_name
 
@@ -231,14 +232,21 @@ class UnikraftBackend(Backend):
         if not image.startswith(BUILT):
             return await check_image(self.host, image)
         if image not in self._built:
-            name = image.removeprefix(BUILT)
             try:
-                built = recipe(name)
-                kernel = await ensure_image(self.host, name)
+                self._built[image] = await self._build(image.removeprefix(BUILT))
             except ProgramUnavailable as exc:
                 raise BackendError(f"unikraft backend: image {image}: {exc}") from exc
-            self._built[image] = Launch(kernel=kernel, memory=built.memory, ready=built.ready)
         return self._built[image]
+
+    async def _build(self, name: str) -> Launch:
+        """A recipe's kernel (build.py), or an ELF loader app: the loader plus a rootfs of host binaries."""
+        if name not in APPS:
+            built = recipe(name)
+            return Launch(kernel=await ensure_image(self.host, name), memory=built.memory, ready=built.ready)
+        server = app(name)
+        kernel, initrd = await asyncio.gather(ensure_image(self.host, "elfloader"), ensure_rootfs(self.host, name))
+        return Launch(kernel=kernel, initrd=initrd, append=server.append, memory=server.memory, ports=(server.port,),
+                      ready=server.ready, cmd=server.cmd, cpu="max")
 
     async def _write_state(self, state: StateDir, spec: InstanceSpec, launch: Launch, accel: str) -> None:
         """Create the state directory with labels.json and the name helper checks."""

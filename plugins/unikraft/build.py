@@ -29,7 +29,7 @@ from . import sources
 #: A directory on the host for built unikernels, instead of the user's cache directory.
 CACHE_ENV = "LABTUI_UNIKRAFT_CACHE"
 BUILD_TIMEOUT_S = 1200.0
-TOOLS = ("gcc", "make", "flex", "bison", "tar")
+TOOLS = ("gcc", "make", "flex", "bison", "tar", "flock")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +57,20 @@ RECIPES = {
     # The same app told to stay alive: an animation every 250 ms, nanosleep between frames.
     "sleeper": Recipe("app-helloworld", "defconfigs/qemu-x86_64", ("CONFIG_APPHELLOWORLD_SPINNER=y",),
                       ready="^Hello world!"),
+    # The ELF loader: runs a Linux binary from the initrd, extracted to / (the two AUTOMOUNT_CI lines name the
+    # initrd root mount in 0.16.3), networking over virtio-net with lwIP, the address from netdev.ip.
+    "elfloader": Recipe("app-elfloader", "defconfigs/qemu-x86_64-initrd",
+                        ("CONFIG_LIBVFSCORE_AUTOMOUNT_CI=y", "CONFIG_LIBVFSCORE_AUTOMOUNT_CI_INITRD=y",
+                         "CONFIG_LIBUKNETDEV=y", "CONFIG_LIBVIRTIO_NET=y", "CONFIG_LIBVIRTIO_PCI=y",
+                         "CONFIG_LIBUKNETDEV_EINFO_LIBPARAM=y"),
+                        libs=("lib-libelf", "lib-lwip"), memory="256M"),
 }
 
+# Run under flock on the kernel's lock file: a build another process finished meanwhile is not redone.
 _SCRIPT = r"""
 set -eu
-cd "$1"; app=$2; defconfig=$3; libs=$4
+cd "$1"; app=$2; defconfig=$3; libs=$4; kernel=$5
+[ -f "$kernel" ] && exit 0
 for archive in src/*.tar.gz; do
     repo=$(basename "$archive" .tar.gz); mkdir "$repo"; tar xzf "$archive" -C "$repo" --strip-components=1
 done
@@ -72,7 +81,7 @@ make -C unikraft A="$PWD/$app" L="$paths" O="$PWD/build" UK_DEFCONFIG="$PWD/defc
 make -C unikraft A="$PWD/$app" L="$paths" O="$PWD/build" -j"$(nproc)"
 set -- build/*_qemu-x86_64
 [ -f "$1" ] || { echo "error: make left no build/*_qemu-x86_64 kernel" >&2; exit 1; }
-mv "$1" kernel; cp build/config kernel.config
+cp build/config "$kernel.config"; mv -f "$1" "$kernel"
 """
 
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str], asyncio.Lock]] = (
@@ -135,7 +144,8 @@ async def _build(host: Host, name: str, wanted: Recipe, kernel: str) -> None:
                 await host.put_file(str(packed), f"{work}/src/{repo}{suffix}")
         extra = "".join(f"{line}\n" for line in wanted.config)
         await _run(host, ["tee", f"{work}/src/extra.config"], "write the config lines", input=extra.encode())
-        argv = ["sh", "-c", _SCRIPT, "sh", work, wanted.app, wanted.defconfig, " ".join(wanted.libs)]
+        argv = ["flock", f"{kernel}.lock", "sh", "-c", _SCRIPT, "sh", work, wanted.app, wanted.defconfig,
+                " ".join(wanted.libs), kernel]
         try:
             result = await host.run(argv, timeout=BUILD_TIMEOUT_S)
         except CommandTimeout as exc:
@@ -143,8 +153,6 @@ async def _build(host: Host, name: str, wanted: Recipe, kernel: str) -> None:
         if not result.ok:
             raise ProgramUnavailable(f"building Unikraft's {name!r} on host {host.name} failed: "
                                      f"{_summary(result.stderr + result.stdout)}")
-        await _run(host, ["mv", "-f", f"{work}/kernel.config", f"{kernel}.config"], "install the kernel config")
-        await _run(host, ["mv", "-f", f"{work}/kernel", kernel], "install the kernel")
     finally:
         await host.run(["rm", "-rf", work])
 

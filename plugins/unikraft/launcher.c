@@ -414,8 +414,13 @@ static int wait_marker(const char *console_path, regex_t *re, int pid, int child
 {
 	static char console[CONSOLE_MAX + 1];
 	int status;
+	ssize_t n, i;
 	for (;;) {
-		if (read_file(console_path, console, sizeof console) > 0 && regexec(re, console, 0, NULL, 0) == 0)
+		n = read_file(console_path, console, sizeof console);
+		for (i = 0; i < n; i++) /* a guest may write NUL bytes: regexec would stop at the first */
+			if (console[i] == '\0')
+				console[i] = '\n';
+		if (n > 0 && regexec(re, console, 0, NULL, 0) == 0)
 			return 1;
 		if (child ? waitpid(pid, &status, WNOHANG) != 0 : !alive(pid))
 			return 0;

@@ -25,6 +25,8 @@ class Launch:
     memory: str = "64M"
     smp: int = 1
     machine: str = "pc"
+    #: QEMU -cpu; "" for QEMU's default (the ELF loader's paging needs 1 GiB pages: "max").
+    cpu: str = ""
     #: TCP ports the guest serves; each is forwarded from a free port on 127.0.0.1.
     ports: tuple[int, ...] = ()
     #: Console regex that means ready; "" means ready as soon as QEMU runs.
@@ -34,10 +36,25 @@ class Launch:
 
 
 def command_line(append: str, args: Sequence[str]) -> str:
-    """Unikraft's -append form: kernel arguments, then ``--`` and the application's."""
+    """Unikraft's -append form: kernel arguments, then ``--`` and the application's.
+
+    Without kernel arguments the application's come alone: ukboot drops the
+    stop sequence only after at least one library parameter (lib/ukboot/boot.c
+    in 0.16.3), so a leading ``--`` would reach the application as its argv[1].
+    """
     if not args:
         return append
-    return f"{append} -- {' '.join(args)}".strip()
+    words = " ".join(map(_quoted, args))
+    return f"{append} -- {words}" if append else words
+
+
+def _quoted(arg: str) -> str:
+    """arg as Unikraft's ukargparse splits it back: bare, or in single quotes (empty, spaces, quotes)."""
+    if arg and not any(c in arg for c in " \t\n'\"\\"):
+        return arg
+    if "'" in arg:
+        raise BackendError(f"unikraft backend: argument {arg!r} contains a single quote, which -append cannot carry")
+    return f"'{arg}'"
 
 
 def qemu_argv(launch: Launch, state: StateDir, labels: Labels, *, accel: str, args: Sequence[str],
@@ -65,6 +82,8 @@ def qemu_argv(launch: Launch, state: StateDir, labels: Labels, *, accel: str, ar
         "-pidfile", state.pidfile,
         "-device", DEBUG_EXIT,
     ]
+    if launch.cpu:
+        argv += ["-cpu", launch.cpu]
     append = command_line(launch.append, [*launch.cmd, *args])
     if append:
         argv += ["-append", append]
