@@ -104,11 +104,15 @@ async def test_boot_scaling_runs_under_gvisor_and_records_the_runtime(tmp_path):
     assert all(runtime == "runsc" and init == "runsc-sandbox" for runtime, init in ours), ours
 
 
-async def test_check_lists_the_runtimes_the_engine_offers(runtime_dir):
+async def test_backends_lists_the_runtimes_the_engine_offers(runtime_dir, tmp_path):
     _need_runsc()
     found = await open_backend("docker", LocalHost()).check()
     assert found.usable, found.reason
     assert "runtimes: " in found.reason and "runc" in found.reason and "runsc --platform=" in found.reason
+    listed = subprocess.run([sys.executable, "-m", "labtui", "backends"], env={**_env(tmp_path), "COLUMNS": "300"},
+                            capture_output=True, text=True, timeout=300)
+    (docker_row,) = [line for line in listed.stdout.splitlines() if line.startswith("│ docker ")]
+    assert found.reason in docker_row, listed.stdout
 
 
 def test_a_runtime_the_engine_lacks_fails_the_run_before_any_container(tmp_path):
