@@ -6,6 +6,8 @@ run builds each image once, whichever test module asks first.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -19,7 +21,8 @@ import pytest
 from labtui.backends.base import BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
 from labtui.programs.native import ProgramUnavailable
-from labtui._plugins.unikraft import build, probe, sources
+from labtui._plugins.unikraft import build, probe, rootfs, sources
+from labtui._plugins.unikraft.qemu import command_line
 from tests.backend_lab import Lab, open_lab
 
 #: Unikraft 0.16.3's codename, printed under its banner.
@@ -134,3 +137,55 @@ def test_missing_sources_and_unknown_apps_are_one_line_errors(tmp_path: Path, mo
         build.digest("helloworld")
     with pytest.raises(ProgramUnavailable, match="unknown Unikraft app 'nginx'; labtui builds: helloworld, sleeper"):
         build.recipe("nginx")
+
+
+# -- the ELF loader running the host's own servers -------------------------------------------------
+
+
+def test_nginx_scaling_serves_wrk_from_nginx_on_unikraft(runtime_dir: Path, tmp_path: Path) -> None:
+    if shutil.which("wrk") is None or not Path("/usr/sbin/nginx").exists():
+        pytest.skip("needs wrk and nginx-light on the host")
+    db = tmp_path / "lab.duckdb"
+    run = labtui("run", "unikraft-nginx-scaling", "--profile", "quick", "--db", str(db), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr + run.stdout
+    with duckdb.connect(str(db), read_only=True) as store:
+        rows = store.execute("SELECT background, value FROM results WHERE metric = 'requests_per_s' ORDER BY 1"
+                             ).fetchall()
+        assert [b for b, _ in rows] == [0, 2, 4] and all(v > 0 for _, v in rows)
+        roles = dict(store.execute("SELECT role, count(*) FROM instances GROUP BY role").fetchall())
+        assert roles == {"worker": 3, "background": 4}
+
+
+async def test_redis_on_the_elf_loader_answers_on_its_forwarded_port(lab: Lab) -> None:
+    if not Path("/usr/bin/redis-server").exists():
+        pytest.skip("needs redis-server on the host")
+    spec = InstanceSpec(Labels(lab.session(), "background", "r1"), image="unikraft:redis", timeout_s=180)
+    redis = await lab.backend.create(spec)
+    port = redis.details["ports"][6379]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"SET labtui unikraft\r\nGET labtui\r\n")
+    answer = await asyncio.wait_for(reader.readuntil(b"unikraft\r\n"), 60)
+    writer.close()
+    assert answer == b"+OK\r\n$8\r\nunikraft\r\n"
+    console = Path(redis.details["console"]).read_text(errors="replace")
+    assert RELEASE in console and "Ready to accept connections" in console
+    assert redis.details["kernel"].endswith(f"/elfloader-{build.digest('elfloader')}")
+    await lab.backend.destroy(redis)
+
+
+async def test_a_server_missing_on_the_host_is_one_line_before_anything_starts(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    absent = dataclasses.replace(rootfs.APPS["nginx"], binary="/nonexistent/nginx")
+    monkeypatch.setitem(rootfs.APPS, "nginx", absent)
+    with pytest.raises(BackendError) as raised:
+        await lab.backend.prepare_images(["unikraft:nginx"])
+    assert str(raised.value) == ("unikraft backend: image unikraft:nginx: Unikraft app 'nginx' runs the host's "
+                                 "/nonexistent/nginx, which host local lacks: install nginx-light")
+
+
+def test_app_arguments_reach_ukargparse_intact() -> None:
+    assert command_line("", ["/usr/bin/redis-server", "--save", ""]) == "/usr/bin/redis-server --save ''"
+    assert command_line("netdev.ip=10.0.2.15/24", ["/a", "b c"]) == "netdev.ip=10.0.2.15/24 -- /a 'b c'"
+    with pytest.raises(BackendError, match="single quote"):
+        command_line("", ["it's"])
