@@ -38,7 +38,7 @@ OPENS_DIALOG = frozenset({"s", "enter"})
 PACE_S = 0.01
 TEXT_AREA = "textual.widgets._text_area"
 #: Keys pressed while the views' import is held, then per stretch (each view, during the run, after it).
-BEFORE_VIEWS, PER_VIEW, DURING_RUN, AFTER_RUN = 30, 25, 50, 40
+BEFORE_VIEWS, PER_VIEW, DURING_RUN, AFTER_RUN = 40, 20, 50, 30
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def ours(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
     sessions: set[str] = set()
     listing = labtui.ui.instances_view.inventory
 
-    async def inventory_of_ours(backends):  # type: ignore[no-untyped-def]
+    async def inventory_of_ours(backends):
         found, notes = await listing(backends)
         return [f for f in found if f.instance.labels.session in sessions], notes
 
@@ -118,30 +118,30 @@ class Keys:
         self.rng = random.Random(seed)
         self.pressed: list[str] = []
 
-    async def press(self, app, pilot, count: int) -> None:  # type: ignore[no-untyped-def]
+    async def press(self, app, pilot, count: int) -> None:
         """Type count random keys while the app runs; a start dialog opened by chance is cancelled."""
         from textual import events
 
         from labtui.ui.start_dialog import StartDialog
 
         for _ in range(count):
+            for _ in range(5):  # the planned run is the only one: a dialog opened by chance is cancelled
+                if not (app.is_running and isinstance(app.screen, StartDialog)):
+                    break
+                self.pressed.append("escape")
+                await pilot.press("escape")
             if not app.is_running:
                 return
             key = self.rng.choice(KEYS)
             self.pressed.append(key)
             app.post_message(events.Key(key, CHARS.get(key, key if len(key) == 1 else None)))
             await asyncio.sleep(PACE_S)
-            if key in OPENS_DIALOG:  # the planned run is the only one: see that no other starts
-                await pilot.pause()
-                for _ in range(5):
-                    if not (app.is_running and isinstance(app.screen, StartDialog)):
-                        break
-                    self.pressed.append("escape")
-                    await pilot.press("escape")
-        await pilot.pause()
+            if key in OPENS_DIALOG:  # handled before the next key, which must not go into a dialog
+                await pilot.pause(0)
+        await pilot.pause(0)
 
 
-async def close_screens(app, pilot) -> None:  # type: ignore[no-untyped-def]
+async def close_screens(app, pilot) -> None:
     """Back to the main screen: close the help, the palette, a question or a dialog with esc."""
     for _ in range(10):
         if app.screen is app.screen_stack[0] or not app.is_running:
@@ -150,7 +150,7 @@ async def close_screens(app, pilot) -> None:  # type: ignore[no-untyped-def]
     raise AssertionError(f"esc did not close {app.screen!r}")
 
 
-async def start_quick_run(app, pilot, sessions: set[str]) -> None:  # type: ignore[no-untyped-def]
+async def start_quick_run(app, pilot, sessions: set[str]) -> None:
     """boot-scaling --profile quick on the process backend, manual stepping, with steps raised to 40 so
     that a random `a` (auto) cannot finish it before it is aborted."""
     from textual.widgets import Input, RadioButton, Select
@@ -174,7 +174,7 @@ async def start_quick_run(app, pilot, sessions: set[str]) -> None:  # type: igno
     sessions.add(app.run_view.model.session_id)
 
 
-async def abort_run(app, pilot) -> None:  # type: ignore[no-untyped-def]
+async def abort_run(app, pilot) -> None:
     """x then y, unless random keys ended the run already; wait for its teardown."""
     from labtui.ui.modals import ConfirmScreen
 
