@@ -27,12 +27,12 @@ from labtui.hosts.local import LocalHost
 SOCKET = "/var/run/docker.sock"
 
 
-def _need_runsc() -> None:
-    """Skip (fail under CI) unless an engine answers and runsc is installed."""
+def _need_runsc(*, runsc: bool = True) -> None:
+    """Skip (fail under CI) unless an engine answers and (with runsc) runsc is installed."""
     missing = [why for ok, why in (
         (Path(SOCKET).is_socket(), f"no Docker engine socket at {SOCKET}: start dockerd"),
-        (shutil.which("runsc") is not None, "runsc is not installed (apt-get install runsc; register it with dockerd "
-                                           "as .ci/run does)"),
+        (not runsc or shutil.which("runsc") is not None, "runsc is not installed (apt-get install runsc; register it "
+                                                         "with dockerd as .ci/run does)"),
     ) if not ok]
     if missing:
         if os.environ.get("LABTUI_CI"):
@@ -116,8 +116,7 @@ async def test_backends_lists_the_runtimes_the_engine_offers(runtime_dir, tmp_pa
 
 
 def test_a_runtime_the_engine_lacks_fails_the_run_before_any_container(tmp_path):
-    if not Path(SOCKET).is_socket():
-        pytest.skip(f"no Docker engine socket at {SOCKET}: start dockerd")
+    _need_runsc(runsc=False)
     db = tmp_path / "lab.duckdb"
     proc = subprocess.run([sys.executable, "-m", "labtui", "run", "docker-boot-scaling", "--profile", "quick",
                            "--set", "backend.runtime=no-such-runtime", "--db", str(db)],
