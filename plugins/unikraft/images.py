@@ -50,7 +50,7 @@ def build_hint(image: str) -> str:
     return (
         f"build it with kraft{probe}: git clone https://github.com/unikraft/catalog && cd catalog/{where} && "
         "kraft build --plat qemu --arch x86_64, then describe the kernel and initramfs in a .toml image "
-        "description (docs/backend-unikraft.md, 'Real Unikraft images'); or point the suite at an existing "
+        "description (docs/backend-unikraft.md, 'Your own Unikraft images'); or point the suite at an existing "
         "one with --set worker.image=PATH --set background.image=PATH"
     )
 
