@@ -215,17 +215,6 @@ async def test_run_cleanup_forces_each_destroy_counts_failures_and_records_what_
     }
 
 
-async def test_run_cleanup_without_record_leaves_the_store_alone(tmp_path):
-    gone = sid()
-    db = tmp_path / "n.duckdb"
-    record_events(db, [started(gone, dead_pid())])
-    shelf = Shelf([inst(gone, "a")])
-    plan = await plan_cleanup([shelf], db, session=gone, orphans=False)
-    report = await run_cleanup(plan, db, record=False)
-    assert report.destroyed == 1 and shelf.instances == [] and report.closed == 0
-    assert instance_rows(db, gone) == {}
-
-
 async def test_run_cleanup_of_targets_without_a_store_writes_no_file(tmp_path):
     shelf = Shelf([inst(sid(), "a")])
     db = tmp_path / "absent.duckdb"

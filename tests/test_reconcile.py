@@ -251,8 +251,10 @@ def test_kill_9_between_create_intent_and_outcome(env, tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     (worker,) = alive(env, sid)
+    synced = labtui("store", "sync", "--db", str(db), env=env)  # the killed run's journal moves in
+    assert synced.returncode == 0 and synced.stdout.startswith("1 journal(s)"), synced.stdout + synced.stderr
     assert rows(db, "select state from instances where session_id = ? and instance_id = ?", [sid, worker]) == [
-        ("creating",)]  # the intent was committed before the create; its outcome never came
+        ("creating",)]  # the intent was journalled before the create; its outcome never came
     dry = cleanup("--orphans", "--dry-run", db=db, env=env)
     assert "would destroy" in report_line(dry.stdout, sid, worker)
     out = cleanup("--session", sid, db=db, env=env)

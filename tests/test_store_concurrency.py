@@ -19,33 +19,41 @@ from labtui.store import StoreWriter, list_sessions, run_sql
 REPO = Path(__file__).resolve().parents[1]
 WAIT_S = 240.0
 
-#: A writer in its own process: SessionStarted, then `steps` steps of `per_step` results each
-#: (StepEnded flushes each), `pause` seconds apart (or, when `pause` < 0, each after a line on
+#: A run's recording in its own process, as LabRun does it (a journal and its feeder): SessionStarted,
+#: then `steps` steps of `per_step` results each (StepEnded feeds each), `pause` seconds apart (or, when `pause` < 0, each after a line on
 #: stdin), then SessionEnded.  Prints "ready" once open.
 WRITER = """
 import asyncio, os, sys, time
+from pathlib import Path
 from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+from labtui.session.feeder import StoreFeeder
 from labtui.store import StoreWriter
+from labtui.store.journal import Journal
 
-db, sid, steps, per_step, pause = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+db, sid, steps, per_step, pause = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 
 async def main():
-    writer = StoreWriter.open(db)
+    journal = Journal.create(db, sid)
+    feeder = StoreFeeder(StoreWriter.open(db), [journal], lambda level, text: print(text, file=sys.stderr))
     print("ready", flush=True)
     queue = asyncio.Queue()
-    task = asyncio.create_task(writer.consume(queue))
-    queue.put_nowait(SessionStarted(sid, "boot", "scaling", "process", "local", {}, os.getpid()))
+    task = asyncio.create_task(feeder.run(queue))
+
+    def record(event):
+        journal.append(event)
+        queue.put_nowait(event)
+
+    record(SessionStarted(sid, "boot", "scaling", "process", "local", {}, os.getpid()))
     for step in range(steps):
-        queue.put_nowait(StepStarted(sid, 1, step, steps, step))
+        record(StepStarted(sid, 1, step, steps, step))
         for i in range(per_step):
-            queue.put_nowait(Result(sid, 1, step, step, "local", f"i{i}", "b", "m", float(i), "s", "lower"))
-        queue.put_nowait(StepEnded(sid, 1, step, step))
-        await queue.join()
+            record(Result(sid, 1, step, step, "local", f"i{i}", "b", "m", float(i), "s", "lower"))
+        record(StepEnded(sid, 1, step, step))
         if pause < 0:  # step by step: the test says when to go on
             await asyncio.to_thread(sys.stdin.readline)
         else:
             await asyncio.sleep(pause)
-    queue.put_nowait(SessionEnded(sid, "completed", "done"))
+    record(SessionEnded(sid, "completed", "done"))
     queue.put_nowait(None)
     await task
     print("done", flush=True)
@@ -73,7 +81,12 @@ def _writer(db: Path, sid: str, steps: int, per_step: int, pause: float) -> subp
 
 
 def _finish(proc: subprocess.Popen[str]) -> None:
-    out, err = proc.communicate(timeout=WAIT_S)
+    """Wait for the writer, then read what it printed through the reader `_ready` used: communicate() reads the
+    pipe itself and would miss a "done" that reader had already buffered with "ready"."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.close()
+    proc.wait(timeout=WAIT_S)
+    out, err = proc.stdout.read(), proc.stderr.read()
     assert proc.returncode == 0 and out.strip() == "done", err
 
 

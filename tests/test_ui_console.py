@@ -302,3 +302,34 @@ async def test_the_plan_follows_the_numbers_typed_over_the_suite(lab: Path) -> N
         await wait_for(pilot, lambda: "isolation, 3 repetition(s) of 5 step(s) = 15 steps" in str(plan.render()), 10,
                        "the isolation plan, without the scaling numbers")
         assert dialog.query_one(f"#{INPUT_IDS['scale.steps']}", Input).disabled
+
+
+async def test_the_sql_view_answers_while_the_consoles_own_run_waits_at_a_step(lab: Path) -> None:
+    """The run records into its journal and feeds the store between steps, so the store is free for the
+    console's own queries; once a query was refused while a run in this console was going."""
+    from textual.widgets import DataTable, TextArea
+
+    from labtui.ui.app import LabApp
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_run(app, pilot, manual=True)
+        view = app.run_view
+        session = view.model.session_id
+        try:
+            gate = view.runner.ctx.gate
+            await wait_for(pilot, lambda: gate.waiting and view.model.steps_done == 1, 60, "the first step's gate")
+            await pilot.press("3")
+            await wait_for(pilot, lambda: app.query_one("#sessions", DataTable).row_count == 1, 30, "the session")
+            editor = app.query_one("#sql", TextArea)
+            editor.text = f"select count(*) from steps where session_id = '{session}' and ended_at is not null"
+            editor.focus()
+            await pilot.press("ctrl+r")
+            await wait_for(pilot, lambda: app.query_one("#result").row_count == 1, 30, "the answer")
+            assert app.query_one("#result").get_row_at(0) == [1]
+            assert gate.waiting and view.active  # the run still waits at its step
+        finally:
+            if view.lab is not None:
+                view.lab.abort("test over")
+                await wait_for(pilot, lambda: not view.active, 60, "the run's teardown")
+            await destroy_session(session)

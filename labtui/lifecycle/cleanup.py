@@ -21,6 +21,7 @@ from labtui.lifecycle.reconcile import Reconciliation, StoreView, events, read_s
 from labtui.store import StoreError, StoreWriter
 from labtui.store.feed import sync_store
 from labtui.store.journal import Journal
+from labtui.store.schema import StoreBusy
 
 #: How long a cleanup waits for a store another program holds (seconds): its work is on the backends.
 STORE_WAIT_S = 5.0
@@ -126,8 +127,8 @@ def _mark_crashed(db: Path, plan: CleanupPlan) -> set[str]:
     return crashed
 
 
-async def run_cleanup(plan: CleanupPlan, db: Path, *, record: bool = True) -> CleanupReport:
-    """Destroy every target (force), then record the destroys in the store unless record is False."""
+async def run_cleanup(plan: CleanupPlan, db: Path) -> CleanupReport:
+    """Destroy every target (force), then record the destroys in the store."""
     report = CleanupReport()
     done: list[Target] = []
 
@@ -142,8 +143,7 @@ async def run_cleanup(plan: CleanupPlan, db: Path, *, record: bool = True) -> Cl
             done.append(target)
 
     await asyncio.gather(*(one(t) for t in plan.targets))
-    if record:
-        _record(db, plan.reconciliation, done, report)
+    _record(db, plan.reconciliation, done, report)
     return report
 
 
@@ -152,6 +152,13 @@ def _record(db: Path, reconciliation: Reconciliation, done: list[Target], report
     when another program holds the store, the journal keeps them until the next labtui command."""
     closing = reconciliation.to_close()
     if not db.exists() or not (done or closing):
+        return
+    try:
+        StoreWriter.open(db, wait=STORE_WAIT_S)  # a file that is not a labtui store gets no journal beside it
+    except StoreBusy:
+        pass  # held by another program: the journal keeps the rows until it lets go
+    except StoreError as exc:
+        report.errors.append(f"destroys not recorded in the store: {exc}")
         return
     try:
         journal = Journal.create(db, f"cleanup-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}")

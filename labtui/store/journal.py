@@ -76,7 +76,8 @@ def decode(kind: str, body: str) -> Event:
     cls = EVENT_TYPES.get(kind)
     if cls is None:
         raise StoreError(f"journal row of unknown kind {kind!r}")
-    event: Event = cls(**json.loads(body))
+    known = {f.name for f in dataclasses.fields(cls)}  # a field a newer labtui added is left out, not fatal
+    event: Event = cls(**{name: value for name, value in json.loads(body).items() if name in known})
     return event
 
 

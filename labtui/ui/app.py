@@ -208,6 +208,8 @@ class LabApp(App[int]):
             self.call_after_refresh(view.redraw)  # type: ignore[attr-defined]  # it skips redraws while hidden
         if tab == "tab-instances" and not view.found:  # type: ignore[attr-defined]
             view.action_refresh()  # type: ignore[attr-defined]
+        if tab == "tab-sessions":  # the store is readable during a run too: show what it holds now
+            view.action_refresh()  # type: ignore[attr-defined]
         focused = self.focused
         if focused is None or view not in focused.ancestors_with_self:
             self.call_after_refresh(self._focus_if_outside, tab)

@@ -228,11 +228,8 @@ class InstancesView(Vertical):
 
     async def _destroy(self, targets: list[Target]) -> None:
         self.status(f"destroying {len(targets)} instance(s)...")
-        recording = not getattr(self.app, "run_active", False)
-        report = await run_cleanup(CleanupPlan(targets=targets), self.db_path, record=recording)
+        report = await run_cleanup(CleanupPlan(targets=targets), self.db_path)
         message = f"destroyed {report.destroyed}, failed {report.failed}"
-        if not recording:
-            message += " (not recorded: a run in this console holds the store)"
         self.notify(message, severity="error" if report.failed else "information")
         for error in report.errors:
             self.notify(error, severity="error", timeout=10, markup=False)

@@ -24,7 +24,7 @@ from labtui.ui.format import cell, plain
 from labtui.ui.panes import SlowdownPanel
 from labtui.ui.replay import replay_availability
 from labtui.ui.series import with_trust
-from labtui.ui.sql_view import BUSY, SqlPane
+from labtui.ui.sql_view import SqlPane
 from labtui.ui.tablesync import sync_rows
 from labtui.ui.rowtable import RowTable
 
@@ -65,18 +65,12 @@ class SessionsView(Horizontal):
         self.query_one("#sessions").border_title = "sessions (enter opens)"
         self.action_refresh()
 
-    def busy(self) -> bool:
-        return bool(getattr(self.app, "run_active", False))
-
     def status(self, message: str, error: bool = False) -> None:
         self.sql.status(plain(message), error)  # ids, paths and errors are shown as written, never as markup
 
     # --- sessions and schema ------------------------------------------------------------
 
     def action_refresh(self) -> None:
-        if self.busy():
-            self.status(BUSY, error=True)
-            return
         if not self.db_path.exists():
             self.status(f"no store yet at {self.db_path}: run a session first")
             return
@@ -123,9 +117,6 @@ class SessionsView(Horizontal):
             self.open_session(event.row_key.value)
 
     def open_session(self, session_id: str) -> None:
-        if self.busy():
-            self.status(BUSY, error=True)
-            return
         self.status(f"opening session {session_id}...")
         self._replay(session_id)
 
@@ -152,9 +143,6 @@ class SessionsView(Horizontal):
         table = self.query_one("#sessions", DataTable)
         if table.row_count == 0:
             self.status("no session to report on", error=True)
-            return
-        if self.busy():
-            self.status(BUSY, error=True)
             return
         session_id = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         self.status(f"drawing the report of {session_id}...")

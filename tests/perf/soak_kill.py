@@ -8,7 +8,8 @@ with --cleanup session), and checks:
 
 - no instance of the killed session is left on the backend;
 - the store opens, and the session reads 'crashed';
-- every step that ended ok still has its results, exactly as before the cleanup;
+- every step that ended ok (in the store or in the killed run's journal) has its results, exactly
+  as committed before the kill: nothing the journal held is lost, nothing lands twice;
 - no instance row is left open (destroyed_at NULL, not exited): reconciliation closed them all.
 
 Prints one line per round and a summary per backend; exits 1 when any check failed.
@@ -16,7 +17,7 @@ Prints one line per round and a summary per backend; exits 1 when any check fail
     python tests/perf/soak_kill.py --rounds 10 [--seed N] [--backend process|docker|all] [--cleanup orphans|session]
 
 `--cleanup orphans` destroys every labtui instance on the host whose session holds no
-running-lock in this soak's LABTUI_RUNTIME_DIR: other labtui work on the machine (a test
+running-lock in this soak's lock dir (LABTUI_LOCK_DIR, inside its runtime dir): other labtui work on the machine (a test
 suite with its own runtime dirs) loses its instances.  On a shared machine use
 `--cleanup session`.
 """
@@ -41,10 +42,13 @@ from pathlib import Path
 import duckdb
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # this checkout's labtui, not an installed one
+from labtui.core.events import Result, StepEnded  # noqa: E402
+from labtui.store.journal import journal_paths, read_events  # noqa: E402
 DOCKER_SOCKET = Path("/var/run/docker.sock")
 SMALL = ["--set", "suite.repetitions=2", "--set", "sampling.quiet_timeout_s=0", "--set", "sampling.interval_s=0.2"]
 RUNS = {
-    "process": ("boot-scaling", ["--set", "scale.steps=15", "--set", "scale.per_step=10", *SMALL]),
+    "process": ("boot-scaling", ["--set", "scale.steps=30", "--set", "scale.per_step=10", *SMALL]),
     "docker": ("docker-boot-scaling", ["--set", "scale.steps=3", "--set", "scale.per_step=2", *SMALL]),
 }
 #: Kill no later than this share of the calibration run's duration.
@@ -123,6 +127,19 @@ def new_lock(locks: Path, before: set[Path]) -> str:
     return fresh[0].stem if len(fresh) == 1 else ""
 
 
+def journalled_results(db: Path, session: str) -> dict[tuple[int, int], tuple[int, float]]:
+    """What the killed run's journal committed: (repetition, step) of every step that ended ok -> (results
+    rows, sum of values).  The store must hold exactly this once cleanup has moved the journal in."""
+    events = [event for path in journal_paths(db) if path.stem == session for _, event in read_events(path, 0, 10**9)]
+    ended = {(e.repetition, e.step) for e in events if isinstance(e, StepEnded) and e.ok}
+    found: dict[tuple[int, int], tuple[int, float]] = {key: (0, 0.0) for key in ended}
+    for e in events:
+        if isinstance(e, Result) and (e.repetition, e.step) in ended:
+            n, total = found[(e.repetition, e.step)]
+            found[(e.repetition, e.step)] = (n + 1, total + e.value)
+    return found
+
+
 def completed_results(db: Path, session: str) -> dict[tuple[int, int], tuple[int, float]]:
     """(repetition, step) of every step that ended ok -> (results rows, sum of values)."""
     con = duckdb.connect(str(db), read_only=True)
@@ -179,6 +196,7 @@ def one_round(backend: str, number: int, delay: float, work: Path, env: dict[str
         return result  # it ran to its end first: a round without a kill
     try:
         recorded = completed_results(db, result.session) if db.exists() else {}
+        recorded |= journalled_results(db, result.session)  # not yet fed: moved in by the cleanup
     except duckdb.Error as exc:
         result.store_ok = False
         result.problems.append(f"store does not open after the kill: {exc}")
@@ -269,7 +287,7 @@ def main() -> int:
     parser.add_argument("--cleanup", choices=["orphans", "session"], default="orphans",
                         help="`labtui cleanup --orphans` (default), or `--session ID` of the killed run: use "
                         "session when other labtui work shares the machine, whose instances look orphaned to "
-                        "this soak (running-locks live in each LABTUI_RUNTIME_DIR)")
+                        "this soak (running-locks live in each runtime dir's LABTUI_LOCK_DIR)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     print(f"seed {seed} (rerun with --seed {seed}); cleanup --{args.cleanup}", flush=True)
@@ -284,7 +302,9 @@ def main() -> int:
             if backend == "docker" and (why := docker_answers()):
                 print(f"docker: skipped ({why})", flush=True)
                 continue
-            env = {**os.environ, "LABTUI_RUNTIME_DIR": str(work / f"runtime-{backend}"), "COLUMNS": "200"}
+            runtime = work / f"runtime-{backend}"
+            env = {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime), "LABTUI_LOCK_DIR": str(runtime / "running"),
+                   "COLUMNS": "200"}
             (work / backend).mkdir()
             rng = random.Random(f"{seed}-{backend}")
             ok &= summary(backend, soak(backend, args.rounds, rng, work / backend, env, args.cleanup))
