@@ -84,12 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", metavar="NAME",
                    help="apply the suite's [profiles.NAME] table before any --set, e.g. --profile quick")
     p.add_argument("--step", action="store_true", help="pause after every step and wait for Enter (q aborts)")
+    p.add_argument("--tag", dest="tags", action="append", default=[], metavar="KEY=VALUE",
+                   help="a label recorded with the session, shown by sessions, report and compare (repeatable)")
+    p.add_argument("--note", default="", metavar="TEXT", help="a note recorded with the session")
 
     p = sub.add_parser("suites", help="list the built-in suites")
     _format_option(p)
 
-    p = sub.add_parser("sessions", help="list recorded sessions")
+    p = sub.add_parser("sessions", help="list recorded sessions; `sessions rm ID...` deletes finished ones")
     _format_option(p)
+    sessions = p.add_subparsers(dest="sessions_command", metavar="ACTION")
+    p = sessions.add_parser("rm", help="delete finished sessions and all their rows, after a confirmation")
+    p.add_argument("ids", nargs="+", metavar="ID", help="session ids (or unique prefixes)")
+    p.add_argument("--yes", action="store_true", help="delete without asking")
 
     p = sub.add_parser("sql", help="run a read-only SQL query against the store")
     p.add_argument("query", help="the SQL text, or - to read it from standard input")
@@ -220,10 +227,10 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.command == "completion":
             return _completion(parser, args.shell)
         from labtui.commands import dispatch
-        from labtui.core.stopsignals import StopSignal, stop_at_once
+        from labtui.core.stopsignals import StopSignal, stop_signals_noted
 
         try:
-            with stop_at_once() if args.command == "run" else contextlib.nullcontext():
+            with stop_signals_noted() if args.command == "run" else contextlib.nullcontext():
                 return dispatch(args)
         except StopSignal as exc:  # before the run took the signals over: nothing was created
             print(f"stopped by {exc}", file=sys.stderr)

@@ -32,6 +32,7 @@ MINIMAL = {
     "import": ["f.csv", "--session", "s"],
     "info": [],
     "completion": ["bash"],
+    "store": ["sync"],
 }
 
 

@@ -6,6 +6,7 @@ import math
 import sys
 import threading
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -15,7 +16,9 @@ from labtui.commands.common import db_path
 from labtui.commands.listing import Column, write_record, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.paths import bundled_dir
-from labtui.store import QueryResult, StoreError, connect_readonly, list_sessions, run_sql
+from labtui.lifecycle.liveness import session_is_running
+from labtui.store import QueryResult, StoreError, connect_readonly, fetch_frame, list_sessions, resolve_session, run_sql
+from labtui.store.delete import delete_sessions
 from labtui.store.reader import read_statement
 
 #: `labtui sql --timeout` when none is given, in seconds.
@@ -28,6 +31,8 @@ _KEY_COLUMNS = ("session_id", "suite")
 
 def cmd_sessions(args) -> int:
     path = db_path(args)
+    if getattr(args, "sessions_command", None) == "rm":
+        return _remove_sessions(path, args.ids, yes=args.yes)
     frame = list_sessions(path)
     columns = [Column(name, key=name in _KEY_COLUMNS) for name in frame.columns]
     write_rows(args.format, columns, frame.iter_rows(), title=f"sessions in {path}")
@@ -174,3 +179,31 @@ def cmd_info(args) -> int:
             record.update(zip(counts.columns, counts.rows[0]))
     write_record(args.format, record, title="labtui info")
     return 0
+
+
+def _remove_sessions(path: Path, prefixes: list[str], *, yes: bool) -> int:
+    """List the sessions, ask, then delete their rows; a session still running is refused, never deleted."""
+    ids = list(dict.fromkeys(resolve_session(path, prefix) for prefix in prefixes))
+    rows = fetch_frame(path, "SELECT session_id, suite, status, started_at FROM sessions "
+                             "WHERE list_contains(?, session_id) ORDER BY started_at", [ids]).rows()
+    running = [sid for sid, _, status, _ in rows if status == "running" and session_is_running(sid)]
+    if running:
+        raise UsageError(f"session {', '.join(running)} is running: stop it before deleting it (nothing was deleted)")
+    print(f"to delete from {path}:")
+    for sid, suite, status, started in rows:
+        print(f"  {sid}  {suite}  {status}  {started}")
+    if not yes and not _confirmed(f"delete these {len(ids)} session(s) and all their rows? [y/N] "):
+        print("nothing deleted", file=sys.stderr)
+        return 1
+    deleted = delete_sessions(path, ids)
+    print(f"deleted {len(ids)} session(s): " + ", ".join(f"{n} {table}" for table, n in deleted.items() if n))
+    return 0
+
+
+def _confirmed(question: str) -> bool:
+    """Ask on the terminal; no answer (end of input) is no."""
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except EOFError:
+        print(file=sys.stderr)
+        return False

@@ -17,9 +17,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from labtui.commands.common import db_path
 from labtui.commands.render import render_summary
+from labtui.core.stopsignals import raise_if_stopped
 from labtui.engine import SessionRunner
 from labtui.core.events import Event, Result, SessionEnded, StepEnded, StepStarted
+from labtui.core.units import quantity
 from labtui.session import LabRun, Plan, RunRequest
+from labtui.session.request import parse_tags
 from labtui.session.service import DEADLINE_S
 from labtui.store import StoreError
 from labtui.suites import load_suite
@@ -38,15 +41,22 @@ class _QuietWhenClosed(Console):
 
 
 def cmd_run(args) -> int:
-    """Turn the arguments into a request, run it through the session service, print each session's table."""
+    """Turn the arguments into a request, run it through the session service, print each session's table.
+
+    A stop signal before the run's loop takes the signals over ends the command at the next
+    raise_if_stopped, before anything is created.
+    """
+    raise_if_stopped()  # one that came during the imports
     console = _QuietWhenClosed(stderr=True)
     suite = load_suite(args.suite, args.overrides, args.profile)
     path = db_path(args)
-    request = RunRequest(suite, path, tuple(args.hosts), args.backend, manual=args.step)
+    request = RunRequest(suite, path, tuple(args.hosts), args.backend, manual=args.step, tags=parse_tags(args.tags),
+                         note=args.note)
     lab = LabRun(request, notify=lambda level, text: _notice(console, level, text))
     lab.on_deadline = lambda: _exit_now(lab)
     try:
         lab.prepare()
+        raise_if_stopped()
         outcomes = asyncio.run(_run(lab, console))
     except StoreError as exc:
         console.print(Text.assemble(("store error: ", "red"), str(exc)))
@@ -128,7 +138,7 @@ async def _follow(
     latest = ""
     while (event := await queue.get()) is not None:
         if isinstance(event, Result):
-            latest = f"{event.metric}={_fmt(event.value, event.unit)}"
+            latest = f"{event.metric}={quantity(event.value, event.unit)}"
         elif isinstance(event, StepStarted):
             progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, event.steps,
                                                  event.background, latest))
@@ -143,14 +153,6 @@ async def _follow(
 
 def _detail(rep: int, reps: int, step: int, steps: int, background: int, latest: str) -> str:
     return f"rep {rep}/{reps}  step {step}/{steps - 1}  background {background}  {latest}"
-
-
-def _fmt(value: float, unit: str) -> str:
-    if unit == "s":
-        return f"{value * 1000:.2f} ms"
-    if unit == "bytes":
-        return f"{value / 2**20:.1f} MiB"
-    return f"{value:.4g} {unit}"
 
 
 async def _prompt_between_steps(lab: LabRun) -> None:

@@ -31,6 +31,9 @@ class SessionStarted:
     config: dict[str, Any]
     pid: int
     ts: float = field(default_factory=now)
+    #: The user's own labels (`labtui run --tag KEY=VALUE`) and note (`--note TEXT`).
+    tags: dict[str, str] = field(default_factory=dict)
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)

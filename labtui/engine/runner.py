@@ -42,8 +42,12 @@ class SessionRunner:
         *,
         gate: StepGate | None = None,
         session_id: str | None = None,
+        tags: dict[str, str] | None = None,
+        note: str = "",
     ) -> None:
         self.bus = EventBus()
+        #: The user's labels and note, recorded with the session's start.
+        self.tags, self.note = dict(tags or {}), note
         #: Why the session was aborted, as its end records it (a signal's name, the console's quit).
         self.abort_reason = "aborted by the user"
         self._forced = False
@@ -97,6 +101,8 @@ class SessionRunner:
                 ctx.host.name,
                 suite_to_dict(ctx.suite),
                 os.getpid(),
+                tags=self.tags,
+                note=self.note,
             )
         )
         sampler = None

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from typing import Any
 from labtui.backends.base import Backend, BackendError, open_backend
 from labtui.core.errors import UsageError
 from labtui.core.events import Event
-from labtui.core.stopsignals import FORCE_SIGNALS, STOP_SIGNALS
+from labtui.core.stopsignals import FORCE_SIGNALS, STOP_SIGNALS, take_noted_stop_signal
 from labtui.engine import Plan, SessionRunner, StepGate, plan_for
 from labtui.hosts import Host, HostError, get_host
 from labtui.lifecycle.liveness import LivenessError, lock_dir
@@ -119,7 +119,8 @@ class LabRun:
         for name in self.request.host_names:
             host = _host(name)
             backend = _backend(self.request.backend_name, host, asdict(self.request.suite.backend_settings))
-            self.runners.append(SessionRunner(self.request.suite, backend, host, gate=self.gate))
+            self.runners.append(SessionRunner(self.request.suite, backend, host, gate=self.gate,
+                                              tags=dict(self.request.tags), note=self.request.note))
         return self.runners
 
     # --- the run -------------------------------------------------------------------
@@ -287,15 +288,21 @@ class LabRun:
 
     # --- signals --------------------------------------------------------------------------
 
-    def signals(self) -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def signals(self) -> Iterator[None]:
         """INT, TERM and HUP stop the run (a second INT or TERM forces) from here on, on the running loop.
 
         A face that calls ``run()`` takes the signals with this first, before it creates anything,
         so that no signal meets the default handlers (or asyncio's SIGINT handler, which would cancel
         the face's task) while ``run()`` reads and opens the store: a signal that lands before the
-        sessions start only keeps them from starting.
+        sessions start only keeps them from starting.  So does one the command noted just before
+        (labtui.core.stopsignals).
         """
-        return self._signals(self._on_signal)
+        with self._signals(self._on_signal):
+            noted = take_noted_stop_signal()
+            if noted is not None:
+                self._on_signal(noted)
+            yield
 
     @contextlib.contextmanager
     def _signals(self, handler: Callable[[int], None]):

@@ -140,7 +140,10 @@ def fetch_frame(
 _SESSIONS_SQL = """
 SELECT s.session_id, s.suite, s.backend, s.host, s.status, s.started_at, s.ended_at,
        (SELECT count(*) FROM steps t WHERE t.session_id = s.session_id) AS steps,
-       (SELECT count(*) FROM results r WHERE r.session_id = s.session_id) AS results
+       (SELECT count(*) FROM results r WHERE r.session_id = s.session_id) AS results,
+       (SELECT string_agg(key || '=' || (value ->> '$'), ' ' ORDER BY key)
+        FROM json_each(s.tags)) AS tags,
+       s.note
 FROM sessions s
 ORDER BY s.started_at DESC NULLS LAST, s.session_id
 """

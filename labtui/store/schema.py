@@ -24,8 +24,9 @@ from labtui.core.errors import LabError
 #: made the slowdown view group by it; 3 made the slowdown view's samples
 #: repetitions (each repetition's values averaged first), not instances; 4 took
 #: the median of a repetition's values; 5 added results.run and takes the median
-#: over a worker's runs of the mean over the instances of each (REPETITION_VALUES).
-SCHEMA_VERSION = 5
+#: over a worker's runs of the mean over the instances of each (REPETITION_VALUES); 6 added
+#: sessions.tags and sessions.note (`labtui run --tag KEY=VALUE --note TEXT`).
+SCHEMA_VERSION = 6
 
 STATUSES = ("running", "completed", "failed", "aborted", "crashed")
 
@@ -55,7 +56,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     config JSON,
     pid INTEGER,
     controller TEXT,
-    message TEXT
+    message TEXT,
+    tags JSON,
+    note TEXT
 );
 CREATE TABLE IF NOT EXISTS steps (
     session_id TEXT NOT NULL,
@@ -471,6 +474,9 @@ def _migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:
         con.execute("ALTER TABLE results ADD COLUMN placement TEXT")
     if version < 5:
         con.execute("ALTER TABLE results ADD COLUMN IF NOT EXISTS run INTEGER")
+    if version < 6:
+        con.execute("ALTER TABLE sessions ADD COLUMN IF NOT EXISTS tags JSON")
+        con.execute("ALTER TABLE sessions ADD COLUMN IF NOT EXISTS note TEXT")
 
 
 def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
@@ -482,11 +488,17 @@ def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
     """
     if version >= SCHEMA_VERSION:
         return
-    missing = (["NULL::TEXT AS placement"] if version < 2 else []) + ["NULL::INTEGER AS run"]
     database = con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
     quoted = '"' + str(database).replace('"', '""') + '"'
-    con.execute(f"CREATE TEMP VIEW results AS SELECT *, {', '.join(missing)} FROM {quoted}.main.results")
-    con.execute(VIEWS_DDL.replace("CREATE VIEW IF NOT EXISTS", "CREATE TEMP VIEW"))
+    missing = {
+        "results": (["NULL::TEXT AS placement"] if version < 2 else []) + (["NULL::INTEGER AS run"] if version < 5 else []),
+        "sessions": ["NULL::JSON AS tags", "NULL::TEXT AS note"] if version < 6 else [],
+    }
+    for table, columns in missing.items():
+        if columns:
+            con.execute(f"CREATE TEMP VIEW {table} AS SELECT *, {', '.join(columns)} FROM {quoted}.main.{table}")
+    if missing["results"]:
+        con.execute(VIEWS_DDL.replace("CREATE VIEW IF NOT EXISTS", "CREATE TEMP VIEW"))
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: object = "") -> None:

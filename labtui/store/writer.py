@@ -134,6 +134,7 @@ _TABLES = {
                 ("session_id", "str"), ("suite", "str"), ("kind", "str"), ("backend", "str"),
                 ("host", "str"), ("status", "str"), ("started_at", "ts"), ("ended_at", "ts"),
                 ("config", "str"), ("pid", "int"), ("controller", "str"), ("message", "str"),
+                ("tags", "str"), ("note", "str"),
             ),
             key=("session_id",),
         ),
@@ -567,7 +568,8 @@ class StoreWriter:
             "sessions", session_id=e.session_id, suite=e.suite, kind=e.kind, backend=e.backend,
             host=e.host, status="running", started_at=e.ts,
             config=json.dumps(e.config, sort_keys=True, default=str), pid=e.pid,
-            controller=controller_name(),
+            controller=controller_name(), tags=json.dumps(e.tags, sort_keys=True) if e.tags else None,
+            note=e.note or None,
         )
 
     def _session_ended(self, e: SessionEnded) -> None:
