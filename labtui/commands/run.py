@@ -13,7 +13,7 @@ import sys
 
 from rich.console import Console
 from rich.text import Text
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from labtui.commands.common import db_path
 from labtui.commands.render import render_summary
@@ -22,6 +22,7 @@ from labtui.engine import SessionRunner
 from labtui.core.events import Event, Result, SessionEnded, StepEnded, StepStarted
 from labtui.core.units import quantity
 from labtui.session import LabRun, Plan, RunRequest
+from labtui.session.estimate import StepClock
 from labtui.session.request import parse_tags
 from labtui.session.service import DEADLINE_S
 from labtui.store import StoreError
@@ -118,7 +119,7 @@ async def _show_progress(queues: list[asyncio.Queue[Event | None]], lab: LabRun,
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[detail]}", markup=False),
-        TimeElapsedColumn(),
+        TextColumn("{task.fields[clock]}", markup=False),  # elapsed and time left
         console=console,
     ) as progress:
         several = len(lab.runners) > 1
@@ -134,9 +135,11 @@ async def _follow(
     host = runner.ctx.host.name
     label = f"{suite.name} @ {host}" if several else suite.name
     steps = plan.steps_per_repetition
-    task = progress.add_task(label, total=plan.total_steps, detail="starting")
+    clock = StepClock(plan)
+    task = progress.add_task(label, total=plan.total_steps, detail="starting", clock=clock)
     latest = ""
     while (event := await queue.get()) is not None:
+        clock.apply(event)
         if isinstance(event, Result):
             latest = f"{event.metric}={quantity(event.value, event.unit)}"
         elif isinstance(event, StepStarted):
