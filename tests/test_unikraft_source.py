@@ -48,14 +48,19 @@ async def lab(runtime_dir: Path) -> Lab:
         yield lab  # type: ignore[misc]
 
 
-def labtui(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], cwd=cwd, capture_output=True, text=True,
+#: The checkout: run from there, python -m labtui is this labtui even where CI also installed a wheel
+#: (whose bundled files sit in site-packages, with no ../shared/vendor/unikraft beside them).
+REPO = Path(__file__).resolve().parent.parent
+
+
+def labtui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "labtui", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=900)
 
 
 def test_boot_scaling_boots_unikrafts_hello_world(runtime_dir: Path, tmp_path: Path) -> None:
     db = tmp_path / "lab.duckdb"
-    run = labtui("run", "unikraft-boot-scaling", "--profile", "quick", "--db", str(db), cwd=tmp_path)
+    run = labtui("run", "unikraft-boot-scaling", "--profile", "quick", "--db", str(db))
     assert run.returncode == 0, run.stderr + run.stdout
     with duckdb.connect(str(db), read_only=True) as store:
         (status,) = store.execute("SELECT status FROM sessions").fetchone()  # type: ignore[misc]
@@ -146,7 +151,7 @@ def test_nginx_scaling_serves_wrk_from_nginx_on_unikraft(runtime_dir: Path, tmp_
     if shutil.which("wrk") is None or not Path("/usr/sbin/nginx").exists():
         pytest.skip("needs wrk and nginx-light on the host")
     db = tmp_path / "lab.duckdb"
-    run = labtui("run", "unikraft-nginx-scaling", "--profile", "quick", "--db", str(db), cwd=tmp_path)
+    run = labtui("run", "unikraft-nginx-scaling", "--profile", "quick", "--db", str(db))
     assert run.returncode == 0, run.stderr + run.stdout
     with duckdb.connect(str(db), read_only=True) as store:
         rows = store.execute("SELECT background, value FROM results WHERE metric = 'requests_per_s' ORDER BY 1"
