@@ -81,12 +81,12 @@ class StoreView:
         return session in self.local and status is not None and (status != "running" or session in self.crashed)
 
 
-def read_store(db: Path, *, session: str | None = None) -> StoreView:
+def read_store(db: Path, *, session: str | None = None, wait: float | None = None) -> StoreView:
     """Read the store at db read-only, and what its journals hold that it may not have yet (empty view
     when there is no store); StoreError when the store cannot be read."""
     if not db.exists():
         return StoreView()
-    return _with_journals(_read_store_file(db, session), pending(db), session)
+    return _with_journals(_read_store_file(db, session, wait), pending(db), session)
 
 
 def _with_journals(view: StoreView, journals: Pending, session: str | None) -> StoreView:
@@ -111,9 +111,9 @@ def _with_journals(view: StoreView, journals: Pending, session: str | None) -> S
     )
 
 
-def _read_store_file(db: Path, session: str | None) -> StoreView:
+def _read_store_file(db: Path, session: str | None, wait: float | None) -> StoreView:
     """The store's own rows (read-only)."""
-    con = connect_readonly(db)
+    con = connect_readonly(db, wait=wait)
     try:
         sessions = con.execute("SELECT session_id, status, controller FROM sessions").fetchall()
         where, params = ("WHERE session_id = ?", [session]) if session else ("", [])
@@ -308,9 +308,13 @@ async def reconcile_before_run(backend: Backend, db: Path, view: StoreView | Non
     return events(result), ("reconcile: " + "; ".join(parts)) if parts else ""
 
 
+#: How long a run's start waits to read a store another program holds before it reconciles nothing (seconds).
+START_READ_WAIT_S = 1.0
+
+
 def read_store_quietly(db: Path) -> StoreView | None:
-    """read_store, or None when the store cannot be read (a run then reconciles nothing)."""
+    """read_store, or None when the store cannot be read soon (a run then reconciles nothing)."""
     try:
-        return read_store(db)
+        return read_store(db, wait=START_READ_WAIT_S)
     except StoreError:
         return None

@@ -40,11 +40,11 @@ class QueryResult:
     total_known: int
 
 
-def connect_readonly(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
+def connect_readonly(path: str | os.PathLike[str], *, wait: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the store read-only; StoreError if it is missing, not a labtui store, or busy too long.
 
     A writer holds the file only while it flushes, so a busy file is retried
-    for up to READ_WAIT_S seconds.  Close the connection soon: while it is
+    for up to `wait` seconds (READ_WAIT_S).  Close the connection soon: while it is
     open, writers wait.  Journals of finished or crashed sessions are moved in
     first when the store is free (labtui.store.feed.sync_quietly).
     """
@@ -53,7 +53,7 @@ def connect_readonly(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
         raise StoreError(f"no labtui store at {path}")
     check_file(path)
     sync_quietly(path)
-    con = connect(path, read_only=True, config=_READ_CONFIG)
+    con = connect(path, read_only=True, config=_READ_CONFIG, wait=wait)
     try:
         version = check_store(con, path, allow_empty=False)
         if version is not None:

@@ -322,10 +322,10 @@ def _create_store(path: Path) -> None:
         _remove(tmp, tmp_wal)
 
 
-def _check_store(path: Path) -> None:
+def _check_store(path: Path, wait: float | None = None) -> None:
     """Read-only, before any write: StoreError unless `path` is a labtui store this code can write."""
     check_file(path)
-    con = connect(path, read_only=True, config=_CHECK_CONFIG)
+    con = connect(path, read_only=True, config=_CHECK_CONFIG, wait=wait)
     try:
         check_store(con, path, allow_empty=True)
     except duckdb.Error as exc:
@@ -384,7 +384,7 @@ class StoreWriter:
             except BaseException:
                 _remove_dirs(created)
                 raise
-        _check_store(path)
+        _check_store(path, wait)
         with writing_turn(path, wait):
             con = connect(path, read_only=False, wait=wait)
             try:
