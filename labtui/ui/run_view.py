@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from labtui.engine import SessionRunner
     from labtui.session import LabRun
+    from labtui.session.estimate import StepClock
     from labtui.ui.choices import StartRequest
 
 DRAIN_S = 0.5
@@ -103,6 +104,7 @@ class RunView(Vertical):
         self._texts: dict[str | None, Text] = {}
         self._counted: Counter[tuple[str, str, str]] | None = None
         self._slow: pl.DataFrame | None = None
+        self.clock: StepClock | None = None  # the elapsed time and time left of the last run started here
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="top"):
@@ -195,6 +197,8 @@ class RunView(Vertical):
                     self._queue = None
                     break
                 self.model.apply(event)
+                if self.clock is not None:
+                    self.clock.apply(event)
                 created += isinstance(event, InstanceCreating)
                 ready += isinstance(event, InstanceReady)
                 destroyed += isinstance(event, InstanceDestroyed)
@@ -204,6 +208,7 @@ class RunView(Vertical):
                 if n:
                     self.log_text(f"{n} instance(s) {what}", style="dim")
         if self.shown():
+            self._show_time()  # the elapsed time moves on between events
             if self.model.version != self._drawn:
                 self.redraw()
             else:
@@ -228,6 +233,13 @@ class RunView(Vertical):
         if self.model.total_steps:
             progress.update(total=self.model.total_steps, progress=self.model.steps_done)
         self._chart_if_due()
+
+    def _show_time(self) -> None:
+        """The run's elapsed time and time left, under the run pane (only when it changed)."""
+        text = self.clock.text() if self.clock is not None else ""
+        runbox = self.query_one("#runbox")
+        if runbox.border_subtitle != text:
+            runbox.border_subtitle = text
 
     def _show(self, pane: Static, text: Text, *, layout: bool = True) -> None:
         """Update a text pane only when its text changed: every update repaints it (and reflows the screen)."""
@@ -280,7 +292,7 @@ class RunView(Vertical):
 
         suites = [(f"{s.name}  ({s.kind or 'invalid'})", s.name) for s in list_suites()]
         dialog = StartDialog(suites, known_hosts(), backend_choices, suite=self.suite_name,
-                             backend=self.backend_name, host=self.host_name, manual=self.manual)
+                             backend=self.backend_name, host=self.host_name, manual=self.manual, db=self.db_path)
         self.app.push_screen(dialog, self._started)
 
     def _started(self, request: StartRequest | None) -> None:
@@ -314,6 +326,9 @@ class RunView(Vertical):
         self._stop_idle_sampler()
         if request.overrides:
             self.log_text("overrides: " + " ".join(request.overrides), "dim")
+        from labtui.session.estimate import StepClock
+
+        self.clock = StepClock(lab.plan)
         self.run_worker_handle = self.run_worker(self._session(lab), group="run", exclusive=True, exit_on_error=False)
 
     def _notice(self, level: str, text: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -18,7 +19,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
 
-from labtui.engine.kinds import plan_for
+from labtui.engine.kinds import Plan, plan_for
+from labtui.session.estimate import clock, history
+from labtui.store import StoreError
 from labtui.suites import SuiteError, load_suite, suite_profiles
 from labtui.ui.choices import OVERRIDE_KEYS, BackendChoice, StartRequest, overrides_from
 
@@ -46,6 +49,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
     StartDialog #stepping > RadioButton { width: auto; margin-right: 2; }
     StartDialog #stepping-row { height: 1; margin: 1 0; }
     StartDialog #plan { color: $text-muted; height: auto; max-height: 6; }
+    StartDialog #estimate { color: $text-muted; height: auto; }
     StartDialog #start-error { color: $error; text-style: bold; height: auto; min-height: 1; }
     StartDialog #buttons { height: 3; margin-top: 1; }
     StartDialog Button { margin-right: 2; }
@@ -62,11 +66,14 @@ class StartDialog(ModalScreen[StartRequest | None]):
         backend: str = "process",
         host: str = "local",
         manual: bool = False,
+        db: Path | None = None,
     ) -> None:
         super().__init__()
         self._suites, self._hosts, self._check = list(suites), list(hosts), check
         self._suite, self._backend, self._host, self._manual = suite, backend, host, manual
         self._default_backend = backend  # what a suite that names no backend runs on
+        self._db = db  # the store whose past sessions estimate the run's time (none: no estimate shown)
+        self._planned: tuple[str, Plan] | None = None  # the suite's name and plan shown
         self._new_suite = False  # a suite was chosen whose backend is not applied yet
         self.choices: dict[str, BackendChoice] = {}
 
@@ -101,6 +108,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
                     yield RadioButton("auto", value=not self._manual, id="auto")
                     yield RadioButton("manual: press n for each step", value=self._manual, id="manual")
             yield Static("", id="plan", markup=False)
+            yield Static("", id="estimate", markup=False)
             yield Static("", id="start-error", markup=False)
             with Horizontal(id="buttons"):
                 yield Button("Start (ctrl+s)", variant="primary", id="start")
@@ -130,6 +138,10 @@ class StartDialog(ModalScreen[StartRequest | None]):
         if pick is not None:
             select.value = pick
         select.prompt = "backend" if choices else "no backend found"
+
+    @on(Select.Changed, "#backend")
+    def _backend_changed(self) -> None:
+        self._estimate()
 
     @on(Select.Changed, "#host")
     def _host_changed(self, event: Select.Changed) -> None:
@@ -203,6 +215,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
         """What the run will do, from the suite's kind and the numbers typed over it: repetitions and the
         steps of one; a typed number the suite refuses is named instead."""
         text = ""
+        self._planned = None
         overrides = overrides_from(self._typed_numbers())
         if suite is not None and overrides:
             try:
@@ -215,11 +228,36 @@ class StartDialog(ModalScreen[StartRequest | None]):
             except ValueError as exc:
                 text = str(exc)
             else:
+                self._planned = (suite.name, plan)
                 shown = list(plan.steps) if len(plan.steps) <= 6 else \
                     [*plan.steps[:3], f"... {len(plan.steps) - 4} more", plan.steps[-1]]
                 text = (f"plan: {suite.kind}, {plan.repetitions} repetition(s) of {len(plan.steps)} step(s) "
                         f"= {plan.total_steps} steps\n  " + "\n  ".join(shown))
         self.query_one("#plan", Static).update(text)
+        self._estimate()
+
+    @work(exclusive=True, group="estimate", exit_on_error=False)
+    async def _estimate(self) -> None:
+        """How long the planned run will take, by the latest past session of the suite on this host and backend."""
+        shown = self.query_one("#estimate", Static)
+        backend = self.query_one("#backend", Select).value
+        shown.display = self._db is not None and self._planned is not None and backend is not Select.NULL
+        if not shown.display:
+            return
+        assert self._db is not None and self._planned is not None
+        name, plan = self._planned
+        where = f"{name} on {self._host} with {backend}"
+        try:
+            past = await asyncio.to_thread(history, self._db, name, self._host, str(backend), plan)
+        except StoreError as exc:
+            shown.update(f"time: no estimate, the store cannot be read: {exc}")
+            return
+        seconds = past.estimate(plan) if past is not None else None
+        if past is None or seconds is None:
+            shown.update(f"time: no estimate: no past session of {where} in the store")
+        else:
+            shown.update(f"time: about {clock(seconds)}, by the {past.steps} steps of session {past.session_id} "
+                         f"({where})")
 
     # --- start --------------------------------------------------------------------------------
 
