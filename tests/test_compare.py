@@ -168,7 +168,7 @@ def test_csv_and_table_carry_the_same_rows(recorded: Path, capsys) -> None:
     assert "A: docker-boot-1 (boot-scaling, docker, local; completed)" in out
     line = next(x for x in out.splitlines() if x.strip().startswith("boot_time") and " 10 " in x)
     cells = re.split(r"\s{2,}", line.strip())
-    assert cells[:5] == ["boot_time (s, ↓)", "10", "1 (4)", "2.025 (4)", "2.025"]
+    assert cells[:5] == ["boot_time (ms, ↓)", "10", "1000 (4)", "2025 (4)", "2.025"]  # seconds shown in ms
     assert cells[-1] == "B worse, significant" and float(cells[-2]) < 0.001
 
 
@@ -177,12 +177,12 @@ def test_narrow_terminal_gets_lines_instead_of_a_table(recorded: Path, capsys, m
     assert main(["compare", "docker", "unikraft", "--db", str(recorded)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert max(len(x) for x in lines) <= 80
-    at = lines.index("  boot_time (s, lower is better, background 10)")
-    assert lines[at + 1] == "    A 1 (n=4)  B 2.025 (n=4)  B/A 2.025  change +102.5 %  slowdown +102.5 %"
-    assert lines[at + 2].startswith("    95% CI of B−A 0.7694 … 1.281 t  p 0.000")
+    at = lines.index("  boot_time (ms, lower is better, background 10)")
+    assert lines[at + 1] == "    A 1000 (n=4)  B 2025 (n=4)  B/A 2.025  change +102.5 %  slowdown +102.5 %"
+    assert lines[at + 2].startswith("    95% CI of B−A 769.4 … 1281 t  p 0.000")
     assert lines[at + 2].endswith("B worse, significant")
-    at = lines.index("  memory (bytes, lower is better)")
-    assert lines[at + 1: at + 3] == ["    A 1e+08 (n=1)", "    only in A"]
+    at = lines.index("  memory (MiB, lower is better)")
+    assert lines[at + 1: at + 3] == ["    A 95.37 (n=1)", "    only in A"]
     at = lines.index("  copy (MB/s, higher is better, placement same-thread)")
     assert "slowdown -48.4 %" in lines[at + 1] and lines[at + 2].endswith("B better, significant")
 

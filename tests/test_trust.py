@@ -14,7 +14,8 @@ from rich.console import Console
 
 from labtui.commands.render import render_summary
 from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
-from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, modes, modified_z_scores, outliers, trust
+from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, SINGLE, modes, modified_z_scores, outliers, trust
+from labtui.core.units import number, shown
 from labtui.report.alerts import session_warnings
 from labtui.report.data import load_session
 from labtui.report.tables import slowdown_tables
@@ -89,7 +90,7 @@ def test_trust_of_steady_and_noisy_samples() -> None:
     assert steady.ci.contains(steady.summary.mean)
     noisy = trust([1.0, 1.1, 0.9, 1.0, 5.0])
     assert noisy.flags() == ["spread", "1 outlier"] and noisy.outliers == (5.0,)
-    assert trust([2.0]).ci is None and trust([2.0]).flags() == []
+    assert trust([2.0]).ci is None and trust([2.0]).flags() == [SINGLE]
 
 
 # --- in the run table and the report ---------------------------------------------------------------
@@ -130,9 +131,9 @@ def test_the_run_table_says_how_far_to_trust_each_figure(tmp_path: Path) -> None
     assert "outlier" not in lines[0] and "bimodal" not in lines[0] and "spread" not in lines[0]
     assert "1 outlier" in lines[10] and "spread" in lines[10]
     assert "bimodal" in lines[20]
-    assert f"background 10: outlier(s) by modified Z-score > {OUTLIER_Z}: 40.000 ms" in text
-    assert "background 20: bimodal, two groups around 1.000 ms and 16.000 ms" in text
-    assert " 10.000 " in lines[0]  # the median, in the unit the title names once
+    assert f"background 10: outlier(s) by modified Z-score > {OUTLIER_Z}: 40.00 ms" in text
+    assert "background 20: bimodal, two groups around 1.000 ms and 16.00 ms" in text
+    assert " 10.00 " in lines[0]  # the median, in the unit the title names once
     assert "boot: boot_time (ms, lower is better)" in text
 
 
@@ -158,7 +159,7 @@ def test_the_console_says_how_far_to_trust_each_figure_as_the_run_table_does(tmp
     assert cells["10"]["trust"] == "spread, 1 outlier" and "bimodal" in cells["20"]["trust"] and cells["0"]["trust"] == ""
     steady = trust(SAMPLES[0])
     assert cells["0"]["median"] == "10.00 ms" and cells["0"]["CoV"] == f"{abs(steady.summary.cv):.1%}"
-    assert cells["0"]["95% CI"] == f"{steady.ci.low * 1000:.2f}–{steady.ci.high * 1000:.2f} ms"
+    assert cells["0"]["95% CI"] == f"{steady.ci.low * 1000:#.4g}–{steady.ci.high * 1000:#.4g} ms"
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["file", "terminal"])
@@ -176,7 +177,7 @@ def test_an_80_column_table_cuts_no_number(tmp_path: Path, terminal: bool) -> No
         interval = trust(values).ci
         assert interval is not None
         at = next(i for i, line in enumerate(rows) if line.split("│")[1].strip() == str(background))
-        low, high = f"{interval.low * 1000:.3f}", f"{interval.high * 1000:.3f}"
+        low, high = number(interval.low, "s"), number(interval.high, "s")
         if terminal:  # the interval wraps at its space: low end on the row's line, high end on the next
             assert f" {low} – " in rows[at] and f" {high} " in rows[at + 1], rows[at:at + 2]
         else:
@@ -200,7 +201,7 @@ def test_a_report_warns_of_outliers_and_two_modes(tmp_path: Path) -> None:
     found = session_warnings(load_session(db, "s1"))
     outlying = [w for w in found if w.startswith("outliers")]
     bimodal = [w for w in found if w.startswith("two modes")]
-    assert len(outlying) == 1 and "boot/boot_time at background 10: 0.04 s" in outlying[0]
+    assert len(outlying) == 1 and "boot/boot_time at background 10: 40.00 ms" in outlying[0]
     assert len(bimodal) == 1 and "boot/boot_time at background 20" in bimodal[0]
     assert not any("background 0" in w for w in found)
 
@@ -212,9 +213,9 @@ def test_a_reports_tables_say_how_far_to_trust_each_figure(tmp_path: Path) -> No
     rows = {int(row[0]): dict(zip(table.headers, row)) for row in table.rows}
     for background, values in SAMPLES.items():
         t = trust(values)
-        assert rows[background]["median (ms)"] == f"{t.summary.median * 1000:.4g}"
-        assert rows[background]["95% CI (ms)"] == f"{t.ci.low * 1000:.4g} – {t.ci.high * 1000:.4g}"
-        assert rows[background]["CV %"] == f"{abs(t.summary.cv) * 100:.4g}"
+        assert rows[background]["median (ms)"] == number(t.summary.median, "s")
+        assert rows[background]["95% CI (ms)"] == f"{number(t.ci.low, 's')} – {number(t.ci.high, 's')}"
+        assert rows[background]["CV %"] == shown(abs(t.summary.cv) * 100)
         assert rows[background]["trust"] == ", ".join(t.flags())
     assert rows[10]["trust"] == "spread, 1 outlier" and rows[0]["trust"] == ""
 

@@ -16,7 +16,8 @@ from labtui.core.events import (
 )
 from labtui.ui.chart import figure_data, x_limits
 from labtui.ui.export import export, result_frame
-from labtui.ui.format import age, cell, count_rows, measure, pct, size, sparkline
+from labtui.core.units import MISSING, quantity
+from labtui.ui.format import age, cell, count_rows, pct, size, sparkline
 from labtui.ui.history import History
 from labtui.ui.live import RunModel
 from labtui.ui.series import availability, slowdown, slowdown_rows, trusted_slowdown
@@ -28,8 +29,8 @@ def test_formatters() -> None:
     assert pct(0.873) == "87%" and pct(None) == "-"
     assert size(512) == "512 B" and size(3 * 2**20) == "3.0 MiB" and size(None) == "-"
     assert age(100.0, now=105.0) == "5s" and age(0, now=1.0) == "-" and age(0.5, now=3725.5) == "1h02m"
-    assert measure(0.00123, "s") == "1.23 ms" and measure(float("nan"), "s") == "-"
-    assert cell(None) == "∅" and cell(1.5) == "1.5"
+    assert quantity(0.00123, "s") == "1.230 ms" and quantity(float("nan"), "s") == MISSING
+    assert cell(None) == MISSING and cell(1.5) == "1.5"
     assert count_rows(500, True) == "500 of more than 500 rows"
     assert count_rows(1, False) == "1 row" and count_rows(3, False) == "3 rows"
 
@@ -92,12 +93,13 @@ def test_availability_and_chart_series() -> None:
     slow = slowdown(_results({(1, 0): [1.0, 3.0], (1, 10): [3.0], (2, 10): [5.0]}))
     data = figure_data(slow, avail, "boot_time")
     assert data is not None
-    assert data.x == [0.0, 10.0] and data.mean == pytest.approx([2.0, 4.0]) and data.baseline == pytest.approx(2.0)
-    assert data.std == pytest.approx([0.0, 2**0.5])  # the spread across repetitions; none with one repetition
+    # seconds drawn in ms, the display unit of labtui.core.units
+    assert data.x == [0.0, 10.0] and data.mean == pytest.approx([2000.0, 4000.0]) and data.baseline == pytest.approx(2000.0)
+    assert data.std == pytest.approx([0.0, 1000 * 2**0.5])  # the spread across repetitions; none with one repetition
     assert data.avail["cpu"] == pytest.approx([80.0, 50.0]) and data.avail_x == [0.0, 10.0]
     title = data.title().plain
-    assert "boot_time (s) ● mean ±1 std" in title and "by background instances" in title
-    assert "+100.0%" in title and "2000.00 ms" in title
+    assert "boot_time (ms) ● mean ±1 std" in title and "by background instances" in title
+    assert "+100.0%" in title and "baseline 2000 ms" in title
     assert x_limits(data) == (-0.5, 10.5)
     assert figure_data(slowdown(RunModel().results_frame()), avail, "") is None
     assert figure_data(slow, avail, "no_such_metric") is None
@@ -139,15 +141,15 @@ async def test_chart_panel_plots_cycles_metrics_and_makes_room(size: tuple[int, 
         panel.show(trusted_slowdown(model.results_frame()), availability(samples))
         panel.table.focus()
         await pilot.pause(0.2)
-        assert str(panel.query_one(".chart-title").content).startswith("boot_time (s)")
+        assert str(panel.query_one(".chart-title").content).startswith("boot_time (ms)")
         metric_plot = panel.query_one("#metric-plot", PlotWidget)
         assert len(metric_plot._datasets) == 3  # the baseline, the mean, its ±1 std error bars
         assert panel.query_one("#avail-plot", PlotWidget).display is avail_shown
         assert len(panel.query_one("#avail-plot", PlotWidget)._datasets) == 6  # a line and points per resource
         await pilot.press("m")
-        assert str(panel.query_one(".chart-title").content).startswith("rss (B)")
+        assert str(panel.query_one(".chart-title").content).startswith("rss (MiB)")
         await pilot.press("m")
-        assert str(panel.query_one(".chart-title").content).startswith("boot_time (s)")
+        assert str(panel.query_one(".chart-title").content).startswith("boot_time (ms)")
 
 
 async def test_table_diff_updates_changed_cells_and_widens_columns() -> None:
@@ -336,7 +338,7 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
             await wait_for(pilot, lambda: "completed" in pane_text(app, "#runinfo"), 15, "the run pane's end")
             info = pane_text(app, "#runinfo")
             assert "completed" in info and "3/3" in info and "background 6" in " ".join(info.split())
-            assert "boot_time (s) ● mean ±1 std" in pane_text(app, "#live .chart-title")
+            assert "boot_time (ms) ● mean ±1 std" in pane_text(app, "#live .chart-title")
             hosts = pane_text(app, "#hosts")
             assert "local" in hosts and "CPU" in hosts
             assert sum(view.model.counts().values()) == 0
@@ -477,7 +479,7 @@ async def test_sessions_view_replays_queries_caps_refuses_writes_and_exports(lab
         await pilot.press("enter")
         replay = app.query_one("#replay", SlowdownPanel)
         await wait_for(pilot, lambda: replay.table.row_count == 2, 15, "the replayed slowdown table")
-        assert "boot_time (s) ● mean ±1 std" in pane_text(app, "#replay .chart-title")
+        assert "boot_time (ms) ● mean ±1 std" in pane_text(app, "#replay .chart-title")
         assert "+100.0%" in [str(c) for c in replay.table.get_row("boot/boot_time@10")]
 
         editor = app.query_one("#sql", TextArea)

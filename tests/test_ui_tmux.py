@@ -107,7 +107,7 @@ def test_console_in_tmux_steps_counts_and_queries(tmp_path: Path, monkeypatch: p
                                f"{expected} instances on screen", 60)
             assert f"background {expected}" in " ".join(screen.split())
         # the line chart and the slowdown table (one frame feeds both) have filled in up to background 6
-        screen = term.wait(lambda s: "boot_time (s) ● mean ±1 std" in s and re.search(r"boot_time\s+6\s", s) is not None,
+        screen = term.wait(lambda s: "boot_time (ms) ● mean ±1 std" in s and re.search(r"boot_time\s+6\s", s) is not None,
                            "the live chart", 30)
         sessions.append(re.search(r"session\s+(\d{8}-\d{6}-[0-9a-f]{6})", screen)[1])
         assert len(asyncio.run(open_backend("process", get_host("local")).list(sessions[0]))) == 6

@@ -32,6 +32,7 @@ from labtui.commands.common import db_path
 from labtui.commands.listing import PipeConsole, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import BOOTSTRAP_MIN, Comparison, compare_samples, repetition_table, summarize
+from labtui.core.units import MISSING, display_unit, number, shown, signed_pct
 from labtui.store import StoreError, fetch_frame, resolve_session
 from labtui.suites.model import PLACEMENTS
 
@@ -221,7 +222,7 @@ def _only_verdict(key: Key, side: str, other: dict[Key, Samples]) -> str:
 
 
 def _session(path: Path, session_id: str) -> dict[str, Any]:
-    frame = fetch_frame(path, "SELECT session_id, suite, kind, backend, host, status, started_at "
+    frame = fetch_frame(path, "SELECT session_id, suite, kind, backend, host, status, started_at, tags, note "
                         "FROM sessions WHERE session_id = ?", [session_id])
     return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in frame.row(0, named=True).items()}
 
@@ -239,7 +240,10 @@ def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str =
     for name, sessions in zip("AB", sides):
         for s in sessions:
             about = ", ".join(str(s[k]) for k in ("suite", "backend", "host") if s[k])
-            console.print(f"{name}: {s['session_id']} ({about}; {s['status']})", highlight=False, markup=False)
+            labels = "".join(f"  {key}={value}" for key, value in sorted(json.loads(s["tags"] or "{}").items()))
+            note = f"  note: {s['note']}" if s["note"] else ""
+            console.print(f"{name}: {s['session_id']} ({about}; {s['status']}){labels}{note}", highlight=False,
+                          markup=False)
     records = [(r.record(), _style(r)) for r in rows]
     table, width = _wide_table(records)
     if width <= console.width:
@@ -280,11 +284,11 @@ def _wide_table(records: list[tuple[dict[str, Any], str | None]]):
     headers = ["metric (unit, better)", *(["placement"] if placed else []), *(["background"] if scaled else []),
                "A mean (n)", "B mean (n)", "B/A", "change %", "slowdown %", "95% CI of B−A", "p", f"verdict ({ALPHA:.0%})"]
     cells = [
-        [f"  {r['metric']} ({r['unit'] or '-'}, {_arrow(r['better'])})",
+        [f"  {r['metric']} ({display_unit(r['unit'])[0] or MISSING}, {_arrow(r['better'])})",
          *([r["placement"]] if placed else []), *([str(r["background"])] if scaled else []),
-         _mean(r["mean_a"], r["n_a"]), _mean(r["mean_b"], r["n_b"]),
-         _fmt(r["ratio"], "{:.3f}"), _fmt(r["change_pct"], "{:+.1f}"), _fmt(r["slowdown_pct"], "{:+.1f}"),
-         _ci(r), _fmt(r["p_value"], "{:.3g}"), r["verdict"]]
+         _mean(r["mean_a"], r["n_a"], r["unit"]), _mean(r["mean_b"], r["n_b"], r["unit"]),
+         shown(r["ratio"]), signed_pct(r["change_pct"]), signed_pct(r["slowdown_pct"]),
+         _ci(r), _p(r["p_value"]), r["verdict"]]
         for r, _ in records
     ]
     widths = [max(cell_len(str(c)) for c in column) for column in zip(headers, *cells)]
@@ -311,14 +315,16 @@ def _print_lines(console, records: list[tuple[dict[str, Any], str | None]]) -> N
             benchmark = r["benchmark"]
             console.print(benchmark, style="bold", highlight=False, markup=False)
         where = "".join(f", {k} {r[k]}" for k in ("placement", "background") if r[k])
-        console.print(f"  {r['metric']} ({r['unit'] or '-'}, {r['better']} is better{where})", highlight=False,
+        console.print(f"  {r['metric']} ({display_unit(r['unit'])[0] or MISSING}, {r['better']} is better{where})",
+                      highlight=False,
                       markup=False)
-        parts = [f"{side} {_num(r['mean_' + x])} (n={r['n_' + x]})" for side, x in (("A", "a"), ("B", "b")) if r["n_" + x]]
+        parts = [f"{side} {number(r['mean_' + x], r['unit'])} (n={r['n_' + x]})" for side, x in (("A", "a"), ("B", "b"))
+                 if r["n_" + x]]
         if r["present"] == "both":
-            parts += [f"B/A {_fmt(r['ratio'], '{:.3f}')}", f"change {_fmt(r['change_pct'], '{:+.1f}')} %",
-                      f"slowdown {_fmt(r['slowdown_pct'], '{:+.1f}')} %"]
+            parts += [f"B/A {shown(r['ratio'])}", f"change {signed_pct(r['change_pct'])} %",
+                      f"slowdown {signed_pct(r['slowdown_pct'])} %"]
         console.print("    " + "  ".join(parts), highlight=False, markup=False, style=style)
-        test = f"95% CI of B−A {_ci(r)}  p {_fmt(r['p_value'], '{:.3g}')}  " if r["p_value"] is not None else ""
+        test = f"95% CI of B−A {_ci(r)}  p {_p(r['p_value'])}  " if r["p_value"] is not None else ""
         console.print(f"    {test}{r['verdict']}", highlight=False, markup=False, style=style)
 
 
@@ -328,9 +334,9 @@ def _arrow(better: str) -> str:
 
 def _ci(r: dict[str, Any]) -> str:
     if r["ci95_low"] is None:
-        return "-"
+        return MISSING
     how = " boot" if r["ci_method"] == "bootstrap" else " t"
-    return f"{_num(r['ci95_low'], 4)} … {_num(r['ci95_high'], 4)}{how}"
+    return f"{number(r['ci95_low'], r['unit'])} … {number(r['ci95_high'], r['unit'])}{how}"
 
 
 def _style(row: Row) -> str | None:
@@ -341,17 +347,11 @@ def _style(row: Row) -> str | None:
     return None
 
 
-def _mean(mean: float | None, n: int | None) -> str:
-    return "-" if mean is None else f"{_num(mean)} ({n})"
+def _mean(mean: float | None, n: int | None, unit: str) -> str:
+    """A side's mean in the figure's display unit, with its number of samples."""
+    return MISSING if mean is None else f"{number(mean, unit)} ({n})"
 
 
-def _num(value: float | None, digits: int = 5) -> str:
-    if value is None:
-        return "-"
-    if 10**digits <= abs(value) < 10 ** (digits + 2):
-        return f"{value:.0f}"  # 123456 rather than 1.2346e+05
-    return f"{value:.{digits}g}"
-
-
-def _fmt(value: float | None, pattern: str) -> str:
-    return "-" if value is None else pattern.format(value)
+def _p(value: float | None) -> str:
+    """A p-value: three significant digits."""
+    return MISSING if value is None else f"{value:.3g}"

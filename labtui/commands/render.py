@@ -11,6 +11,7 @@ from rich.text import Text
 
 from labtui.commands.render_fairshare import render_fairshare
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z, Trust, trust
+from labtui.core.units import MISSING, display_unit, number, quantity, share_pct, signed_pct
 from labtui.report.data import FIGURE_KEY, repetition_samples
 from labtui.store import StoreError, slowdown_frame
 
@@ -22,7 +23,8 @@ NATURAL_WIDTH_CAP = 400
 def render_summary(console: Console, db: Path, session_id: str) -> None:
     """Print each metric of a session by background count (and placement, for isolation runs):
     mean, median, 95% interval, CoV, n, slowdown (normalized is in the slowdown view), and what makes a figure doubtful
-    (labtui.core.stats.trust: wide spread, outliers, two modes), explained under its table."""
+    (labtui.core.stats.trust: one repetition, wide spread, outliers, two modes), explained under its table;
+    numbers in their display unit (labtui.core.units)."""
     try:
         if render_fairshare(console, db, session_id):
             return
@@ -45,7 +47,7 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         shown = _evenly_spaced(rows.height, MAX_SUMMARY_ROWS)
         unit = rows["unit"][0]
         better = rows["better"][0]
-        shown_unit = ", ".join(filter(None, (_shown_unit(unit), f"{better} is better")))
+        shown_unit = ", ".join(filter(None, (display_unit(unit)[0], f"{better} is better")))
         table = Table(title=Text(f"{benchmark}: {metric} ({shown_unit})"), title_justify="left")
         for col in (("placement",) if placed else ()) + ("background", "mean", "median", "95% CI", "CoV", "n",
                                                           "slowdown %", "trust"):
@@ -60,12 +62,12 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
             table.add_row(
                 *((Text(r["placement"] or ""),) if placed else ()),
                 str(r["background"]),
-                _bare(r["mean"], unit),
-                _bare(t.summary.median, unit),
-                f"{_bare(t.ci.low, unit)} – {_bare(t.ci.high, unit)}" if t.ci else "-",  # narrow, it wraps at a space
-                f"{t.cov:.1%}" if t.cov is not None else "-",
+                number(r["mean"], unit),
+                number(t.summary.median, unit),
+                f"{number(t.ci.low, unit)} – {number(t.ci.high, unit)}" if t.ci else MISSING,  # narrow, it wraps at a space
+                share_pct(t.cov),
                 str(r["n"]),
-                f"{r['slowdown_pct']:+.1f}" if r["slowdown_pct"] is not None else "-",
+                signed_pct(r["slowdown_pct"]),
                 Text(", ".join(t.flags()), style="yellow"),
             )
             notes += _notes(t, r["placement"] or f"background {r['background']}", unit)
@@ -106,9 +108,9 @@ def _notes(t: Trust, where: str, unit: str) -> list[str]:
     found = []
     if t.outliers:
         found.append(f"{where}: outlier(s) by modified Z-score > {OUTLIER_Z}: "
-                     + ", ".join(_num(v, unit) for v in t.outliers))
+                     + ", ".join(quantity(v, unit) for v in t.outliers))
     if t.modes:
-        found.append(f"{where}: bimodal, two groups around {_num(t.modes[0], unit)} and {_num(t.modes[1], unit)}")
+        found.append(f"{where}: bimodal, two groups around {quantity(t.modes[0], unit)} and {quantity(t.modes[1], unit)}")
     return found
 
 
@@ -118,27 +120,3 @@ def _evenly_spaced(count: int, most: int) -> list[int]:
     step = (count - 1) / (most - 1)
     return sorted({round(i * step) for i in range(most)})
 
-
-#: Stored units shown in another one: unit -> (shown unit, factor, format).
-_SHOWN_AS = {"s": ("ms", 1000.0, ".3f"), "bytes": ("MiB", 1 / 2**20, ".2f")}
-
-
-def _shown_unit(unit: str) -> str:
-    """The unit a table's cells are in (named once, in its title): seconds as ms, bytes as MiB."""
-    return _SHOWN_AS[unit][0] if unit in _SHOWN_AS else unit
-
-
-def _bare(value: float | None, unit: str) -> str:
-    """A cell: the value in _shown_unit, without the unit."""
-    if value is None:
-        return "-"
-    if unit in _SHOWN_AS:
-        _, factor, spec = _SHOWN_AS[unit]
-        return format(value * factor, spec)
-    return f"{value:.4g}"
-
-
-def _num(value: float | None, unit: str) -> str:
-    """A value in a sentence: "9.401 ms" for a converted unit, the bare number otherwise."""
-    bare = _bare(value, unit)
-    return f"{bare} {_SHOWN_AS[unit][0]}" if unit in _SHOWN_AS and value is not None else bare

@@ -396,6 +396,10 @@ def modes(values: Sequence[float]) -> tuple[float, float] | None:
     return None
 
 
+#: The trust flag of a figure from one sample (one repetition): nothing shows how far it would move.
+SINGLE = "n=1: no spread"
+
+
 @dataclass(frozen=True, slots=True)
 class Trust:
     """How far to trust the mean of some samples: their summary, interval and what is wrong with them."""
@@ -418,8 +422,10 @@ class Trust:
         return abs(self.summary.cv) > self.spread_limit  # nan (a zero mean) compares False
 
     def flags(self) -> list[str]:
-        """Short words for a table cell: "spread" (CoV above the limit), "2 outliers", "bimodal"; empty
-        when nothing is wrong."""
+        """Short words for a table cell: SINGLE (one value, so no spread, interval or outlier to judge),
+        "spread" (CoV above the limit), "2 outliers", "bimodal"; empty when nothing is wrong."""
+        if self.summary.n == 1:
+            return [SINGLE]
         found = ["spread"] if self.wide else []
         if self.outliers:
             found.append(f"{len(self.outliers)} outlier" + ("s" if len(self.outliers) > 1 else ""))

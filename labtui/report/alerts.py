@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from labtui.core.stats import OUTLIER_Z, SPREAD_LIMIT, modes, outliers
+from labtui.core.stats import OUTLIER_Z, SINGLE, SPREAD_LIMIT, modes, outliers
+from labtui.core.units import quantity
 from labtui.report.data import SessionData
 
 #: Coefficient of variation above which a step's numbers are flagged.
@@ -13,8 +14,8 @@ _LISTED = 6
 
 
 def session_warnings(data: SessionData) -> list[str]:
-    """Status, failed steps, high coefficient of variation, outliers, two modes, swap use and logged
-    problems, as sentences."""
+    """Status, failed steps, figures of one repetition, high coefficient of variation, outliers, two modes,
+    swap use and logged problems, as sentences."""
     found: list[str] = []
     status = data.session.get("status")
     if status != "completed":
@@ -39,6 +40,7 @@ def session_warnings(data: SessionData) -> list[str]:
         found.append(
             f"coefficient of variation above {CV_LIMIT:.0%} at {len(where)} step(s): " + _listing(where)
         )
+    found += _single(data.slowdown)
     found += _doubtful_samples(data.samples)
     if data.min_swap is not None and data.min_swap < 1.0:
         found.append(f"swap in use: swap availability fell to {data.min_swap * 100:.1f}%")
@@ -49,15 +51,25 @@ def session_warnings(data: SessionData) -> list[str]:
     return found
 
 
+def _single(slowdown: pl.DataFrame) -> list[str]:
+    """The figures of one repetition (n = 1): no spread, interval, outlier or CV check can judge them."""
+    one = slowdown.filter(pl.col("n") == 1)
+    if one.is_empty():
+        return []
+    where = [f"{r['benchmark']}/{r['metric']} at {_at(r)}" for r in one.iter_rows(named=True)]
+    return [f"{SINGLE} at {len(where)} of {slowdown.height} figure(s), from one repetition each: no interval, CV, "
+            "outlier or mode check is possible (run more repetitions): " + _listing(where)]
+
+
 def _doubtful_samples(samples: pl.DataFrame) -> list[str]:
     """Outliers (modified Z-score) and bimodal samples among the figures' per-repetition values."""
     odd, split = [], []
     for r in samples.iter_rows(named=True):
         name = f"{r['benchmark']}/{r['metric']} at {_at(r)}"
         if far := outliers(r["samples"]):
-            odd.append(f"{name}: " + ", ".join(f"{v:.4g}" for v in far) + f" {r['unit']}")
+            odd.append(f"{name}: " + ", ".join(quantity(v, r["unit"]) for v in far))
         if two := modes(r["samples"]):
-            split.append(f"{name}: around {two[0]:.4g} and {two[1]:.4g} {r['unit']}")
+            split.append(f"{name}: around {quantity(two[0], r['unit'])} and {quantity(two[1], r['unit'])}")
     found = []
     if odd:
         found.append(f"outliers (modified Z-score above {OUTLIER_Z}) at {len(odd)} step(s): " + _listing(odd))

@@ -7,7 +7,7 @@ from matplotlib.ticker import MaxNLocator
 
 from labtui.report.data import SessionData, share_points, share_unit
 from labtui.report.plotting import SESSION_COLORS, Chart, new_figure
-from labtui.report.units import display_unit
+from labtui.core.units import display_unit
 
 #: Study 000's creation time (section 4.4.1): Tcreate(n) = Tstart(n) - Tend(n-1), as the creation kind records it.
 TCREATE = ("creation", "tcreate_s")
@@ -35,7 +35,7 @@ def creation_charts(sessions: list[SessionData]) -> list[Chart]:
         return []
     title = "creation time Tcreate(n) = Tstart(n) - Tend(n-1) against instance number (lower is better)"
     fig, (ax,) = new_figure(title)
-    shown, factor = display_unit("s", [v for _, f in frames for v in f["mean"].to_list()])
+    shown, factor = display_unit("s")
     for i, (session, stats) in enumerate(frames):
         x = stats["number"].to_numpy()
         color = SESSION_COLORS[i % len(SESSION_COLORS)]

@@ -7,7 +7,7 @@ import polars as pl
 
 from labtui.report.data import METRIC_KEY, SessionData
 from labtui.report.plotting import SESSION_COLORS, Chart, better_text, new_figure, slug
-from labtui.report.units import display_unit
+from labtui.core.units import display_unit
 from labtui.suites.model import PLACEMENTS
 
 #: How the study names each placement.
@@ -55,7 +55,7 @@ def _chart(sessions: list[SessionData], key: dict, parts: list[pl.DataFrame]) ->
     title = f"{key['benchmark']}: {metric} against attacker {attackers} {better_text(better)}"
     fig, (ax_abs, ax_norm) = new_figure(title, panels=2)
     order = placement_order([p for part in parts for p in part["placement"].to_list()])
-    shown, factor = display_unit(key["unit"], [v for p in parts for v in p["mean"].to_list()])
+    shown, factor = display_unit(key["unit"])
     width = 0.8 / max(1, len(parts))
     x = np.arange(len(order))
     for i, (session, part) in enumerate(zip(sessions, parts)):

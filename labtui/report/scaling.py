@@ -9,7 +9,7 @@ from matplotlib.ticker import MaxNLocator
 
 from labtui.report.data import METRIC_KEY, SessionData
 from labtui.report.plotting import SESSION_COLORS, Chart, better_text, new_figure, slug
-from labtui.report.units import display_unit
+from labtui.core.units import display_unit
 
 
 def x_label(sessions: list[SessionData]) -> str:
@@ -55,7 +55,7 @@ def _metric_chart(sessions: list[SessionData], key: dict, parts: list[pl.DataFra
     name = aggregate[0] if aggregate else metric
     title = f"{key['benchmark']}: {name} {better_text(better)}"
     fig, (ax_abs, ax_norm) = new_figure(title, panels=2)
-    shown, factor = display_unit(unit, [v for p in parts for v in p["mean"].to_list()])
+    shown, factor = display_unit(unit)
     for i, (session, part) in enumerate(zip(sessions, parts)):
         if part.is_empty():
             continue

@@ -10,7 +10,7 @@ from labtui.core.stats import MAX_BOOTSTRAP_ROWS, trust
 from labtui.report.data import FIGURE_KEY, METRIC_KEY, SessionData, share_points, share_unit
 from labtui.report.isolation import placement_name, placement_order
 from labtui.report.plotting import better_text
-from labtui.report.units import display_unit, fmt, fmt_pct
+from labtui.core.units import MISSING, display_unit, shown as fmt, signed_pct as fmt_pct
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def slowdown_tables(data: SessionData) -> list[Table]:
             part = part.sort("_o")
         else:
             part = part.sort("background")
-        shown, factor = display_unit(key["unit"], part["mean"].to_list())
+        shown, factor = display_unit(key["unit"])
         first = "attacker placement" if isolation else "background"
         headers = [first, f"mean ({shown})", f"median ({shown})", f"95% CI ({shown})", f"std ({shown})", "n", "CV %",
                    "normalized", "slowdown %", "trust"]
@@ -89,6 +89,6 @@ def host_table(data: SessionData) -> Table:
             value = r.get(column)
             if column == "mem_total_bytes" and value is not None:
                 value = f"{value / 2**30:.1f} GiB"
-            cells.append("–" if value in (None, "") else str(value))
+            cells.append(MISSING if value in (None, "") else str(value))
         rows.append(cells)
     return Table("hosts", [h for _, h in _FACTS], rows)

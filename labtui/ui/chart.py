@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual_plot import HiResMode, NumericAxisFormatter, PlotWidget
 
-from labtui.ui.format import measure
+from labtui.core.units import display_unit, shown
 
 #: Availability lines: (frame column, label, colour).
 RESOURCES = (("cpu", "CPU free", "cyan"), ("mem", "RAM free", "magenta"), ("swap", "swap free", "yellow"))
@@ -32,7 +32,8 @@ NO_SAMPLES = Text("availability: no host samples at these levels", "dim")
 
 @dataclass(frozen=True)
 class FigureData:
-    """What one chart draws: x is background instances, or 1..n placements when `placements` is set."""
+    """What one chart draws: x is background instances, or 1..n placements when `placements` is set; the
+    metric's values (mean, std, baseline) are in its display unit `unit` (labtui.core.units)."""
 
     metric: str
     unit: str
@@ -51,12 +52,14 @@ class FigureData:
         change = (self.mean[-1] / self.baseline - 1) * 100 if self.baseline else math.nan
         return Text.assemble(
             (f"{self.metric} ({self.unit})", "bold"), " ", ("● mean ±1 std", "green"), " ",
-            (f"─ baseline {measure(self.baseline, self.unit)} ({base})", "grey62"), f" · last {change:+.1f}% · by {against}",
+            (f"─ baseline {' '.join(filter(None, (shown(self.baseline), self.unit)))} ({base})", "grey62"),
+            f" · last {change:+.1f}% · by {against}",
         )
 
 
 def figure_data(slow: pl.DataFrame, avail: pl.DataFrame, metric: str) -> FigureData | None:
-    """The series of `metric` from a slowdown frame and an availability frame; None without results."""
+    """The series of `metric` from a slowdown frame and an availability frame, in the metric's display unit;
+    None without results."""
     if slow.is_empty() or not metric:
         return None
     one = slow.filter(pl.col("metric") == metric)
@@ -66,9 +69,9 @@ def figure_data(slow: pl.DataFrame, avail: pl.DataFrame, metric: str) -> FigureD
     one = one.sort("step" if placed else "background").filter(pl.col("mean").is_not_null() & pl.col("mean").is_not_nan())
     if one.is_empty():
         return None
-    mean = [_num(v) for v in one["mean"]]
-    std = [0.0 if math.isnan(s := _num(v)) else s for v in one["std"]]  # one repetition: no spread to show
-    unit = str(one["unit"][0] or "")
+    unit, factor = display_unit(str(one["unit"][0] or ""))
+    mean = [_num(v) / factor for v in one["mean"]]
+    std = [0.0 if math.isnan(s := _num(v)) else s / factor for v in one["std"]]  # one repetition: no spread to show
     if placed:
         names = [str(p or "alone") for p in one["placement"]]
         return FigureData(metric, unit, [float(i + 1) for i in range(len(names))], mean, std, mean[0], names)

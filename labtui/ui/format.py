@@ -9,20 +9,22 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from labtui.core.units import MISSING
+
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def pct(share: float | None) -> str:
-    """A share in [0, 1] as a percentage, '-' when unknown."""
-    if share is None or (isinstance(share, float) and math.isnan(share)):
-        return "-"
+    """A share in [0, 1] as a percentage, MISSING when unknown."""
+    if share is None or math.isnan(share):
+        return MISSING
     return f"{share * 100:.0f}%"
 
 
 def size(n: float | None) -> str:
-    """Bytes in binary units (KiB, MiB, GiB), '-' when unknown."""
+    """Bytes in binary units (KiB, MiB, GiB), MISSING when unknown."""
     if n is None:
-        return "-"
+        return MISSING
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(value) < 1024 or unit == "GiB":
@@ -34,7 +36,7 @@ def size(n: float | None) -> str:
 def age(created_at: float | None, now: float | None = None) -> str:
     """How long ago an epoch time was: 42s, 3m05s, 2h07m, 3d04h."""
     if not created_at:
-        return "-"
+        return MISSING
     seconds = max(0, int((now if now is not None else time.time()) - created_at))
     if seconds < 60:
         return f"{seconds}s"
@@ -45,28 +47,10 @@ def age(created_at: float | None, now: float | None = None) -> str:
     return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
 
 
-def measure(value: float | None, unit: str) -> str:
-    """A metric value in a readable unit (seconds as ms, bytes as MiB...)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if unit == "s":
-        return f"{value * 1000:.2f} ms"
-    if unit == "bytes":
-        return size(value)
-    return f"{value:.4g} {unit}".strip()
-
-
-def signed_pct(value: float | None) -> str:
-    """A percentage with its sign, e.g. +12.3%."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:+.1f}%"
-
-
 def cell(value: object) -> str:
     """Any SQL value as a grid cell."""
     if value is None:
-        return "∅"
+        return MISSING
     if isinstance(value, float):
         return "NaN" if math.isnan(value) else f"{value:.6g}"
     if isinstance(value, dt.datetime):

@@ -9,7 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from labtui.core.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
-from labtui.ui.format import measure, pct, signed_pct, sparkline
+from labtui.core.units import MISSING, quantity, share_pct, signed_pct
+from labtui.ui.format import pct, sparkline
 from labtui.ui.live import HostState, RunModel
 
 if TYPE_CHECKING:
@@ -90,16 +91,16 @@ def counts_table(model: RunModel) -> Table:
 def slowdown_cells(row: tuple) -> tuple[Text, ...]:
     """One slowdown row (see series.slowdown_rows) as table cells: plain Text, since a DataTable reads str as markup."""
     metric, background, unit, mean, median, low, high, cv, n, slow, flags = row
-    return (Text(str(metric)), Text(str(background)), Text(measure(mean, unit)), Text(signed_pct(slow)),
-            Text(f"{cv:.1%}" if cv is not None else "-"), Text(flags or "", style="yellow"),
-            Text(interval(low, high, unit)), Text(str(n)), Text(measure(median, unit)))
+    return (Text(str(metric)), Text(str(background)), Text(quantity(mean, unit)), Text(signed_pct(slow, "%")),
+            Text(share_pct(cv)), Text(flags or "", style="yellow"),
+            Text(interval(low, high, unit)), Text(str(n)), Text(quantity(median, unit)))
 
 
 def interval(low: float | None, high: float | None, unit: str) -> str:
-    """A 95% interval with its unit once ("1.20–1.50 ms"), '-' when there is none."""
+    """A 95% interval with its unit once ("1.200–1.500 ms"), MISSING when there is none."""
     if low is None or high is None:
-        return "-"
-    low_text, high_text = measure(low, unit), measure(high, unit)
+        return MISSING
+    low_text, high_text = quantity(low, unit), quantity(high, unit)
     number_part, _, unit_part = low_text.partition(" ")
     if unit_part and high_text.endswith(" " + unit_part):
         return f"{number_part}–{high_text}"
@@ -126,7 +127,7 @@ def log_line(event: Event, position: int | None = None) -> Text | None:
             step = event.step if position is None else position
             body, style = f"rep {event.repetition} step {step + 1} done" + ("" if event.ok else " (failed)"), "dim"
         case Result():
-            value = measure(event.value, event.unit)
+            value = quantity(event.value, event.unit)
             body, style = f"{event.benchmark}/{event.metric} = {value} at {event.background} bg", "cyan"
         case Log():
             body = f"[{event.kind}] {event.message}"
