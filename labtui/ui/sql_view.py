@@ -24,6 +24,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static, TextArea, Tree
 
+from labtui.core.units import MISSING
 from labtui.ui.history import History
 
 from rich.text import Text
@@ -155,7 +156,7 @@ def _grid_class() -> type[DataTable]:
 
 def result_grid(backend: ArrowBackend | None = None, columns: list[str] | None = None) -> Widget:
     """textual-fastdatatable's grid (imported with pyarrow on first use) over a result."""
-    return _grid_class()(backend=backend, id="result", zebra_stripes=True, null_rep="∅", render_markup=False,
+    return _grid_class()(backend=backend, id="result", zebra_stripes=True, null_rep=MISSING, render_markup=False,
                       column_labels=None if columns is None else [Text(name) for name in columns])
 
 
