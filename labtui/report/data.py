@@ -38,6 +38,14 @@ FROM resources WHERE session_id = ?
 GROUP BY host, instances ORDER BY host, instances
 """
 
+#: Every fairshare worker's requested and achieved share, with its instance's role (``reserved`` or ``worker``).
+_SHARES = """
+SELECT r.repetition, r.step, r.instance_id, coalesce(i.role, 'worker') AS role, r.metric, r.value, r.unit
+FROM results r
+LEFT JOIN instances i ON i.session_id = r.session_id AND i.instance_id = r.instance_id
+WHERE r.session_id = ? AND r.metric IN ('requested_share', 'achieved_share')
+"""
+
 #: Each figure's samples: its repetitions' values (REPETITION_VALUES), grouped as the slowdown view groups them (its n).
 _SAMPLES = f"""
 SELECT benchmark, metric, unit, better, placement, background, list(value ORDER BY repetition) AS samples
@@ -184,16 +192,12 @@ def _resources(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
 
 def _shares(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
     """Requested and achieved CPU share of every worker run, paired by instance and step."""
-    results = fetch_frame(
-        db,
-        "SELECT repetition, step, instance_id, metric, value, unit FROM results "
-        "WHERE session_id = ? AND metric IN ('requested_share', 'achieved_share')",
-        [session_id],
-    )
+    results = fetch_frame(db, _SHARES, [session_id])
     if results.is_empty():
         return results
     return results.pivot(
-        on="metric", index=["repetition", "step", "instance_id", "unit"], values="value", aggregate_function="mean"
+        on="metric", index=["repetition", "step", "instance_id", "role", "unit"], values="value",
+        aggregate_function="mean",
     ).drop_nulls()
 
 
@@ -203,7 +207,7 @@ def share_points(session: SessionData) -> pl.DataFrame:
     names = session.share_names()
     scale = session.shared_cpus() * (100.0 if str(session.shares["unit"][0]) == "ratio" else 1.0)
     return (
-        session.shares.group_by(["step", "requested_share"])
+        session.shares.group_by(["step", "role", "requested_share"])
         .agg(mean=pl.col("achieved_share").mean(), std=pl.col("achieved_share").std(), n=pl.len())
         .sort(["step", "requested_share"], descending=[False, True])
         .with_columns(

@@ -64,13 +64,20 @@ def share_tables(data: SessionData) -> list[Table]:
     if data.shares.is_empty():
         return []
     rows = [
-        [r["configuration"], fmt(r["requested"]), fmt(r["achieved"]), fmt(r["achieved_std"]), str(r["n"]),
-         fmt(r["achieved"] / r["requested"])]
+        [r["configuration"], _instances(r["configuration"], r["role"]), fmt(r["requested"]), fmt(r["achieved"]),
+         fmt(r["achieved_std"]), str(r["n"]), fmt(r["achieved"] / r["requested"])]
         for r in share_points(data).iter_rows(named=True)
     ]
-    headers = ["configuration", "requested %", "achieved %", "std (points)", "n", "achieved / requested"]
+    headers = ["configuration", "instances", "requested %", "achieved %", "std (points)", "n", "achieved / requested"]
     return [Table(f"fairshare (study 004 Table 3): CPU share achieved against requested, in {share_unit(data)}",
                   headers, rows)]
+
+
+def _instances(configuration: str, role: str) -> str:
+    """Which instances a Table 3 row is about: the reserved one, each other one, or each (equal shares)."""
+    if role == "reserved":
+        return "reserved"
+    return "each" if configuration == "equal" else "each other"
 
 
 _FACTS = (
