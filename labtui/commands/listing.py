@@ -23,6 +23,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from labtui.core.units import MISSING
+
 #: The narrowest a wrapping column is squeezed to; narrower than that it is dropped instead.
 MIN_WRAP_WIDTH = 8
 #: Cells a table spends on each column besides its text (padding either side and a border), and once.
@@ -108,9 +110,9 @@ def print_table(console: Console, columns: Sequence[Column | str], rows: Sequenc
 
 
 def cell_text(value: Any) -> str:
-    """A value as a table shows it: '-' for none, six significant digits, times to the second, yes/no."""
+    """A value as a table shows it: MISSING for none, six significant digits, times to the second, yes/no."""
     if value is None:
-        return "-"
+        return MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
