@@ -60,7 +60,7 @@ def replay(repetitions: int, steps: int) -> Replay:
 def test_a_linear_trend_is_extrapolated_exactly() -> None:
     run = replay(3, 5)
     run.step(1, 0, duration(0))
-    assert run.clock.left(run.t) is None and run.clock.text(run.t).endswith("left estimating")
+    assert run.clock.left(run.t) is None and run.clock.text(run.t).startswith("left: estimating, ")
     for position in range(1, 5):
         run.step(1, position, duration(position))
     run.step(2, 0, duration(0))
@@ -75,12 +75,12 @@ def test_a_linear_trend_is_extrapolated_exactly() -> None:
     started = run.t + INNER_GAP
     run.clock.apply(StepStarted("s", 2, 2, 5, 20, ts=started))
     assert run.clock.left(started + 0.3) == pytest.approx(expected - INNER_GAP - 0.3)
-    assert run.clock.text(started + 0.3) == f"elapsed {clock(started + 0.3 - T0)}  left ~{clock(expected - 0.4)}"
+    assert run.clock.text(started + 0.3) == f"~{clock(expected - 0.4)} left, {clock(started + 0.3 - T0)} elapsed"
     # a whole run of the plan by these steps is what such a run takes; once ended, the elapsed time alone
     whole = 3 * (sum(duration(p) for p in range(5)) + FIRST_GAP + 4 * INNER_GAP)
     assert run.clock.whole_run(run.plan) == pytest.approx(whole)
     run.clock.apply(SessionEnded("s", "completed", ts=T0 + 100))
-    assert run.clock.text(T0 + 500) == "elapsed 1:40"
+    assert run.clock.text(T0 + 500) == "1:40 elapsed"
 
 
 def test_noisy_steps_give_an_estimate_close_to_what_is_left() -> None:
@@ -131,10 +131,10 @@ def past_run(tmp_path_factory: pytest.TempPathFactory, runtime_dir: Path) -> Ite
 def test_the_cli_progress_line_shows_elapsed_and_left(past_run: tuple[Path, str]) -> None:
     _, stderr = past_run
     frames = [f for f in re.split(r"[\r\n]", stderr) if "boot-scaling" in f and "elapsed" in f]
-    assert any(re.search(r"elapsed \d+:\d\d  left estimating", f) for f in frames), stderr
-    lefts = [re.search(r"elapsed \d+:\d\d  left ~(\d+):(\d\d)", f) for f in frames]
+    assert any(re.search(r"left: estimating, \d+:\d\d elapsed", f) for f in frames), stderr
+    lefts = [re.search(r"~\d+:\d\d left, \d+:\d\d elapsed", f) for f in frames]
     assert any(lefts), stderr
-    assert re.search(r"8/8 .* elapsed \d+:\d\d\s*$", frames[-1]), frames[-1]  # the end: the elapsed time alone
+    assert re.search(r"8/8 .* \d+:\d\d elapsed\s*$", frames[-1]), frames[-1]  # the end: the elapsed time alone
 
 
 async def wait_for(pilot, condition, timeout: float, what: str) -> None:
@@ -169,7 +169,7 @@ async def test_the_start_dialog_estimates_from_a_past_session(
     past_run: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The same plan as the past session: the fit and the mean gaps add up to its time from start to last step."""
-    from textual.widgets import Select
+    from textual.widgets import Input, Select
 
     from labtui.ui.app import LabApp
 
@@ -184,6 +184,9 @@ async def test_the_start_dialog_estimates_from_a_past_session(
         await wait_for(pilot, lambda: re.search(said, str(shown.render())) is not None, 20, "the estimate")
         minutes, seconds = re.search(said, str(shown.render())).groups()  # type: ignore[union-attr]
         assert abs(int(minutes) * 60 + int(seconds) - took) <= 1, (shown.render(), took)
+        dialog.query_one("#steps", Input).value = "9"  # a longer plan: the past steps' line, extrapolated
+        await wait_for(pilot, lambda: "extrapolated from 4 a repetition in the 8 steps" in str(shown.render()), 20,
+                       "the extrapolation named")
         dialog.query_one("#suite", Select).value = "isolation-cpu"
         await wait_for(pilot, lambda: "time: no estimate: no past session of isolation-cpu on local with process"
                        in str(shown.render()), 20, "no history of another suite")
@@ -216,15 +219,15 @@ async def test_the_run_view_shows_elapsed_and_left(tmp_path: Path, runtime_dir: 
         runbox = view.query_one("#runbox")
         subtitle = lambda: str(runbox.border_subtitle)  # noqa: E731
         await wait_for(pilot, lambda: view.lab is not None and view.lab.gate.waiting, 60, "the first step")
-        await wait_for(pilot, lambda: re.fullmatch(r"elapsed \d+:\d\d  left estimating", subtitle()) is not None, 5,
+        await wait_for(pilot, lambda: re.fullmatch(r"left: estimating, \d+:\d\d elapsed", subtitle()) is not None, 5,
                        f"'estimating'; shown: {subtitle()!r}")
         await pilot.press("n")
         await wait_for(pilot, lambda: view.model.steps_done == 2 and view.lab is not None and view.lab.gate.waiting,
                        60, "the second step")
-        await wait_for(pilot, lambda: re.fullmatch(r"elapsed \d+:\d\d  left ~\d+:\d\d", subtitle()) is not None, 5,
+        await wait_for(pilot, lambda: re.fullmatch(r"~\d+:\d\d left, \d+:\d\d elapsed", subtitle()) is not None, 5,
                        f"a time left; shown: {subtitle()!r}")
         await pilot.press("a")
         await wait_for(pilot, lambda: view.caught_up, 90, "the run's end")
-        await wait_for(pilot, lambda: re.fullmatch(r"elapsed \d+:\d\d", subtitle()) is not None, 5,
+        await wait_for(pilot, lambda: re.fullmatch(r"\d+:\d\d elapsed", subtitle()) is not None, 5,
                        f"the elapsed time alone; shown: {subtitle()!r}")
         assert view.model.status == "completed"

@@ -158,12 +158,13 @@ class StepClock:
         return self.text()
 
     def text(self, at: float | None = None) -> str:
-        """`elapsed 1:02  left ~3:40`, `left estimating` before MIN_STEPS steps, the elapsed time alone once ended."""
-        elapsed = f"elapsed {clock(self.elapsed(at))}"
+        """`~3:40 left, 1:02 elapsed` (time left first: a narrow pane cuts the end), `left: estimating, ...` before
+        MIN_STEPS steps, `1:02 elapsed` alone once ended."""
+        elapsed = f"{clock(self.elapsed(at))} elapsed"
         if self._ended is not None:
             return elapsed
         left = self.left(at)
-        return f"{elapsed}  left " + ("estimating" if left is None else f"~{clock(left)}")
+        return ("left: estimating" if left is None else f"~{clock(left)} left") + f", {elapsed}"
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -176,6 +177,8 @@ class History:
 
     session_id: str
     clock: StepClock
+    #: Steps per repetition of that session (a plan of another length is extrapolated to).
+    per_repetition: int
 
     @property
     def steps(self) -> int:
@@ -221,4 +224,4 @@ def history(db: str | os.PathLike[str], suite: str, host: str, backend: str, pla
         past.apply(StepStarted(session_id, repetition, step, steps or 0, background or 0, ts=step_started))
         if step_ended is not None:
             past.apply(StepEnded(session_id, repetition, step, background or 0, ts=step_ended))
-    return History(session_id, past)
+    return History(session_id, past, max(row[4] or 0 for row in rows))
