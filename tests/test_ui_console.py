@@ -333,3 +333,23 @@ async def test_the_sql_view_answers_while_the_consoles_own_run_waits_at_a_step(l
                 view.lab.abort("test over")
                 await wait_for(pilot, lambda: not view.active, 60, "the run's teardown")
             await destroy_session(session)
+
+
+async def test_ctrl_c_aborts_the_consoles_run_and_tears_it_down_as_in_the_cli(lab: Path) -> None:
+    from labtui.store import run_sql
+    from labtui.ui.app import LabApp
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_run(app, pilot, manual=False)
+        view = app.run_view
+        session = view.model.session_id
+        try:
+            await pilot.press("1", "ctrl+c")  # within the run's first moments
+            await wait_for(pilot, lambda: not view.active, 120, "the run's end")
+            assert app.is_running  # ctrl+c stopped the run, not the console
+        finally:
+            await destroy_session(session)
+    assert await open_backend("process", get_host("local")).list(session) == []
+    assert run_sql(lab, f"select status, message from sessions where session_id = '{session}'").rows == [
+        ("aborted", "aborted by ctrl+c")]

@@ -57,6 +57,8 @@ class LabApp(App[int]):
     BINDINGS = [
         Binding("q", "request_quit", "quit"),
         Binding("ctrl+q", "quit", "quit", show=False, priority=True),
+        # not a priority binding: in the SQL editor ctrl+c copies, as in every editor
+        Binding("ctrl+c", "interrupt", "interrupt", show=False),
         Binding("question_mark", "help", "help"),
         Binding("slash", "filter", "filter"),
         Binding("4", "sql", "SQL"),
@@ -275,6 +277,18 @@ class LabApp(App[int]):
     async def action_quit(self) -> None:
         """ctrl+q and the palette's Quit: the same question as q during a run."""
         self.action_request_quit()
+
+    def action_interrupt(self) -> None:
+        """ctrl+c, as in the CLI: abort a running run and tear it down (a second one forces the teardown);
+        with no run going, the same as q."""
+        view = self.run_view if self.view("tab-run") is not None else None
+        lab = view.lab if view is not None else None
+        if lab is None:
+            self.action_request_quit()
+        elif lab.stopping:
+            lab.force()
+        else:
+            view.abort_run("aborted by ctrl+c")  # type: ignore[union-attr]
 
     def action_request_quit(self) -> None:
         """Quit; while a run is active, ask whether to tear its instances down or leave them running."""
