@@ -1,0 +1,198 @@
+"""One display unit per figure, everywhere (issue 32, items 5 and 6).
+
+Two real `labtui run boot-scaling` sessions on the process backend (A of one repetition, B of
+two) in a real DuckDB file; then the same figure, session A's boot time at background 0, is read
+from the run table, `labtui compare A B`, `labtui report A` and the console's replayed slowdown
+table and chart title: the same unit (ms) and the same digits in all four.  A figure of one
+repetition is flagged "n=1: no spread" in the run table, the console and the report's warnings,
+and a missing value (its 95% interval, a SQL NULL) reads the same in the CLI and the console.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from labtui.core.stats import SINGLE
+from labtui.core.units import MISSING
+
+#: A tiny scaling run that does not wait for a quiet host (the test machine is shared).
+TINY = ["--set", "scale.steps=1", "--set", "scale.per_step=2", "--set", "sampling.quiet_timeout_s=0"]
+
+
+def labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=180)
+    if proc.returncode != 0:
+        raise AssertionError(f"labtui {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@dataclass(frozen=True)
+class Recorded:
+    db: Path
+    env: dict[str, str]
+    a: str  # one repetition
+    b: str  # two repetitions
+    run_a: str  # `labtui run`'s output for A
+    run_b: str
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    tmp = tmp_path_factory.mktemp("units")
+    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp / "runtime"), "LABTUI_STATE_DIR": str(tmp / "state"),
+           "COLUMNS": "200"}
+    db = tmp / "lab.duckdb"
+    outs, ids = [], []
+    for reps in (1, 2):
+        proc = labtui("run", "boot-scaling", *TINY, "--set", f"suite.repetitions={reps}", "--db", str(db), env=env)
+        outs.append(proc.stdout)
+        ids.append(re.search(r"session (\S+) completed", proc.stderr).group(1))  # type: ignore[union-attr]
+    return Recorded(db, env, ids[0], ids[1], outs[0], outs[1])
+
+
+def boot_mean(db: Path, session: str, background: int = 0) -> float:
+    """The stored (SI) mean of the session's boot time at a background count."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        row = con.execute("SELECT mean, unit FROM slowdown WHERE session_id = ? AND metric = 'boot_time' "
+                          "AND background = ?", [session, background]).fetchone()
+    assert row is not None and row[1] == "s"  # the store keeps seconds; the views show ms
+    return row[0]
+
+
+def in_ms(seconds: float) -> str:
+    """The documented display of a time: milliseconds, 4 significant digits with trailing zeros
+    (docs/reports.md, "Units")."""
+    value = seconds * 1000
+    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:#.4g}".rstrip(".")
+
+
+def table_row(text: str, first: str) -> list[str]:
+    """The cells of a rich box table's row whose first cell is `first`."""
+    line = next(x for x in text.splitlines() if x.startswith("│") and x.split("│")[1].strip() == first)
+    return [c.strip() for c in line.split("│")[1:-1]]
+
+
+async def wait_for(pilot, condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.1)
+
+
+async def console_replay(db: Path, session: str) -> tuple[dict[str, str], str]:
+    """The console's replayed slowdown row of boot_time at background 0 (header -> cell) and its chart title."""
+    from rich.console import Console
+    from textual.widgets import DataTable
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.panes import SlowdownPanel
+    from labtui.ui.render import SLOWDOWN_HEADERS
+    from labtui.ui.sessions_view import SessionsView
+
+    app = LabApp(db)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("3")
+        await wait_for(pilot, lambda: bool(app.query(SessionsView)) and app.query_one("#sessions", DataTable).row_count == 2,
+                       30, "the sessions list")
+        app.query_one(SessionsView).open_session(session)
+        replay = app.query_one("#replay", SlowdownPanel)
+        await wait_for(pilot, lambda: replay.table.row_count > 0 and "boot/boot_time@0" in replay.table.rows, 30,
+                       "the replayed slowdown table")
+        cells = dict(zip(SLOWDOWN_HEADERS, (str(c) for c in replay.table.get_row("boot/boot_time@0"))))
+        console = Console(width=300, file=io.StringIO(), record=True)
+        console.print(app.query_one("#replay .chart-title").content)
+        return cells, console.export_text()
+
+
+async def test_one_boot_time_reads_the_same_in_run_table_compare_report_and_console(recorded: Recorded,
+                                                                                      tmp_path: Path) -> None:
+    shown = in_ms(boot_mean(recorded.db, recorded.a))
+
+    # 1. the run table (`labtui run`'s closing table)
+    assert "boot: boot_time (ms, lower is better)" in recorded.run_a
+    run_row = table_row(recorded.run_a, "0")
+    assert run_row[1] == shown, run_row  # mean
+
+    # 2. labtui compare A B
+    compared = labtui("compare", recorded.a, recorded.b, "--db", str(recorded.db), env=recorded.env).stdout
+    line = next(x for x in compared.splitlines() if x.strip().startswith("boot_time (") and re.search(r"\s0\s", x))
+    cells = re.split(r"\s{2,}", line.strip())
+    assert cells[0] == "boot_time (ms, ↓)" and cells[2] == f"{shown} (1)", cells
+
+    # 3. labtui report A: the HTML page's boot_time table
+    out = tmp_path / "report"
+    labtui("report", recorded.a, "--out", str(out), "--db", str(recorded.db), env=recorded.env)
+    html = (out / "report.html").read_text()
+    table = html[html.index("boot: boot_time"):]
+    table = table[:table.index("</table>")]
+    assert "<th>mean (ms)</th>" in table and f"<tr><td>0</td><td>{shown}</td>" in table
+
+    # 4. the console: the replayed slowdown table and the chart's title
+    console_cells, title = await console_replay(recorded.db, recorded.a)
+    assert console_cells["mean"] == f"{shown} ms"
+    assert title.startswith("boot_time (ms) ") and f"baseline {shown} ms" in title
+    assert "(s)" not in title
+
+
+async def test_one_repetition_is_flagged_in_run_table_console_and_report(recorded: Recorded) -> None:
+    from labtui.report.alerts import session_warnings
+    from labtui.report.data import load_session
+
+    assert SINGLE == "n=1: no spread"
+    for background in ("0", "2"):
+        assert table_row(recorded.run_a, background)[-1] == SINGLE
+        assert SINGLE not in table_row(recorded.run_b, background)[-1]  # two repetitions have a spread
+
+    cells, _ = await console_replay(recorded.db, recorded.a)
+    assert cells["trust"] == SINGLE
+
+    warnings = session_warnings(load_session(recorded.db, recorded.a))
+    single = [w for w in warnings if w.startswith(SINGLE)]
+    assert len(single) == 1 and "2 of 2 figure(s)" in single[0] and "boot/boot_time at background 0" in single[0]
+    assert not any(w.startswith(SINGLE) for w in session_warnings(load_session(recorded.db, recorded.b)))
+
+
+async def test_a_missing_value_reads_the_same_in_the_cli_and_the_console(recorded: Recorded) -> None:
+    # a figure of one repetition has no 95% interval: the run table and the console show it alike
+    assert table_row(recorded.run_a, "0")[3] == MISSING
+    cells, _ = await console_replay(recorded.db, recorded.a)
+    assert cells["95% CI"] == MISSING and cells["CoV"] == MISSING
+
+    # a SQL NULL: `labtui sql` and the console's SQL grid
+    cli = labtui("sql", "SELECT NULL AS nothing, 7 AS seven", "--db", str(recorded.db), env=recorded.env).stdout
+    assert table_row(cli, MISSING) == [MISSING, "7"]
+    assert await console_sql_cells(recorded.db, "SELECT NULL AS nothing, 7 AS seven") == [MISSING, "7"]
+
+
+async def console_sql_cells(db: Path, sql: str) -> list[str]:
+    """The first row of the console's SQL result grid, as drawn."""
+    from textual.widgets import DataTable, TextArea
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.sessions_view import SessionsView
+
+    app = LabApp(db)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("3")
+        await wait_for(pilot, lambda: bool(app.query(SessionsView)) and app.query_one("#sessions", DataTable).row_count == 2,
+                       30, "the sessions list")
+        app.query_one("#sql", TextArea).text = sql
+        status = app.query_one("#sql-status")
+        app.query_one("#sql", TextArea).focus()
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: "1 row" in str(status.content), 30, "the query")
+        grid = app.query_one("#result")
+        await pilot.pause(0.2)
+        drawn = grid.render_line(1).text  # the header is line 0
+        return drawn.split()
