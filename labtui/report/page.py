@@ -68,6 +68,12 @@ def _figures(charts: list[Chart]) -> str:
     return f"<div class=\"figures\">{''.join(parts)}</div>"
 
 
+def _tags(tags: object) -> str:
+    """`--tag` labels as `key=value` pairs (the store keeps them as a JSON object)."""
+    labels = json.loads(str(tags)) if tags else {}
+    return " ".join(f"{key}={value}" for key, value in sorted(labels.items()))
+
+
 def _session_section(s: SessionData) -> str:
     info = s.session
     facts = [
@@ -75,6 +81,7 @@ def _session_section(s: SessionData) -> str:
         ("backend", info.get("backend")), ("host", info.get("host")), ("status", info.get("status")),
         ("started", _when(info.get("started_at"))), ("ended", _when(info.get("ended_at"))),
         ("controller", info.get("controller")), ("message", info.get("message") or "–"),
+        ("tags", _tags(info.get("tags")) or "–"), ("note", info.get("note") or "–"),
     ]
     overrides = s.config.get("overrides") or []
     parts = [
