@@ -3,8 +3,9 @@
 Steps get slower as a repetition goes on (the background grows), so a step's
 duration is fitted by least squares as a line in its position (0 for the first
 step of a repetition) and the line is summed over the plan's steps still to
-run.  What passes between steps (teardown, waiting for a quiet host) is added
-as the mean gap seen so far.  The CLI's progress line, the console's Run view
+run.  What passes between steps is added as the mean gap seen so far, kept
+apart for a repetition's first step (setup or the last repetition's teardown,
+waiting for a quiet host) and for the others.  The CLI's progress line, the console's Run view
 and the start dialog all use this module; the dialog's estimate before a run
 comes from a past session of the same suite on the same host and backend
 (`history`).

@@ -9,7 +9,9 @@ changed.  The slowdown table (an in-memory DuckDB query) is recomputed in a
 thread, only when results arrived, and while a session's steps run at most once
 per RUN_CHART_EVERY_S; new host samples alone redraw the chart at most once per
 CHART_EVERY_S.  Drawing takes the GIL and a core from the engine's thread, so
-what a person cannot see faster is not drawn faster (bench_faces.py).
+what a person cannot see faster is not drawn faster (bench_faces.py).  The
+run's time left and elapsed time (labtui.session.estimate) are shown under the
+run pane, redrawn at every drain.
 The session service, the engine and the hosts are imported when a run starts.
 """
 
