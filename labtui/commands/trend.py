@@ -26,6 +26,7 @@ from pathlib import Path
 from labtui.commands.common import db_path
 from labtui.core.errors import UsageError
 from labtui.core.stats import Trendline, trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
+from labtui.core.units import display_unit, number
 from labtui.store import REPETITION_VALUES, StoreError, fetch_frame, resolve_session
 
 COLUMNS = ["session_id", "role", "benchmark", "metric", "unit", "better", "n", "levels", "slope", "intercept",
@@ -136,8 +137,10 @@ def _print_table(rows: list[TrendRow], baseline: str | None) -> None:
             rec = r.record()
             ci = rec["delta_ci95_pct"]
             d = "" if r.d_pct is None or r.role == "baseline" else "-" if _blank(r.d_pct) else f"{r.d_pct:+.2f}"
-            table.add_row(f"{r.key[0]}/{r.key[1]} ({r.key[2]})", str(r.line.n), f"{r.line.xs[0]:g}-{r.line.xs[-1]:g}",
-                          f"{r.line.slope:.4g}", f"{r.line.intercept:.4g}", f"{r.line.r2:.3f}",
+            unit = r.key[2]  # a and b in the metric's display unit, as every table shows it
+            table.add_row(f"{r.key[0]}/{r.key[1]} ({display_unit(unit)[0]})", str(r.line.n),
+                          f"{r.line.xs[0]:g}-{r.line.xs[-1]:g}", number(r.line.slope, unit), number(r.line.intercept, unit),
+                          f"{r.line.r2:.3f}",
                           "-" if _blank(rec["delta_pct"]) else f"{rec['delta_pct']:+.2f}",
                           "" if _blank(ci) else f"{ci:.2f}", d, str(rec["sign"]))
         console.print(table)
