@@ -8,7 +8,7 @@ in-process through the session service, several times, each into a new store, an
 - a step's time split into instance work (the backend's create and destroy calls), journal appends,
   feeds (beside the engine, in a worker thread: not part of the step's critical path) and sampling.
 
-    python tests/perf/bench_journal.py [--runs 3] [--steps 10] [--hold]
+    python tests/perf/bench_journal.py [--runs 3] [--steps 10] [--hold] [--quick]
 
 --hold also opens the store read-only from another process for the whole run (as a notebook or
 the DuckDB CLI would), and prints the same figures: the run should not slow down.
@@ -93,7 +93,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--hold", action="store_true", help="hold the store open read-only from another process")
+    parser.add_argument("--quick", action="store_true", help="one run (run_all.py --quick)")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
     ratios = []
     with tempfile.TemporaryDirectory() as tmp:
         for number in range(args.runs):
