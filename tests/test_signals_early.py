@@ -1,12 +1,14 @@
 """A stop signal at any moment of a run's life, from its first line on, ends it (issue 32, item 1).
 
 A real `labtui run` (process backend, store in tmp_path, lock directory of its own) is signalled at
-20 moments spread over its first 3 s, counted from the first line of main (imports, reading and
-opening the store, the lock, the first creates, step 0's warm-up boots), and at a few later ones,
-with each of SIGINT, SIGTERM, SIGHUP and INT+INT.  Main's first line is when the process starts to
-catch SIGTERM (nothing before it does): a signal before it meets the interpreter's own start-up.
-Every other moment starts the runs as a script's `labtui run ... &` does, with SIGINT ignored
-(POSIX shells ignore INT in the background jobs of a non-interactive shell).
+20 moments spread over its first 3 s (imports, reading and opening the store, the lock, the first
+creates, step 0's warm-up boots), and at a few later ones, with each of SIGINT, SIGTERM, SIGHUP and
+INT+INT.  Every other moment starts the runs as a script's `labtui run ... &` does, with SIGINT
+ignored (POSIX shells ignore INT in the background jobs of a non-interactive shell).  A run's
+moments count from when it begins to handle stop signals: from main's first line (it catches
+SIGTERM), or, started with SIGINT ignored, from the first handler of SIGINT, whoever installs it
+(before the fix, polars' import did, and swallowed the signal).  Before that, a signal meets the
+interpreter's own start-up, or the kernel discards an ignored one, whatever the program.
 
 Each run must exit (a run that is still there 60 s after the signal fails the test; the exit
 delay is recorded as the property ``exit_delay_s_<schedule>``), end because of the signal, leave no
@@ -18,6 +20,7 @@ exit after SIGTERM too, naming the cleanup command, rather than wait out each de
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -69,6 +72,12 @@ def _left_on_host(lock_dir: Path) -> list[str]:
     return left
 
 
+def _kill_left(lock_dir: Path) -> None:
+    for line in _left_on_host(lock_dir):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+
+
 def _still_left(lock_dir: Path) -> list[str]:
     """What is left after a short grace for processes that were killed and not yet reaped."""
     deadline = time.monotonic() + 2.0
@@ -91,14 +100,16 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _in_main(pid: int) -> bool:
-    """Whether the process has reached main's first line: it catches SIGTERM (SigCgt of /proc/PID/status)."""
+def _handling(pid: int, *, background_job: bool) -> bool:
+    """Whether the process has begun to handle stop signals (SigCgt of /proc/PID/status): it catches
+    SIGTERM (labtui run does from main's first line; the interpreter never does by itself), or, started
+    with SIGINT ignored, SIGINT (whoever installed a handler for it: a library's counts too)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return True  # gone: nothing more to wait for
-    caught = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
-    return bool(int(caught, 16) & 1 << (signal.SIGTERM - 1))
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught & 1 << (signal.SIGTERM - 1) or background_job and caught & 1 << (signal.SIGINT - 1))
 
 
 @dataclass
@@ -110,7 +121,8 @@ class Run:
     lock_dir: Path
     db: Path
     proc: subprocess.Popen[str]
-    #: When its moments count from: main's first line.
+    background_job: bool
+    #: When its moments count from: when it began to handle stop signals (see _handling).
     zero: float | None = None
     signalled: float | None = None
     seconded: bool = False
@@ -130,7 +142,7 @@ def _start(first: signal.Signals, second: signal.Signals | None, where: Path, ru
     proc = subprocess.Popen([sys.executable, "-m", "labtui", "run", *RUN, "--db", str(db)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=_ignore_sigint if background_job else None)
-    return Run(first, second, lock_dir, db, proc)
+    return Run(first, second, lock_dir, db, proc, background_job)
 
 
 def _signal_all(runs: list[Run], moment: float) -> None:
@@ -138,7 +150,7 @@ def _signal_all(runs: list[Run], moment: float) -> None:
     while not all(r.signalled is not None and (r.second is None or r.seconded) for r in runs):
         now = time.monotonic()
         for run in runs:
-            if run.zero is None and _in_main(run.proc.pid):
+            if run.zero is None and _handling(run.proc.pid, background_job=run.background_job):
                 run.zero = now
             if run.zero is not None and run.signalled is None and now >= run.zero + moment:
                 run.proc.send_signal(run.first)
@@ -199,6 +211,7 @@ def test_a_signal_at_any_moment_ends_the_run_and_leaves_nothing(
             if run.proc.poll() is None:
                 os.killpg(run.proc.pid, signal.SIGKILL)
                 run.proc.communicate()
+            _kill_left(run.lock_dir)  # what a failed run left (instances have sessions of their own)
 
 
 @pytest.mark.slow
