@@ -20,8 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 WAIT_S = 240.0
 
 #: A run's recording in its own process, as LabRun does it (a journal and its feeder): SessionStarted,
-#: then `steps` steps of `per_step` results each (StepEnded feeds each), `pause` seconds apart (or, when `pause` < 0, each after a line on
-#: stdin), then SessionEnded.  Prints "ready" once open.
+#: then `steps` steps of `per_step` results each (StepEnded feeds each), `pause` seconds apart (or,
+#: when `pause` < 0, each after a line on stdin), then SessionEnded.  Prints "ready" once open.
 WRITER = """
 import asyncio, os, sys, time
 from pathlib import Path
@@ -30,7 +30,8 @@ from labtui.session.feeder import StoreFeeder
 from labtui.store import StoreWriter
 from labtui.store.journal import Journal
 
-db, sid, steps, per_step, pause = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+db, sid = Path(sys.argv[1]), sys.argv[2]
+steps, per_step, pause = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 
 async def main():
     journal = Journal.create(db, sid)
