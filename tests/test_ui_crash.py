@@ -50,3 +50,38 @@ def test_an_unwritable_crash_log_is_named_in_the_line(tmp_path: Path) -> None:
     line = record_crash(ValueError("bad"), tmp_path / "file" / "crashes")
     assert line.startswith("labtui: the console crashed: ValueError: bad (no crash log: ")
     assert str(tmp_path / "file") in line and "\n" not in line
+
+
+async def test_a_crash_during_a_run_aborts_it_and_tears_it_down(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's thread would otherwise wait for `n` forever and keep the process from exiting."""
+    import asyncio
+    import time
+
+    from labtui.backends.base import open_backend
+    from labtui.hosts import get_host
+    from labtui.store import list_sessions
+    from test_ui import SIZE, start_run
+
+    monkeypatch.setenv("LABTUI_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("LABTUI_STATE_DIR", str(tmp_path / "state"))
+    lab = tmp_path / "lab.duckdb"
+
+    def boom() -> None:
+        raise RuntimeError("boom during a run")
+
+    app = LabApp(lab, idle_sampling=False)
+    with pytest.raises(RuntimeError, match="boom during a run"):
+        async with app.run_test(size=SIZE) as pilot:
+            await start_run(app, pilot, manual=True)
+            session, lab_run = app.run_view.model.session_id, app.run_view.lab
+            app.call_later(boom)
+            await pilot.pause(0.5)
+    assert app.crash is not None and "RuntimeError: boom during a run" in app.crash
+    deadline = time.monotonic() + 60
+    while not lab_run.outcomes and time.monotonic() < deadline:  # the run's own thread ends it
+        await asyncio.sleep(0.2)
+    assert [o.status for o in lab_run.outcomes] == ["aborted"]
+    assert await open_backend("process", get_host("local")).list(session) == []
+    status = dict(list_sessions(lab).select("session_id", "status").iter_rows())
+    assert status[session] == "aborted"

@@ -326,8 +326,17 @@ class LabApp(App[int]):
 
         if self.crash is None:
             self.crash = record_crash(error)
+            self._abort_run_after_crash(error)
         super()._handle_exception(error)
         self._exit_renderables.clear()  # Textual would print the full traceback when the screen closes
+
+    def _abort_run_after_crash(self, error: Exception) -> None:
+        """Abort the console's run, if any: its thread tears down and ends, and the process can exit
+        (a run left waiting for `n` would keep it alive)."""
+        view = self.view("tab-run")
+        lab = getattr(view, "lab", None)
+        if lab is not None:
+            lab.abort(f"the console crashed: {type(error).__name__}")
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every console action in the command palette (ctrl+p)."""
