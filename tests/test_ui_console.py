@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from pathlib import Path
 
@@ -304,30 +305,18 @@ async def test_the_plan_follows_the_numbers_typed_over_the_suite(lab: Path) -> N
         assert dialog.query_one(f"#{INPUT_IDS['scale.steps']}", Input).disabled
 
 
-async def test_the_sql_view_answers_while_the_consoles_own_run_waits_at_a_step(lab: Path) -> None:
-    """The run records into its journal and feeds the store between steps, so the store is free for the
-    console's own queries; once a query was refused while a run in this console was going."""
-    from textual.widgets import DataTable, TextArea
-
+@contextlib.asynccontextmanager
+async def console_run(lab: Path, *, manual: bool):
+    """The console with a run started through its dialog: (app, pilot, run view, session); nothing left after."""
     from labtui.ui.app import LabApp
 
     app = LabApp(lab, idle_sampling=False)
     async with app.run_test(size=SIZE) as pilot:
-        await start_run(app, pilot, manual=True)
+        await start_run(app, pilot, manual=manual)
         view = app.run_view
         session = view.model.session_id
         try:
-            gate = view.runner.ctx.gate
-            await wait_for(pilot, lambda: gate.waiting and view.model.steps_done == 1, 60, "the first step's gate")
-            await pilot.press("3")
-            await wait_for(pilot, lambda: app.query_one("#sessions", DataTable).row_count == 1, 30, "the session")
-            editor = app.query_one("#sql", TextArea)
-            editor.text = f"select count(*) from steps where session_id = '{session}' and ended_at is not null"
-            editor.focus()
-            await pilot.press("ctrl+r")
-            await wait_for(pilot, lambda: app.query_one("#result").row_count == 1, 30, "the answer")
-            assert app.query_one("#result").get_row_at(0) == [1]
-            assert gate.waiting and view.active  # the run still waits at its step
+            yield app, pilot, view, session
         finally:
             if view.lab is not None:
                 view.lab.abort("test over")
@@ -335,21 +324,32 @@ async def test_the_sql_view_answers_while_the_consoles_own_run_waits_at_a_step(l
             await destroy_session(session)
 
 
+async def test_the_sql_view_answers_while_the_consoles_own_run_waits_at_a_step(lab: Path) -> None:
+    """The run records into its journal and feeds the store between steps, so the store is free for the
+    console's own queries; once a query was refused while a run in this console was going."""
+    from textual.widgets import DataTable, TextArea
+
+    async with console_run(lab, manual=True) as (app, pilot, view, session):
+        gate = view.runner.ctx.gate
+        await wait_for(pilot, lambda: gate.waiting and view.model.steps_done == 1, 60, "the first step's gate")
+        await pilot.press("3")
+        await wait_for(pilot, lambda: app.query_one("#sessions", DataTable).row_count == 1, 30, "the session")
+        editor = app.query_one("#sql", TextArea)
+        editor.text = f"select count(*) from steps where session_id = '{session}' and ended_at is not null"
+        editor.focus()
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: app.query_one("#result").row_count == 1, 30, "the answer")
+        assert app.query_one("#result").get_row_at(0) == [1]
+        assert gate.waiting and view.active  # the run still waits at its step
+
+
 async def test_ctrl_c_aborts_the_consoles_run_and_tears_it_down_as_in_the_cli(lab: Path) -> None:
     from labtui.store import run_sql
-    from labtui.ui.app import LabApp
 
-    app = LabApp(lab, idle_sampling=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await start_run(app, pilot, manual=False)
-        view = app.run_view
-        session = view.model.session_id
-        try:
-            await pilot.press("1", "ctrl+c")  # within the run's first moments
-            await wait_for(pilot, lambda: not view.active, 120, "the run's end")
-            assert app.is_running  # ctrl+c stopped the run, not the console
-        finally:
-            await destroy_session(session)
+    async with console_run(lab, manual=False) as (app, pilot, view, session):
+        await pilot.press("1", "ctrl+c")  # within the run's first moments
+        await wait_for(pilot, lambda: not view.active, 120, "the run's end")
+        assert app.is_running  # ctrl+c stopped the run, not the console
     assert await open_backend("process", get_host("local")).list(session) == []
     assert run_sql(lab, f"select status, message from sessions where session_id = '{session}'").rows == [
         ("aborted", "aborted by ctrl+c")]
