@@ -93,8 +93,8 @@ def test_html_report_is_true_to_the_store(lab, tmp_path):
                       "AND background = {} GROUP BY repetition")
     (mean, std, n), = query(lab["db"], f"SELECT avg(v), stddev_samp(v), count(*) FROM ({per_repetition.format(10)})", sid)
     (mean0,), = query(lab["db"], f"SELECT avg(v) FROM ({per_repetition.format(0)})", sid)
-    assert f"<tr><td>10</td><td>{mean * 1e3:.4g}</td>" in text
-    assert f"<td>{std * 1e3:.4g}</td><td>{n}</td>" in text
+    assert f"<tr><td>10</td><td>{mean * 1e3:#.4g}</td>" in text  # ms, 4 significant digits
+    assert f"<td>{std * 1e3:#.4g}</td><td>{n}</td>" in text
     assert f"<td>{(mean / mean0 - 1) * 100:+.1f}</td>" in text
     # the suite and its overrides
     assert "<code>scale.per_step=5</code>" in text and "&quot;per_step&quot;: 5" in text
