@@ -13,7 +13,10 @@ class Palette(CommandPalette):
     fast and then `esc` (or a chosen command) dismiss the palette while the
     worker is between two results or the timer is pending, and their next
     update of the list met a palette without children: NoMatches, and the
-    console crashed.  Once the list is gone, they do nothing.
+    console crashed.  Once the list is gone, they do nothing.  And `pagedown`
+    or `pageup` before the list is laid out (it has no region until shown) asked
+    Textual's OptionList for the line of an option it had not placed: KeyError;
+    there is nothing to page through then.
     """
 
     def _shown(self) -> bool:
@@ -31,6 +34,11 @@ class Palette(CommandPalette):
     async def _watch__show_busy(self) -> None:
         if self._shown():
             await super()._watch__show_busy()
+
+    def _action_command_list(self, action: str) -> None:
+        if action in ("page_up", "page_down") and not self.query_one(CommandList).scrollable_content_region:
+            return
+        super()._action_command_list(action)
 
     def set_timer(self, delay: float, callback: TimerCallback | None = None, *, name: str | None = None,
                   pause: bool = False) -> Timer:
