@@ -73,7 +73,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, runtime_dir: Path) -> Iterator
 #: command -> (arguments, the keys of every JSON object / the CSV header, a check of the JSON rows)
 LISTINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[[Lab, list[dict[str, Any]]], bool]]] = {
     "sessions": (("sessions",),
-                 ("session_id", "suite", "backend", "host", "status", "started_at", "ended_at", "steps", "results"),
+                 ("session_id", "suite", "backend", "host", "status", "started_at", "ended_at", "steps", "results",
+                  "tags", "note"),
                  lambda lab, rows: {r["session_id"] for r in rows} == {lab.run_id, NATIVE, LXZONE}),
     "suites": (("suites",), ("name", "kind", "reproduces", "description"),
                lambda lab, rows: "boot-scaling" in {r["name"] for r in rows}),

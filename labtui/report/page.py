@@ -8,6 +8,7 @@ from datetime import datetime
 from html import escape
 
 from labtui import __version__
+from labtui.core.units import MISSING
 from labtui.report.data import SessionData
 from labtui.report.plotting import Chart
 from labtui.report.tables import Table, host_table, share_tables, slowdown_tables
@@ -80,8 +81,8 @@ def _session_section(s: SessionData) -> str:
         ("session", info.get("session_id")), ("suite", info.get("suite")), ("kind", info.get("kind")),
         ("backend", info.get("backend")), ("host", info.get("host")), ("status", info.get("status")),
         ("started", _when(info.get("started_at"))), ("ended", _when(info.get("ended_at"))),
-        ("controller", info.get("controller")), ("message", info.get("message") or "–"),
-        ("tags", _tags(info.get("tags")) or "–"), ("note", info.get("note") or "–"),
+        ("controller", info.get("controller")), ("message", info.get("message") or MISSING),
+        ("tags", _tags(info.get("tags")) or MISSING), ("note", info.get("note") or MISSING),
     ]
     overrides = s.config.get("overrides") or []
     parts = [
@@ -110,4 +111,4 @@ def _table(table: Table) -> str:
 def _when(value: object) -> str:
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S %Z")
-    return "–" if value is None else str(value)
+    return MISSING if value is None else str(value)

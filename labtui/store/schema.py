@@ -494,8 +494,11 @@ def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
         "results": (["NULL::TEXT AS placement"] if version < 2 else []) + (["NULL::INTEGER AS run"] if version < 5 else []),
         "sessions": ["NULL::JSON AS tags", "NULL::TEXT AS note"] if version < 6 else [],
     }
+    tables = {name for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'"
+    ).fetchall()}
     for table, columns in missing.items():
-        if columns:
+        if columns and table in tables:  # a file so old, or so bare, that it lacks the table has nothing to add
             con.execute(f"CREATE TEMP VIEW {table} AS SELECT *, {', '.join(columns)} FROM {quoted}.main.{table}")
     if missing["results"]:
         con.execute(VIEWS_DDL.replace("CREATE VIEW IF NOT EXISTS", "CREATE TEMP VIEW"))
