@@ -248,7 +248,7 @@ async def test_random_keys_from_before_the_first_frame(seed: int, lab: Path, our
 @pytest.mark.parametrize("seed", (1, 2))
 async def test_the_palette_survives_keys_faster_than_its_search(seed: int, lab: Path) -> None:
     """ctrl+p, letters, page keys and esc as fast as they come: the palette's search worker and timers
-    outlive it, and its list pages before it is laid out (NoMatches, KeyError in 4 of 4 seeds before)."""
+    outlive it, and its list pages before it is laid out (KeyError in both seeds without labtui.ui.palette)."""
     from textual import events
 
     from labtui.ui.app import LabApp
@@ -258,10 +258,10 @@ async def test_the_palette_survives_keys_faster_than_its_search(seed: int, lab: 
     app = LabApp(lab, idle_sampling=False)
     opened = 0
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(300):
+        for _ in range(150):
             key = rng.choice(("ctrl+p", "escape", "o", "z", "a", "pagedown", "pageup"))
             app.post_message(events.Key(key, CHARS.get(key, key if len(key) == 1 else None)))
-            await asyncio.sleep(rng.choice((0, 0.005, 0.01, 0.03, 0.1)))
+            await asyncio.sleep(rng.choice((0, 0.005, 0.01, 0.03, 0.06)))
             opened += isinstance(app.screen, Palette)
         await pilot.pause()
         assert app.is_running and opened > 0, f"seed {seed}"
