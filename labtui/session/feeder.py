@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from labtui.core.events import Event, SessionEnded, SessionStarted, StepEnded
-from labtui.store import StoreError, StoreWriter
+from labtui.store import StoreWriter
 from labtui.store.feed import Fed, feed
 from labtui.store.journal import Journal, journal_dir
 
@@ -42,8 +42,6 @@ class StoreFeeder:
         self._trouble: str | None = None
         #: Set when the run ended with rows still in its journals: the one line that says where they are.
         self.left_in_journals: str | None = None
-        #: Rows moved by each feed that worked; for benchmarks (the writer's flush_times has their seconds).
-        self.feeds: list[int] = []
 
     def _appended(self) -> int:
         return sum(journal.appended for journal in self.journals)
@@ -71,11 +69,12 @@ class StoreFeeder:
         await asyncio.to_thread(self._last_feed)
 
     def _feed(self, wait: float) -> Fed | None:
-        """One feed; a failure is told once (until a feed works again) and never raised."""
+        """One feed; a failure of any kind is told once (until a feed works again) and never raised: the
+        rows stay in the journals, and the run is never stopped or held by its store."""
         appended = self._appended()
         try:
             fed = feed(self.writer, [journal.path for journal in self.journals], wait=wait)
-        except StoreError as exc:
+        except Exception as exc:  # StoreError (busy, full disk), or a bug: the journal keeps the rows either way
             if self._trouble is None:
                 self._notify("warning", f"{exc}: the run goes on; its rows wait in {self._where()} "
                              "and move in once the store is free")
@@ -85,7 +84,6 @@ class StoreFeeder:
             self._notify("info", f"the store is free again: {self.writer.path} has caught up")
             self._trouble = None
         self._fed_appends = appended
-        self.feeds.append(fed.rows)
         return fed
 
     def _last_feed(self) -> None:
