@@ -25,17 +25,22 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static, TextArea, Tree
 
 from labtui.core.units import MISSING
+from labtui.ui.completion import Catalog, Completion, complete, word_before
 from labtui.ui.history import History
+from labtui.ui.sql_statements import statement_at
 
 from rich.text import Text
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from textual import events
     from textual.widget import Widget
     from textual_fastdatatable import ArrowBackend, DataTable
 
 #: Rows a query shows at most unless $LABTUI_SQL_ROWS or LabApp(sql_row_cap=...) says otherwise.
 DEFAULT_ROW_CAP = 100_000
+#: Below this many columns the SQL pane hides the schema tree (F2 shows it), so the editor keeps the width.
+NARROW_PANE = 80
 ROW_CAP_ENV = "LABTUI_SQL_ROWS"
 SCHEMA_SQL = (
     "select table_name, column_name, data_type from information_schema.columns "
@@ -118,16 +123,27 @@ def displayable(table: pa.Table) -> pa.Table:
 
 class SqlEditor(TextArea):
     """The SQL editor: `esc` leaves it for the result grid (a code editor's own esc only moves to the next
-    widget), and the footer says so while typing."""
+    widget), and the footer says so while typing.  `tab` completes the word before the cursor from the
+    store's catalog and SQL keywords; where there is nothing to complete it indents."""
 
     BINDINGS = [Binding("escape", "leave", "to results", priority=True)]
 
+    @property
+    def pane(self) -> SqlPane | None:
+        return next((a for a in self.ancestors if isinstance(a, SqlPane)), None)
+
     def action_leave(self) -> None:
-        for ancestor in self.ancestors:
-            if isinstance(ancestor, SqlPane):
-                ancestor.query_one("#result").focus()
-                return
+        if self.pane is not None:
+            self.pane.query_one("#result").focus()
+            return
         self.screen.focus_next()
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "tab" and self.pane is not None and self.pane.complete_word():
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
 
 
 @cache
@@ -167,6 +183,8 @@ class SqlPane(Vertical):
     SqlPane #editor-row { height: 10; }
     SqlPane #sql { width: 1fr; }
     SqlPane #schema { width: 32; border: round $secondary; }
+    SqlPane.narrow #schema, SqlPane.schema-flip #schema { display: none; }
+    SqlPane.narrow.schema-flip #schema { display: block; width: 1fr; }
     SqlPane #sql-status { height: 1; padding: 0 1; }
     SqlPane #sql-status.error { color: $error; text-style: bold; }
     SqlPane #result { height: 1fr; max-height: 100%; border: round $secondary; }
@@ -179,6 +197,7 @@ class SqlPane(Vertical):
         Binding("ctrl+enter", "run_sql", "run SQL", show=False, priority=True),
         Binding("ctrl+up", "history(-1)", "older query", show=False),
         Binding("ctrl+down", "history(1)", "newer query", show=False),
+        Binding("f2", "toggle_schema", "schema", show=False, priority=True),
         Binding("e", "export", "export"),
         Binding("r", "refresh", "refresh schema"),
     ]
@@ -190,6 +209,10 @@ class SqlPane(Vertical):
         #: The last result shown (an Arrow table) and whether the cap cut it.
         self.result: pa.Table | None = None
         self.truncated = False
+        #: Names for completion, loaded with the schema tree on every refresh.
+        self.catalog = Catalog()
+        #: The candidates the last tab listed, so that the next tab on one of them puts the next in its place.
+        self._cycle: list[str] = []
 
     @property
     def row_cap(self) -> int:
@@ -214,6 +237,13 @@ class SqlPane(Vertical):
         result.border_title = "result"
         result.border_subtitle = f"row cap {self.row_cap:,} (${ROW_CAP_ENV})"  # the schema loads with the sessions
         self._warm_up()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW_PANE, "narrow")
+
+    def action_toggle_schema(self) -> None:
+        """Show the schema tree where it is hidden (a narrow pane), hide it where it is shown."""
+        self.toggle_class("schema-flip")
 
     @work(thread=True, group="warm-up", exit_on_error=False)
     def _warm_up(self) -> None:
@@ -250,6 +280,7 @@ class SqlPane(Vertical):
         self.app.call_from_thread(self._show_schema, schema.rows)
 
     def _show_schema(self, rows: list[tuple[Any, ...]]) -> None:
+        self.catalog = Catalog.from_rows(rows)
         tree = self.query_one("#schema", Tree)
         tree.clear()
         tree.root.expand()
@@ -264,11 +295,42 @@ class SqlPane(Vertical):
         if event.node.data:
             self.query_one("#sql", TextArea).insert(str(event.node.data))
 
+    # --- completion ---------------------------------------------------------------------------
+
+    def complete_word(self) -> bool:
+        """Complete the word before the editor's cursor (see labtui.ui.completion); False when nothing matches.
+
+        One match is inserted; several extend the word to their common prefix, or else to the shortest of them,
+        and are listed in the status line; tab again on a listed one puts the next in its place.
+        """
+        editor = self.query_one("#sql", TextArea)
+        if editor.selected_text:
+            return False
+        row, column = editor.cursor_location
+        line = editor.document.get_line(row)
+        word = word_before(line, column)[0]
+        if word in self._cycle:
+            found: Completion | None = Completion(word, self._cycle[(self._cycle.index(word) + 1) % len(self._cycle)],
+                                                  self._cycle)
+        else:
+            found = complete(self.catalog, line, column)
+        if found is None:
+            return False
+        editor.replace(found.insert, (row, column - len(found.prefix)), (row, column))
+        self._cycle = found.candidates if found.insert in found.candidates else []
+        if found.candidates:
+            shown = "  ".join(f"[{name}]" if name == found.insert else name for name in found.candidates[:12])
+            more = f"  (+{len(found.candidates) - 12})" if len(found.candidates) > 12 else ""
+            self.status(f"tab: {shown}{more}")
+        return True
+
     # --- running ------------------------------------------------------------------------------
 
     def action_run_sql(self) -> None:
-        """Run the editor's SQL read-only in a thread; show at most row_cap rows."""
-        sql = self.query_one("#sql", TextArea).text.strip()
+        """Run the editor's selection, else the statement under its cursor, read-only in a thread (at most row_cap rows)."""
+        editor = self.query_one("#sql", TextArea)
+        offset = len(editor.get_text_range((0, 0), editor.cursor_location))
+        sql = editor.selected_text.strip() or statement_at(editor.text, offset)
         if not sql:
             self.status("nothing to run", error=True)
             return
