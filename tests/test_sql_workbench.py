@@ -50,7 +50,7 @@ def test_the_statement_under_the_cursor() -> None:
 
 
 async def test_workbench_at_80x24_completes_highlights_and_runs_the_statement_under_the_cursor(lab: Path) -> None:
-    from textual.widgets import TextArea
+    from textual.widgets import OptionList, TextArea
 
     from labtui.ui.app import LabApp
     from labtui.ui.sql_view import SqlPane
@@ -70,9 +70,14 @@ async def test_workbench_at_80x24_completes_highlights_and_runs_the_statement_un
         editor.text = "select * from res"
         editor.move_cursor((0, len(editor.text)))
         await pilot.press("tab")
-        assert editor.text == "select * from results" and "resources" in str(status.content)
+        listed = app.query_one("#completions", OptionList)
+        names = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        assert editor.text == "select * from results" and listed.display
+        assert names == ["results", "resources", "results_by_step"] and listed.highlighted == 0
         await pilot.press("tab")
-        assert editor.text == "select * from resources"
+        assert editor.text == "select * from resources" and listed.highlighted == 1
+        await pilot.press("space")
+        assert not listed.display and editor.text == "select * from resources "
 
         editor.text = "select metr"
         editor.move_cursor((0, len(editor.text)))

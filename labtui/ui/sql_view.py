@@ -22,7 +22,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Input, Static, TextArea, Tree
+from textual.widgets import Input, OptionList, Static, TextArea, Tree
 
 from labtui.core.units import MISSING
 from labtui.ui.completion import Catalog, Completion, complete, word_before
@@ -139,11 +139,18 @@ class SqlEditor(TextArea):
         self.screen.focus_next()
 
     async def _on_key(self, event: events.Key) -> None:
-        if event.key == "tab" and self.pane is not None and self.pane.complete_word():
+        pane = self.pane
+        if pane is not None and event.key == "tab" and pane.complete_word():
             event.stop()
             event.prevent_default()
             return
+        if pane is not None:
+            pane.hide_completions()
         await super()._on_key(event)
+
+    def _on_blur(self, event: events.Blur) -> None:
+        if self.pane is not None:
+            self.pane.hide_completions()
 
 
 @cache
@@ -190,6 +197,10 @@ class SqlPane(Vertical):
     SqlPane #result { height: 1fr; max-height: 100%; border: round $secondary; }
     SqlPane #result:focus { border: round $accent; }
     SqlPane #export-path { display: none; }
+    SqlPane #completions { display: none; position: absolute; overlay: screen; constrain: inside inside;
+                           width: auto; max-width: 40; height: auto; max-height: 8; border: none; padding: 0;
+                           background: $panel; }
+    SqlPane #completions.shown { display: block; }
     SqlPane #export-path.shown { display: block; }
     """
     BINDINGS = [
@@ -227,6 +238,9 @@ class SqlPane(Vertical):
         yield Input(placeholder="export to: path ending in .csv, .json or .parquet, then Enter", id="export-path",
                     classes="hidden-input")
         yield result_grid()
+        completions = OptionList(id="completions")
+        completions.can_focus = False  # keys stay in the editor: tab moves through the list
+        yield completions
 
     def on_mount(self) -> None:
         editor = self.query_one("#sql", TextArea)
@@ -318,11 +332,25 @@ class SqlPane(Vertical):
             return False
         editor.replace(found.insert, (row, column - len(found.prefix)), (row, column))
         self._cycle = found.candidates if found.insert in found.candidates else []
-        if found.candidates:
-            shown = "  ".join(f"[{name}]" if name == found.insert else name for name in found.candidates[:12])
-            more = f"  (+{len(found.candidates) - 12})" if len(found.candidates) > 12 else ""
-            self.status(f"tab: {shown}{more}")
+        self._show_completions(found.candidates, found.insert)
         return True
+
+    def _show_completions(self, names: list[str], current: str) -> None:
+        """List the candidates under the word being completed, the one in the editor highlighted (none: hide it)."""
+        box = self.query_one("#completions", OptionList)
+        if not names:
+            self.hide_completions()
+            return
+        if [str(box.get_option_at_index(i).prompt) for i in range(box.option_count)] != names:
+            box.set_options(Text(name) for name in names)
+        box.highlighted = names.index(current) if current in names else None
+        cursor = self.query_one("#sql", TextArea).cursor_screen_offset
+        box.styles.offset = (cursor.x - len(current) - self.region.x, cursor.y + 1 - self.region.y)  # under the word
+        box.add_class("shown")
+
+    def hide_completions(self) -> None:
+        """Hide the candidate list (any key but tab in the editor, or leaving it)."""
+        self.query_one("#completions", OptionList).remove_class("shown")
 
     # --- running ------------------------------------------------------------------------------
 
