@@ -169,6 +169,7 @@ class SessionRunner:
     async def _record_facts(self) -> None:
         ctx = self.ctx
         facts = await ctx.host.facts()
+        isolation = await ctx.backend.isolation()  # first: it may settle what check() reports (unikraft's accelerator)
         availability = await ctx.backend.check()
         self.ctx.record(
             HostFacts(
@@ -182,7 +183,7 @@ class SessionRunner:
                 facts.mem_total_bytes,
                 ctx.backend.name,
                 availability.version,
-                await ctx.backend.isolation(),
+                isolation,
             )
         )
         if not availability.usable:

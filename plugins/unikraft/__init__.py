@@ -35,7 +35,7 @@ from labtui.backends.kit import (
     tab_records,
 )
 
-from .build import ensure_image, recipe
+from .build import built_image, ensure_image, recipe
 from .helper import SLACK_S, Helper, run_on
 from .images import BUILT, check_image, test_kernel_launch
 from .kraft import Kraft, parse_handle
@@ -91,8 +91,20 @@ class UnikraftBackend(Backend):
             except BackendError as exc:
                 return Availability(False, f"{exc} (install KraftKit, or unset {MODE_ENV})", version)
         by = ", started by kraft" if self.mode == "kraft" else ""
+        if not await self._accel_is_cheap():  # a check never builds a unikernel: listing backends stays quick
+            return Availability(True, f"QEMU{by}; KVM or TCG is decided by a probe boot of Unikraft's hello world "
+                                "at the first run", version)
         accel = await self.accel()
         return Availability(True, f"QEMU with {accel}{by}: {self._accel_why}", f"{version}; accel {accel}")
+
+    async def _accel_is_cheap(self) -> bool:
+        """True when accel() needs no build: decided already, set by the environment, or its probe kernel built."""
+        if self._accel or os.environ.get(ACCEL_ENV, "auto") != "auto":
+            return True
+        try:
+            return await built_image(self.host, "helloworld") is not None
+        except ProgramUnavailable:
+            return True  # no Unikraft source: /dev/kvm alone decides, at once
 
     async def prepare(self, programs: Iterable[str]) -> None:
         """Build the helper and the named test kernels on the host (cached)."""

@@ -114,6 +114,12 @@ async def cache_dir(host: Host) -> str:
     return f"{result}/labtui/unikraft"
 
 
+async def built_image(host: Host, name: str) -> str | None:
+    """The path on host of unikernel name when it is built already; never builds (None when it is not)."""
+    kernel = f"{await cache_dir(host)}/{name}-{digest(name)}"
+    return kernel if (await host.run(["test", "-f", kernel])).ok else None
+
+
 async def ensure_image(host: Host, name: str) -> str:
     """The path on host of unikernel name built from Unikraft's source, building it on first use."""
     wanted = recipe(name)
