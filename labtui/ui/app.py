@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
+import shlex
 import sys
 from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -27,6 +29,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from labtui.core.paths import default_db_path
+from labtui.ui.command_line import COMMANDS, Command, CommandError, CommandLine, cli_argv, parse, run_cli
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -43,7 +46,7 @@ VIEWS = {
     "tab-sessions": ("labtui.ui.sessions_view", "SessionsView", "sessions-view", "#sessions"),
 }
 #: Actions bound to printable keys: they never act while an input or the SQL editor has the focus.
-TYPED_ACTIONS = frozenset({"show_tab", "sql", "help", "filter", "request_quit"})
+TYPED_ACTIONS = frozenset({"show_tab", "sql", "help", "filter", "request_quit", "command_line"})
 
 
 class LabApp(App[int]):
@@ -61,6 +64,7 @@ class LabApp(App[int]):
         Binding("ctrl+c", "interrupt", "interrupt", show=False),
         Binding("question_mark", "help", "help"),
         Binding("slash", "filter", "filter"),
+        Binding("colon", "command_line", "command"),
         Binding("4", "sql", "SQL"),
         Binding("escape", "back", "back", show=False),
         Binding("1", "show_tab('tab-run')", "run", show=False),
@@ -93,6 +97,7 @@ class LabApp(App[int]):
             for tab, title in TABS.items():
                 with TabPane(title, id=tab):
                     yield Static(f"loading the {title} view...", classes="loading")
+        yield CommandLine(id="command-line")
         yield Footer()
 
     # --- loading the views after the first frame ----------------------------------------------
@@ -263,9 +268,74 @@ class LabApp(App[int]):
 
     async def action_back(self) -> None:
         tab, view = self.current_tab(), self.current_view()
+        line = self.query_one(CommandLine)
+        if line.has_class("shown"):
+            line.close()
+            self.focus_view(tab)
+            return
         if view is not None and hasattr(view, "close_filter") and view.close_filter():
             return
         self.focus_view(tab)
+
+    # --- the command line (`:`) -----------------------------------------------------------------
+
+    def action_command_line(self) -> None:
+        """`:`: open the command line."""
+        self.query_one(CommandLine).open()
+
+    @on(Input.Submitted, "#command-line")
+    def _command_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(CommandLine).close()
+        # a view command moves the focus itself (focusing the old view first would take its tab back)
+        self.run_command(event.value)
+        if self.focused is None or isinstance(self.focused, CommandLine):
+            self.focus_view(self.current_tab())
+
+    def run_command(self, text: str) -> None:
+        """Run one command line (labtui.ui.command_line); a bad one is refused in one line."""
+        try:
+            command, args = parse(text)
+        except CommandError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return
+        if command.kind == "view":
+            self.action_show_tab(command.target)
+        elif command.kind == "app":
+            getattr(self, f"action_{command.target}")()
+        else:
+            self.run_worker(self._run_cli(command, args), group="command", exit_on_error=False)
+
+    def _palette_callback(self, command: Command) -> Any:
+        """What choosing a command in the palette does: run it, or open the command line for its arguments."""
+        if command.kind == "cli":
+            return lambda: self.query_one(CommandLine).open(f"{command.name} ")
+        return lambda: self.run_command(f"{command.name} {' '.join(command.words)}")
+
+    async def _run_cli(self, command: Command, args: list[str]) -> None:
+        """Run the CLI's command; files written are named in a notification, other output shown in a modal."""
+        from labtui.ui.text_screen import TextScreen
+
+        argv = cli_argv(command, args)
+        shown = f"labtui {shlex.join(argv)}"
+        self.notify(f"{shown}: running...", markup=False, timeout=3)
+        status, out, err = await run_cli(self.db_path, argv, width=max(self.size.width - 6, 60))
+        if status != 0 and not out.strip():
+            last = (err.strip().splitlines() or [f"exit status {status}"])[-1]
+            self.notify(f"{shown}: {last}", severity="error", markup=False, timeout=10)
+        elif command.name in ("report", "export"):
+            files = [str(Path.cwd() / line) for line in out.splitlines() if line.strip()]
+            self.notify(f"{shown} wrote {len(files)} file(s): " + ", ".join(files), markup=False, timeout=15)
+        else:
+            self.push_screen(TextScreen(shown, out + err))
+
+    def action_cleanup_orphans(self) -> None:
+        """`:cleanup orphans`: in the Instances view, destroy every orphaned instance after confirming."""
+        self.action_show_tab("tab-instances")
+        view = self.view("tab-instances")
+        if view is None:
+            self.notify("the Instances view is still loading")
+            return
+        view.cleanup_orphans()  # type: ignore[attr-defined]
 
     def action_command_palette(self) -> None:
         """ctrl+p: the command palette (labtui.ui.palette: Textual's, safe when its search outlives it)."""
@@ -341,9 +411,9 @@ class LabApp(App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every console action in the command palette (ctrl+p)."""
         yield from super().get_system_commands(screen)
-        for tab, title in TABS.items():
-            yield SystemCommand(f"Go to {title}", f"view {title}", lambda t=tab: self.action_show_tab(t))
-        yield SystemCommand("SQL: go to the editor", "4", self.action_sql)
+        for command in COMMANDS:
+            yield SystemCommand(command.help, f":{command.name} {command.usage}".rstrip(),
+                                self._palette_callback(command))
         run = cast("RunView | None", self.view("tab-run"))
         inst = cast("InstancesView | None", self.view("tab-instances"))
         sess = cast("SessionsView | None", self.view("tab-sessions"))

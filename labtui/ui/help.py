@@ -27,6 +27,8 @@ LONGER = {
     "quit": "quit from anywhere, even while typing (asks during a run, as q)",
     "help": "this help",
     "filter": "filter the current list (Instances, Sessions)",
+    "command_line": "command line: :sessions :instances :run :sql :compare A B :report ID :export ID :trend ... "
+                    ":cleanup orphans :q (tab completes, esc closes)",
     "sql": "the SQL editor (Sessions+SQL view), from any view",
     "back": "back: close a filter or export box, leave the SQL editor",
     "start": "start a run: suite, backend, host, steps, per step, repetitions, stepping",

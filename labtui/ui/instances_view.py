@@ -226,6 +226,21 @@ class InstancesView(Vertical):
             title += " The session is still running."
         self._confirm_destroy(title, targets, reasons=True)
 
+    def cleanup_orphans(self) -> None:
+        """`:cleanup orphans`: list again, then destroy every orphaned instance after confirming."""
+        self.run_worker(self._cleanup_orphans(), group="inventory", exclusive=True, exit_on_error=False)
+
+    async def _cleanup_orphans(self) -> None:
+        self.status("listing instances...")
+        await self._refresh()
+        now = self.now()
+        targets = [Target(f.backend, f.instance, "orphan")
+                   for k, f in self.found.items() if "orphan" in self.flags(k, f, now)]
+        if not targets:
+            self.notify("no orphaned instance on this host", severity="warning")
+            return
+        self._confirm_destroy(f"Clean up {len(targets)} orphaned instance(s)?", targets, reasons=True)
+
     async def _destroy(self, targets: list[Target]) -> None:
         self.status(f"destroying {len(targets)} instance(s)...")
         report = await run_cleanup(CleanupPlan(targets=targets), self.db_path)

@@ -1,0 +1,163 @@
+"""`:` in the console: k9s's command line, and the one list of commands the palette shows too.
+
+A command either switches the view (`:sessions`, `:instances`, `:run`, `:sql`),
+acts in a view (`:cleanup orphans`, `:q`) or runs the CLI's own command in a
+child process (`:compare A B` is `labtui compare A B`, with the same options),
+so the console and the command line can never disagree.  Tab completes the
+command's name (and `orphans` after `cleanup`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.binding import Binding
+from textual.widgets import Input
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One command of the command line and the palette."""
+
+    name: str
+    #: What follows the name ("" for none); a command with arguments opens the command line from the palette.
+    usage: str
+    #: The palette's title for it (the palette's help line is the command itself).
+    help: str
+    #: How it runs: "view" (switches to a tab), "app" (a console action) or "cli" (`labtui NAME ARGS`).
+    kind: str
+    #: The tab of a "view" command, the console action of an "app" one.
+    target: str = ""
+    #: Words that may follow the name (completed with Tab).
+    words: tuple[str, ...] = ()
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "", "Go to the Run view", "view", "tab-run"),
+    Command("instances", "", "Go to the Instances view", "view", "tab-instances"),
+    Command("sessions", "", "Go to the Sessions+SQL view", "view", "tab-sessions"),
+    Command("sql", "", "Go to the SQL editor", "app", "sql"),
+    Command("compare", "A B", "Compare: each metric of session B against session A", "cli"),
+    Command("report", "ID [ID_B] [--format html|png|svg] [--out DIR]",
+            "Report: write a session's HTML page or figures", "cli"),
+    Command("export", "ID [--format parquet|csv] [--out DIR]",
+            "Export: write a session's tables to parquet (or --format csv) files", "cli"),
+    Command("trend", "SESSION... [--baseline S] [--metric M]",
+            "Trend: each metric's trendline against the background count", "cli"),
+    Command("cleanup", "orphans", "Clean up: destroy the instances of sessions no longer running (asks first)",
+            "app", "cleanup_orphans", ("orphans",)),
+    Command("q", "", "Quit (asks during a run)", "app", "request_quit"),
+)
+BY_NAME = {c.name: c for c in COMMANDS}
+
+
+class CommandError(ValueError):
+    """A command line that names no command, or lacks its arguments: the message is one line."""
+
+
+def parse(text: str) -> tuple[Command, list[str]]:
+    """The command a line names and its arguments (shell words)."""
+    try:
+        words = shlex.split(text.strip().removeprefix(":"))
+    except ValueError as exc:
+        raise CommandError(f"cannot read {text!r}: {exc}") from None
+    if not words:
+        raise CommandError("type a command: " + " ".join(c.name for c in COMMANDS))
+    command = BY_NAME.get(words[0])
+    if command is None:
+        raise CommandError(f"no command {words[0]!r}; the commands are: " + " ".join(c.name for c in COMMANDS))
+    args = words[1:]
+    if command.words and args != list(command.words):
+        raise CommandError(f":{command.name} {command.usage} (got {' '.join(args) or 'nothing'})")
+    if command.kind == "cli" and not args:
+        raise CommandError(f":{command.name} {command.usage}: name a session")
+    if command.kind in ("view", "app") and not command.words and args:
+        raise CommandError(f":{command.name} takes no arguments (got {' '.join(args)})")
+    return command, args
+
+
+def completions(text: str) -> list[str]:
+    """The ways the last word of `text` can end: command names first, then a command's own words."""
+    words = text.split(" ")
+    if len(words) == 1:
+        return [c.name for c in COMMANDS if c.name.startswith(words[0])]
+    command = BY_NAME.get(words[0])
+    if command is None or len(words) != 2:
+        return []
+    return [w for w in command.words if w.startswith(words[1])]
+
+
+def complete(text: str) -> str:
+    """`text` with its last word completed as far as every completion agrees (a space after a unique one)."""
+    found = completions(text)
+    if not found:
+        return text
+    head = text.rsplit(" ", 1)[0] + " " if " " in text else ""
+    if len(found) == 1:
+        return head + found[0] + " "
+    return head + os.path.commonprefix(found)
+
+
+def cli_argv(command: Command, args: list[str]) -> list[str]:
+    """The `labtui` arguments a "cli" command runs (export writes parquet unless told otherwise)."""
+    if command.name == "export" and not any(a == "--format" or a.startswith("--format=") for a in args):
+        args = [*args, "--format", "parquet"]
+    return [command.name, *args]
+
+
+async def run_cli(db_path: Path, argv: list[str], width: int = 120) -> tuple[int, str, str]:
+    """Run `labtui --db DB ARGV` in a child process (the CLI's own code); (status, stdout, stderr)."""
+    env = {**os.environ, "COLUMNS": str(width), "NO_COLOR": "1"}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "labtui", "--db", str(db_path), *argv,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+    try:
+        out, err = await child.communicate()
+    except asyncio.CancelledError:
+        child.kill()
+        await child.wait()
+        raise
+    return child.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+class CommandLine(Input):
+    """The `:` line docked at the bottom: Tab completes; Enter and Esc are the app's (Submitted, back)."""
+
+    DEFAULT_CSS = """
+    CommandLine { dock: bottom; display: none; border: tall $accent; }
+    CommandLine.shown { display: block; }
+    """
+    BINDINGS = [
+        Binding("tab", "complete", "complete", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        # disabled while hidden, so it never takes the focus (Textual's auto focus picks the first input)
+        super().__init__(placeholder=" ".join(c.name for c in COMMANDS), id=id, disabled=True)
+        self.border_title = ":"
+
+    def open(self, text: str = "") -> None:
+        """Show the line with `text` typed, the cursor at its end, and focus it."""
+        self.value = text
+        self.cursor_position = len(text)
+        self.disabled = False
+        self.add_class("shown")
+        self.focus()
+
+    def close(self) -> None:
+        """Hide the line and forget its text."""
+        self.value = ""
+        self.remove_class("shown")
+        self.disabled = True
+
+    def action_complete(self) -> None:
+        before = self.value
+        self.value = complete(before)
+        self.cursor_position = len(self.value)
+        found = completions(before)
+        self.border_subtitle = "  ".join(found) if len(found) > 1 else ""

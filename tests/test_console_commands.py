@@ -1,0 +1,95 @@
+"""k9s's habits in the console: the `:` command line, describe and log, auto-refresh, remapped keys.
+
+Pilot tests on a small store (one session imported from a CSV by the CLI) and
+process-backend sleepers made by the test and destroyed after it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from labtui.backends.base import Instance, InstanceSpec, Labels, open_backend
+from labtui.cli import main
+from labtui.hosts import get_host
+from labtui.ui.command_line import COMMANDS, CommandError, complete, parse
+from test_ui import destroy_session, wait_for
+
+SIZE = (120, 40)
+DATA = Path(__file__).parent / "data" / "compare_brandz_native.csv"
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Runtime, state and config dirs in tmp, the working directory too; a store holding session `native`."""
+    monkeypatch.setenv("LABTUI_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("LABTUI_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("LABTUI_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "lab.duckdb"
+    assert main(["--db", str(db), "import", str(DATA), "--session", "native"]) == 0
+    return db
+
+
+@pytest.fixture
+async def sleepers() -> AsyncIterator[tuple[str, list[Instance]]]:
+    """Two process-backend sleepers of a fresh session, destroyed after the test."""
+    backend = open_backend("process", get_host("local"))
+    session = "cmd-" + secrets.token_hex(3)
+    await backend.prepare(["sleeper"])
+    made = await backend.create_many([InstanceSpec(Labels(session, "background", f"ba{i}"), program="sleeper")
+                                      for i in range(2)])
+    try:
+        yield session, made
+    finally:
+        await destroy_session(session)
+
+
+def test_parse_and_complete() -> None:
+    assert complete("ses") == "sessions "
+    assert complete("c") == "c"  # compare and cleanup: nothing in common past "c"
+    assert complete("cl") == "cleanup "
+    assert complete("cleanup or") == "cleanup orphans "
+    assert parse(":compare a b")[1] == ["a", "b"]
+    with pytest.raises(CommandError, match="no command 'nope'"):
+        parse("nope")
+    with pytest.raises(CommandError, match="name a session"):
+        parse("report")
+    with pytest.raises(CommandError, match="takes no arguments"):
+        parse("sessions now")
+
+
+async def test_colon_completes_and_switches_view(lab: Path) -> None:
+    from labtui.ui.app import LabApp
+    from labtui.ui.command_line import CommandLine
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("colon")
+        line = app.query_one(CommandLine)
+        assert app.focused is line
+        await pilot.press("s", "e", "s", "tab")
+        assert line.value == "sessions "
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.current_tab() == "tab-sessions", 5, "the Sessions view")
+        assert not line.has_class("shown")
+        await pilot.press("colon", "x", "escape")
+        assert not line.has_class("shown") and app.current_tab() == "tab-sessions"
+        palette = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert all(palette.get(c.help, "").startswith(f":{c.name}") for c in COMMANDS)
+
+
+async def test_report_command_writes_the_report(lab: Path) -> None:
+    from labtui.ui.app import LabApp
+
+    app = LabApp(lab, idle_sampling=False)
+    report = lab.parent / "reports" / "native" / "report.html"
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("colon", *"report native", "enter")
+        await wait_for(pilot, report.exists, 60, "the report")
+        await wait_for(pilot, lambda: any(str(report) in str(n.message) for n in app._notifications), 10,
+                       "the notification naming the file")
+    assert "native" in report.read_text()
