@@ -222,7 +222,7 @@ class SqlPane(Vertical):
         self.truncated = False
         #: Names for completion, loaded with the schema tree on every refresh.
         self.catalog = Catalog()
-        #: The candidates the last tab listed, so that the next tab on one of them puts the next in its place.
+        #: The candidates listed under the word while the list shows: tab puts the next in the word's place.
         self._cycle: list[str] = []
 
     @property
@@ -315,7 +315,7 @@ class SqlPane(Vertical):
         """Complete the word before the editor's cursor (see labtui.ui.completion); False when nothing matches.
 
         One match is inserted; several extend the word to their common prefix, or else to the shortest of them,
-        and are listed in the status line; tab again on a listed one puts the next in its place.
+        and are listed under the word; tab again, while the list shows, puts the next in its place.
         """
         editor = self.query_one("#sql", TextArea)
         if editor.selected_text:
@@ -349,7 +349,8 @@ class SqlPane(Vertical):
         box.add_class("shown")
 
     def hide_completions(self) -> None:
-        """Hide the candidate list (any key but tab in the editor, or leaving it)."""
+        """Hide the candidate list (any key but tab in the editor, or leaving it); the next tab completes afresh."""
+        self._cycle = []
         self.query_one("#completions", OptionList).remove_class("shown")
 
     # --- running ------------------------------------------------------------------------------
