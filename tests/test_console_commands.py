@@ -93,3 +93,41 @@ async def test_report_command_writes_the_report(lab: Path) -> None:
         await wait_for(pilot, lambda: any(str(report) in str(n.message) for n in app._notifications), 10,
                        "the notification naming the file")
     assert "native" in report.read_text()
+
+
+async def test_describe_log_and_refresh_by_itself(lab: Path, sleepers: tuple[str, list[Instance]]) -> None:
+    from labtui.ui.app import LabApp
+    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.text_screen import TextScreen
+
+    session, made = sleepers
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("colon", *"instances", "enter")
+        view = app.query_one(InstancesView)
+        mine = lambda: sorted(f.instance.name for f in view.found.values() if f.instance.labels.session == session)  # noqa: E731
+        await wait_for(pilot, lambda: mine() == sorted(i.name for i in made), 30, "the sleepers listed")
+        view.sort_by("name")
+        table = view.table
+        first = made[0]
+        table.move_cursor(row=table.get_row_index(f"process:{first.host}:{first.name}"))
+        for key, title in (("d", "describe"), ("l", "log of")):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: isinstance(app.screen, TextScreen), 10, f"the {title} window")
+            screen = app.screen
+            shown = f"{screen.title_text}\n{screen.text}"
+            assert title in shown and first.name in shown
+            assert f"session={session} role=background instance={first.labels.instance}" in shown
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, TextScreen), 5, "the window to close")
+        assert "process backend keeps no log" in shown
+
+        backend = open_backend("process", get_host("local"))
+        late = await backend.create(InstanceSpec(Labels(session, "background", "late"), program="sleeper"))
+        await wait_for(pilot, lambda: late.name in mine(), 30, "the late sleeper, listed with no key pressed")
+        assert "refresh every" in str(table.border_title)
+        await pilot.press("p")
+        assert "paused" in str(table.border_title)
+        await backend.destroy(late, force=True)
+        await pilot.pause(4)  # longer than REFRESH_EVERY_S: paused, the list keeps the gone sleeper
+        assert late.name in mine()

@@ -417,7 +417,7 @@ async def test_instances_view_lists_destroys_after_confirming_and_cleans_orphans
             table.move_cursor(row=table.get_row_index(victim.key))
             await pilot.press("space")
             assert view.selected == {victim.key}
-            await pilot.press("d")
+            await pilot.press("ctrl+d")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the confirmation")
             listed = str(app.screen.query_one("#confirm-list").content)
             assert names[1] in listed and names[0] not in listed and names[2] not in listed

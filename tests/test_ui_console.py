@@ -182,7 +182,7 @@ async def test_failed_destroy_is_flagged_then_cleaned_up_with_the_session(lab: P
             view.found[victim.key] = Found(refusing, victim.instance, victim.memory, victim.orphan)
             table = app.query_one("#inst-table", DataTable)
             table.move_cursor(row=table.get_row_index(victim.key))
-            await pilot.press("d")
+            await pilot.press("ctrl+d")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the confirmation")
             await pilot.press("y")
             await wait_for(pilot, lambda: victim.key in view.failures, 30, "the failure")

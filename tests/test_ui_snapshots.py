@@ -160,6 +160,7 @@ async def test_instances_view_snapshot(fixed: Path, tmp_path: Path, size: str) -
     async with app.run_test(size=SIZES[size]) as pilot:
         view = app.query_one(InstancesView)
         view.now = lambda: T0
+        view.refresh_timer.pause()  # the listing is fixed: no automatic refresh from the real backend
         view.failures[found[4].key] = "lab-ba3: BackendError: refused"
         view.show(found, ["process"], [])
         await pilot.press("2")

@@ -64,7 +64,7 @@ class LabApp(App[int]):
         Binding("ctrl+c", "interrupt", "interrupt", show=False),
         Binding("question_mark", "help", "help"),
         Binding("slash", "filter", "filter"),
-        Binding("colon", "command_line", "command"),
+        Binding("colon", "command_line", "command", show=False),  # in ? and the palette; the footer is full
         Binding("4", "sql", "SQL"),
         Binding("escape", "back", "back", show=False),
         Binding("1", "show_tab('tab-run')", "run", show=False),
@@ -429,7 +429,11 @@ class LabApp(App[int]):
         if inst is not None:
             commands += [
                 ("Instances: refresh", "r in the Instances view", inst.action_refresh),
-                ("Instances: destroy selected", "d (asks first)", inst.action_destroy),
+                ("Instances: destroy selected", "ctrl+d (asks first)", inst.action_destroy),
+                ("Instances: describe the instance under the cursor", "d", inst.action_describe),
+                ("Instances: log of the instance under the cursor", "l", inst.action_log),
+                ("Instances: sort by the next column", "o (O reverses)", inst.action_sort_next),
+                ("Instances: pause / resume the automatic refresh", "p", inst.action_toggle_pause),
                 ("Instances: clean up the session's stuck and orphaned instances", "c (asks first)",
                  inst.action_cleanup),
             ]

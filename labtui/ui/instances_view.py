@@ -1,5 +1,9 @@
 """The Instances view: every labtui instance on the host, select and destroy, clean up stuck and orphans.
 
+It lists again every REFRESH_EVERY_S while it is shown (`p` pauses that), sorts
+by a column (click its header, or `o`; `O` reverses), and `d` describes and `l`
+shows the log of the instance under the cursor (labtui.ui.describe).
+
 An instance is flagged when it needs attention: "orphan" (no process runs its
 session), "stuck <state>" (still in a transitional state past STUCK_AFTER_S),
 or "destroy failed" (a destroy from this view failed; remembered until the
@@ -8,6 +12,7 @@ instance is gone).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,17 +27,24 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
 from labtui.lifecycle.cleanup import CleanupPlan, Target, run_cleanup
+from labtui.backends.base import BackendError
 from labtui.hosts import HostError, get_host
 from labtui.lifecycle.liveness import session_is_running
+from labtui.ui.describe import describe, instance_log, labels_line
 from labtui.ui.format import age, size
 from labtui.ui.inventory import Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.modals import ConfirmScreen
+from labtui.ui.text_screen import TextScreen
 from labtui.ui.tablesync import sync_rows
 from labtui.ui.rowtable import RowTable
 
 COLUMNS = ("sel", "name", "backend", "host", "role", "session", "state", "age", "memory", "flag")
 #: The rows follow the filter this long after the last typed character (10,000 rows take a while to filter).
 FILTER_AFTER_S = 0.15
+#: The list is refreshed this often while the view is shown and not paused (seconds).
+REFRESH_EVERY_S = 3.0
+#: Columns the rows can be sorted by (`o` goes through them in this order).
+SORTABLE = COLUMNS[1:]
 
 
 class InstancesView(Vertical):
@@ -41,14 +53,19 @@ class InstancesView(Vertical):
     DEFAULT_CSS = """
     InstancesView #inst-filter { display: none; }
     InstancesView #inst-filter.shown { display: block; }
-    InstancesView #inst-table { height: 1fr; }
+    InstancesView #inst-table { height: 1fr; border: round $panel-lighten-2; }
     InstancesView #inst-status { height: 2; color: $text-muted; }
     """
     BINDINGS = [
         Binding("r", "refresh", "refresh"),
         Binding("space", "toggle_select", "select"),
-        Binding("d", "destroy", "destroy"),
+        Binding("d", "describe", "describe"),
+        Binding("l", "log", "log"),
+        Binding("ctrl+d", "destroy", "destroy"),
         Binding("c", "cleanup", "clean session"),
+        Binding("o", "sort_next", "sort"),
+        Binding("O", "sort_reverse", "reverse", show=False),
+        Binding("p", "toggle_pause", "pause"),
     ]
 
     def __init__(self, db_path: Path, host: str, *, id: str | None = None) -> None:
@@ -60,6 +77,11 @@ class InstancesView(Vertical):
         self.filter_text = ""
         self.notes: list[str] = []
         self._filter_timer: Timer | None = None
+        #: The column the rows are sorted by (None: as listed) and whether the order is reversed.
+        self.sort_column: str | None = None
+        self.sort_reverse = False
+        #: True while `p` holds the automatic refresh.
+        self.paused = False
         #: The clock ages and stuck checks use (replaceable for a reproducible screen).
         self.now: Callable[[], float] = time.time
 
@@ -70,6 +92,17 @@ class InstancesView(Vertical):
             table.add_column(column, key=column)
         yield table
         yield Static("press r to list instances", id="inst-status")
+
+    def on_mount(self) -> None:
+        self._show_title()
+        #: The automatic refresh (a test showing a fixed listing pauses it).
+        self.refresh_timer = self.set_interval(REFRESH_EVERY_S, self._refresh_if_shown)
+
+    def _show_title(self) -> None:
+        sort = (f" · sorted by {self.sort_column}{' (reversed)' if self.sort_reverse else ''}"
+                if self.sort_column else "")
+        every = "paused (p resumes)" if self.paused else f"refresh every {REFRESH_EVERY_S:g} s (p pauses)"
+        self.table.border_title = f"instances · {every}{sort}"
 
     @property
     def table(self) -> DataTable:
@@ -84,6 +117,19 @@ class InstancesView(Vertical):
     def action_refresh(self) -> None:
         self.status("listing instances...")
         self.run_worker(self._refresh(), group="inventory", exclusive=True, exit_on_error=False)
+
+    def _refresh_if_shown(self) -> None:
+        """List again, unless paused, hidden, or a listing or destroy is still going."""
+        if self.paused or not self.is_on_screen or self.app.screen is not self.screen:
+            return
+        if any(w.group in ("inventory", "destroy") and w.is_running for w in self.workers):
+            return
+        self.run_worker(self._refresh(), group="inventory", exclusive=True, exit_on_error=False)
+
+    def action_toggle_pause(self) -> None:
+        """p: hold or resume the automatic refresh (the table's border says which)."""
+        self.paused = not self.paused
+        self._show_title()
 
     async def _refresh(self) -> None:
         try:
@@ -139,6 +185,54 @@ class InstancesView(Vertical):
         rows = self._visible_rows(self.now())
         with self.app.batch_update():
             sync_rows(self.table, rows)
+            self._sort()
+
+    # --- sorting ----------------------------------------------------------------------------
+
+    def _sort_value(self, key: str, column: str) -> tuple:
+        """What a row sorts by in a column: ages and memory by their numbers, the rest by text."""
+        f = self.found.get(key)
+        if f is None:
+            return (1, "")
+        if column == "age":
+            return (0, -(f.instance.created_at or 0.0))
+        if column == "memory":
+            return (0, f.memory if f.memory is not None else -1)
+        cells = self._cells(key, f, self.now())
+        return (0, str(cells[COLUMNS.index(column)]).lower())
+
+    def _sort(self) -> None:
+        column = self.sort_column
+        if column is None or self.table.row_count == 0:
+            return
+        table = self.table
+        cursor = self.cursor_key()
+        # the key function gets the row's (backend, host, name) cells: the row key is made of them
+        table.sort("backend", "host", "name", reverse=self.sort_reverse,
+                   key=lambda cells: self._sort_value(":".join(str(c) for c in cells), column))
+        if cursor is not None and cursor in table.rows:
+            table.move_cursor(row=table.get_row_index(cursor), animate=False)
+
+    def sort_by(self, column: str, reverse: bool = False) -> None:
+        """Sort the rows by a column (kept across refreshes)."""
+        self.sort_column, self.sort_reverse = column, reverse
+        self._sort()
+        self._show_title()
+
+    def action_sort_next(self) -> None:
+        """o: sort by the next column."""
+        now = SORTABLE.index(self.sort_column) if self.sort_column in SORTABLE else -1
+        self.sort_by(SORTABLE[(now + 1) % len(SORTABLE)])
+
+    def action_sort_reverse(self) -> None:
+        """O: reverse the order (sorting by name when nothing is sorted yet)."""
+        self.sort_by(self.sort_column or "name", not self.sort_reverse)
+
+    @on(DataTable.HeaderSelected, "#inst-table")
+    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        column = str(event.column_key.value)
+        if column in SORTABLE:
+            self.sort_by(column, reverse=self.sort_column == column and not self.sort_reverse)
 
     # --- filter -----------------------------------------------------------------------------
 
@@ -240,6 +334,39 @@ class InstancesView(Vertical):
             self.notify("no orphaned instance on this host", severity="warning")
             return
         self._confirm_destroy(f"Clean up {len(targets)} orphaned instance(s)?", targets, reasons=True)
+
+    # --- describe and log ----------------------------------------------------------------------
+
+    def _under_cursor(self) -> Found | None:
+        key = self.cursor_key()
+        if key is None or key not in self.found:
+            self.notify("no instance under the cursor", severity="warning")
+            return None
+        return self.found[key]
+
+    def action_describe(self) -> None:
+        """d: the instance under the cursor as listed, and its rows in the store, in a window."""
+        found = self._under_cursor()
+        if found is not None:
+            self.run_worker(self._describe(found), group="describe", exit_on_error=False)
+
+    async def _describe(self, found: Found) -> None:
+        text = await asyncio.to_thread(describe, found, self.db_path)
+        self.app.push_screen(TextScreen(f"describe {found.instance.name}", text))
+
+    def action_log(self) -> None:
+        """l: the log or console output of the instance under the cursor, where its backend keeps one."""
+        found = self._under_cursor()
+        if found is not None:
+            self.run_worker(self._log(found), group="log", exit_on_error=False)
+
+    async def _log(self, found: Found) -> None:
+        try:
+            text = await instance_log(found)
+        except (BackendError, OSError) as exc:
+            text = f"cannot read the log: {exc}"
+        title = f"log of {found.instance.name} ({found.backend.name}) · {labels_line(found.instance)}"
+        self.app.push_screen(TextScreen(title, text))
 
     async def _destroy(self, targets: list[Target]) -> None:
         self.status(f"destroying {len(targets)} instance(s)...")

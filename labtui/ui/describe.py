@@ -1,0 +1,80 @@
+"""What `d` (describe) and `l` (log) show of one instance in the Instances view (no Textual here).
+
+Describe: the instance as its backend lists it (labels, name, handle, host,
+state, times, details) and the store's rows for it (its `instances` row and a
+count of its results).  Log: the backend's `logs(instance)` where the backend
+has one, else one line saying it keeps none.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from labtui.backends.base import Instance
+from labtui.store import StoreError, fetch_frame
+from labtui.ui.inventory import Found
+
+#: The store's columns of an instance's row, in the order shown.
+STORE_COLUMNS = ("state", "created_at", "ready_at", "destroyed_at", "boot_s")
+
+
+def labels_line(instance: Instance) -> str:
+    """`session=S role=R instance=I`: the lab labels, the title of both windows."""
+    labels = instance.labels
+    return f"session={labels.session} role={labels.role} instance={labels.instance}"
+
+
+def _when(epoch: float | None) -> str:
+    return "-" if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+
+
+def describe(found: Found, db_path: Path) -> str:
+    """Plain text: the instance as listed, then the store's rows for it (blocking: run it in a thread)."""
+    i = found.instance
+    lines = [
+        f"name:       {i.name}",
+        f"labels:     {labels_line(i)}",
+        f"backend:    {found.backend.name}",
+        f"handle:     {i.handle or '-'}",
+        f"host:       {i.host}",
+        f"state:      {i.state}" + (f" (exit code {i.exit_code})" if i.exit_code is not None else ""),
+        f"created:    {_when(i.created_at)}",
+        f"ready:      {_when(i.ready_at)}",
+        f"boot:       {'-' if i.boot_s is None else f'{i.boot_s:.6f} s'}",
+        f"memory:     {'-' if found.memory is None else f'{found.memory} bytes'}",
+        f"orphan:     {'yes: no process runs its session' if found.orphan else 'no'}",
+    ]
+    if i.details:
+        lines.append("details:    " + json.dumps(i.details, sort_keys=True, default=str))
+    lines += ["", f"store ({db_path}):", *store_rows(i, db_path)]
+    return "\n".join(lines)
+
+
+def store_rows(instance: Instance, db_path: Path) -> list[str]:
+    """The store's `instances` row of the instance and its count of results, or one line saying why not."""
+    if not db_path.exists():
+        return ["  no store file"]
+    key = [instance.labels.session, instance.labels.instance]
+    try:
+        rows = fetch_frame(db_path, f"SELECT {', '.join(STORE_COLUMNS)} FROM instances "
+                           "WHERE session_id = ? AND instance_id = ?", key)
+        results = fetch_frame(db_path, "SELECT count(*) AS n FROM results WHERE session_id = ? AND instance_id = ?",
+                              key)
+    except (StoreError, OSError) as exc:
+        return [f"  cannot read the store: {exc}"]
+    if rows.is_empty():
+        return ["  no instances row (not created by a session recorded in this store)"]
+    row = rows.row(0, named=True)
+    shown = [f"  instances.{column}: {'-' if row[column] is None else row[column]}" for column in STORE_COLUMNS]
+    return [*shown, f"  results: {results['n'][0]} row(s)"]
+
+
+async def instance_log(found: Found) -> str:
+    """The instance's log or console output from its backend, or one line saying the backend keeps none."""
+    logs = getattr(found.backend, "logs", None)
+    if logs is None:
+        return f"the {found.backend.name} backend keeps no log of its instances"
+    text = await logs(found.instance)
+    return text or "(the log is empty)"
