@@ -167,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="each metric of session B against session A: change, slowdown, Welch's t-test")
     p.add_argument("a", metavar="A", help="the baseline session id (or a unique prefix)")
     p.add_argument("b", metavar="B", help="the session compared with A")
+    p.add_argument("more", nargs="*", metavar="C", help="more sessions: a side-by-side table, one column each")
     _format_option(p)
 
     p = sub.add_parser("trend", help="Δ%% and d%% of study 000: each metric's trendline against the background count")

@@ -12,7 +12,7 @@ import pytest
 
 from labtui.hosts.base import CommandResult, HostError
 from labtui.hosts.local import LocalHost
-from labtui.programs.native import ProgramUnavailable, ensure_program, probe_source, wants_dynamic
+from labtui.programs.native import ProgramUnavailable, ensure_program, probe_source
 
 
 @pytest.fixture
@@ -104,8 +104,8 @@ async def test_host_without_cc_gets_a_binary_built_here(runtime: Path, tmp_path:
     path = await ensure_program(host, probe_source("hello"), "hello")
     result = await LocalHost().run([path])
     assert result.ok and result.stdout == "hello from labtui\n"
-    # a source that asks for dynamic linking still gets a (static) binary: the fallback
-    proc = await ensure_program(host, probe_source("proc"), "proc")
+    # a dynamic build asked for still gets a (static) binary: the fallback
+    proc = await ensure_program(host, probe_source("proc"), "proc", dynamic=True)
     assert not is_dynamic(proc) and (await LocalHost().run([proc, "fork", "0.05"])).ok
 
 
@@ -114,18 +114,15 @@ def is_dynamic(path: str) -> bool:
     return b"ld-linux" in Path(path).read_bytes()[:4096]
 
 
-async def test_a_source_that_asks_for_dynamic_linking_gets_it(runtime: Path, tmp_path: Path) -> None:
-    # proc is dynamic like the originals it is named after; static=True is for FROM scratch images
+async def test_programs_are_static_unless_a_dynamic_build_is_asked_for(runtime: Path) -> None:
+    # every backend runs the same static build (native against container compares the platform,
+    # not the linker); dynamic=True is the calibration's build, linked as the originals are
     host = LocalHost()
-    assert wants_dynamic(probe_source("proc")) and not wants_dynamic(probe_source("hello"))
-    dynamic = await ensure_program(host, probe_source("proc"), "proc")
-    static = await ensure_program(host, probe_source("proc"), "proc", static=True)
+    static = await ensure_program(host, probe_source("proc"), "proc")
+    dynamic = await ensure_program(host, probe_source("proc"), "proc", dynamic=True)
     assert dynamic != static
     assert is_dynamic(dynamic) and not is_dynamic(static)
     assert not is_dynamic(await ensure_program(host, probe_source("hello"), "hello"))
-    source = tmp_path / "dyn.c"
-    source.write_text("/* labtui-build: dynamic */\nint main(void) { return 5; }\n")
-    assert is_dynamic(await ensure_program(host, source, "dyn"))
 
 
 async def test_first_builds_at_once_all_succeed(runtime: Path) -> None:

@@ -1,5 +1,8 @@
 """`labtui compare A B`: every metric of session B against session A, from the raw results.
 
+With more sessions (`labtui compare A B C ...`) the table is the studies' side by side, one column per
+session (`labtui.commands.compare_side`).
+
 Results are matched on (benchmark, metric, placement, background, unit,
 better): the same condition in both sessions, as the store's slowdown view
 groups them.  The step index is not part of the match, so a scaling run with
@@ -98,15 +101,19 @@ class Row:
             cast(Samples, self.a or self.b).unit, self.a.raw if self.a else None, self.b.raw if self.b else None,
             ci and ci.method, w and w.ci_low, w and w.ci_high,
         ]
-        return dict(zip(COLUMNS, (_finite(v) for v in values)))
+        return dict(zip(COLUMNS, (finite(v) for v in values)))
 
 
 def cmd_compare(args) -> int:
     path = db_path(args)
     try:
-        sides = [[resolve_session(path, s) for s in _names(arg)] for arg in (args.a, args.b)]
+        sides = [[resolve_session(path, s) for s in _names(arg)] for arg in (args.a, args.b, *(args.more or []))]
     except StoreError as exc:
         raise UsageError(f"{exc} (see `labtui sessions`)") from None
+    if len(sides) > 2:
+        from labtui.commands.compare_side import cmd_side_by_side
+
+        return cmd_side_by_side(path, sides, args.format)
     for side, name in zip(sides, "AB"):
         if len(set(side)) < len(side):
             raise UsageError(f"{name} names session {next(s for s in side if side.count(s) > 1)} twice")
@@ -114,7 +121,7 @@ def cmd_compare(args) -> int:
         both = ", ".join(sorted(set(sides[0]) & set(sides[1])))
         raise UsageError(f"A and B are both session {both}; give two different sessions")
     unit = SESSIONS if max(map(len, sides)) > 1 else REPETITIONS
-    sessions = [[_session(path, sid) for sid in side] for side in sides]
+    sessions = [[session_about(path, sid) for sid in side] for side in sides]
     rows = compare_sessions(load_samples(path, sides[0], unit), load_samples(path, sides[1], unit))
     ids = [",".join(side) for side in sides]
     if args.format == "csv":
@@ -184,7 +191,7 @@ def load_samples(path: Path, session_ids: str | list[str], unit: str = REPETITIO
 def compare_sessions(a: dict[Key, Samples], b: dict[Key, Samples]) -> list[Row]:
     """One row per condition of either side, ordered by benchmark, metric, placement, background."""
     rows = []
-    for key in sorted(a.keys() | b.keys(), key=_order):
+    for key in sorted(a.keys() | b.keys(), key=condition_order):
         va, vb = a.get(key), b.get(key)
         if va and vb:
             c = compare_samples(va.values, vb.values, key[5], ALPHA)
@@ -194,7 +201,7 @@ def compare_sessions(a: dict[Key, Samples], b: dict[Key, Samples]) -> list[Row]:
     return rows
 
 
-def _order(key: Key) -> tuple:
+def condition_order(key: Key) -> tuple:
     benchmark, metric, placement, background, unit, better = key
     rank = PLACEMENTS.index(placement) if placement in PLACEMENTS else len(PLACEMENTS)
     return benchmark, metric, unit, better, placement != "", rank, placement, background
@@ -221,13 +228,13 @@ def _only_verdict(key: Key, side: str, other: dict[Key, Samples]) -> str:
     return f"only in {side}; {'B' if side == 'A' else 'A'} records it as {how}"
 
 
-def _session(path: Path, session_id: str) -> dict[str, Any]:
+def session_about(path: Path, session_id: str) -> dict[str, Any]:
     frame = fetch_frame(path, "SELECT session_id, suite, kind, backend, host, status, started_at, tags, note "
                         "FROM sessions WHERE session_id = ?", [session_id])
     return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in frame.row(0, named=True).items()}
 
 
-def _finite(value: Any) -> Any:
+def finite(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 

@@ -4,13 +4,13 @@ A program is built once per host and source: the binary is cached under
 ``{runtime_dir}/bin/{name}-{digest}``, where the digest covers the source and
 the compiler flags, so an edited source gets a new binary and an unchanged one
 is never rebuilt.  Programs are linked statically where the host's C library
-allows (so they also run in FROM scratch images).  A source whose measurement
-depends on being dynamically linked, as the original it is named after is,
-says so in a comment line ``/* labtui-build: dynamic */`` and is linked
-dynamically on hosts with a compiler; ``static=True`` asks for the static build
-anyway (images without a C library).  Hosts without a C compiler get a static
-binary built on the controller when both share a machine architecture.  A
-source that needs libraries names them in a comment line
+allows, on every backend alike: the binary a process runs is the one a FROM
+scratch image carries, so a figure measured natively and one measured in a
+container differ by the platform, not by the linker (docs/probes.md,
+"Linking").  ``dynamic=True`` asks for a dynamically linked build instead (the
+calibration against the dynamically linked originals).  Hosts without a C
+compiler get a static binary built on the controller when both share a machine
+architecture.  A source that needs libraries names them in a comment line
 ``/* labtui-link: -lsqlite3 -lm */``.
 """
 
@@ -34,7 +34,6 @@ FLAGS = ("-O2", "-std=gnu11")
 COMPILE_TIMEOUT_S = 120.0
 _PROBE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _LINK = re.compile(rb"^/\* labtui-link:((?: -l[A-Za-z0-9_.+-]+)+) \*/$", re.M)
-_DYNAMIC = re.compile(rb"^/\* labtui-build: dynamic \*/$", re.M)
 
 # One lock per (event loop, host, program): concurrent callers compile once.
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str], asyncio.Lock]] = (
@@ -62,11 +61,6 @@ def link_flags(source: Path) -> list[str]:
     return found[1].decode().split() if found else []
 
 
-def wants_dynamic(source: Path) -> bool:
-    """Whether a source asks to be linked dynamically (its ``labtui-build: dynamic`` comment)."""
-    return _DYNAMIC.search(source.read_bytes()) is not None
-
-
 def cached_name(source: Path, name: str, *, dynamic: bool = False) -> str:
     """The file name a build of source is cached under: name plus a digest of source, flags and linking."""
     flags = [*FLAGS, "dynamic" if dynamic else "static"]
@@ -74,12 +68,11 @@ def cached_name(source: Path, name: str, *, dynamic: bool = False) -> str:
     return f"{name}-{digest}"
 
 
-async def ensure_program(host: Host, source: Path, name: str, *, static: bool = False) -> str:
+async def ensure_program(host: Host, source: Path, name: str, *, dynamic: bool = False) -> str:
     """Return the path on host of the compiled source, building it there on first use.
 
-    Dynamically linked when the source asks for it and static is False; else static where possible.
+    Static where the host's C library allows (else dynamic); dynamically linked when dynamic is True.
     """
-    dynamic = wants_dynamic(source) and not static
     async with _lock_for(host, name):
         binary = f"{host.runtime_dir}/bin/{cached_name(source, name, dynamic=dynamic)}"
         if (await host.run(["test", "-x", binary])).ok:

@@ -125,7 +125,7 @@ class ImageBuilder:
 
     async def _fetch_static(self, probe: str, into: Path) -> bytes:
         """Compile probe on the host, statically linked (FROM scratch has no C library), and copy it here."""
-        remote = await ensure_program(self.host, probe_source(probe), probe, static=True)
+        remote = await ensure_program(self.host, probe_source(probe), probe)
         return await fetch_static(self.host, remote, into / probe)
 
 

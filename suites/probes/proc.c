@@ -40,17 +40,17 @@
  *
  * Linking is part of what is measured: a dynamically linked process has the
  * loader's and the C library's mappings to copy at fork, to tear down at exit
- * and to set up at every exec.  The originals are dynamically linked, and so is
- * this probe wherever labtui has a compiler on the host (the comment below);
- * a static build (FROM scratch images, hosts without a compiler) says so in
- * the metric: fork_static_us, exec_static_us, shell_static_us, spawn_static_lps,
- * execl_static_lps (lmbench calls its static build's figures "Static Process
- * fork+exit", ...).  multi's figure is the shell's and the tools', not this
- * program's, and keeps its name.
+ * and to set up at every exec.  labtui builds this probe statically on every
+ * backend (process, docker's FROM scratch images, ...), so a native and a
+ * container figure differ by the platform, not by the linker; the metric is
+ * named for what it measures and the build is recorded in the benchmark name:
+ * "proc" for the static build, "proc-dynamic" where it was linked dynamically
+ * (a host without a static C library; the calibration against the dynamically
+ * linked originals).  multi's figure is the shell's and the tools', not this
+ * program's, and is always under "proc".
  *
  * With LABTUI_PROBE_COUNTS=1 in the environment the probe also writes one JSON
  * line of counts to stderr (rounds) for tests that check the definition. */
-/* labtui-build: dynamic */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -114,14 +114,15 @@ static void report_counts(long long rounds)
         fprintf(stderr, "{\"rounds\":%lld}\n", rounds);
 }
 
-/* The metric name: STEM, "_pinned" when pinned, "_static" when this program's own linking shapes
- * the figure and it is statically linked (no dynamic loader was given to it: AT_BASE is 0), "_" UNIT. */
+/* One reading: the metric is STEM, "_pinned" when pinned, "_" UNIT, whatever the build; the benchmark is
+ * "proc-dynamic" when this program's own linking shapes the figure and it was linked dynamically (a
+ * dynamic loader was given to it: AT_BASE is not 0), else "proc". */
 static void print_reading(const char *stem, int pinned, int linking_counts, double value, const char *unit,
                           const char *better)
 {
-    int is_static = linking_counts && getauxval(AT_BASE) == 0;
-    printf("{\"benchmark\":\"proc\",\"metric\":\"%s%s%s_%s\",\"value\":%.6g,\"unit\":\"%s\",\"better\":\"%s\"}\n",
-           stem, pinned ? "_pinned" : "", is_static ? "_static" : "", unit, value, unit, better);
+    int is_dynamic = linking_counts && getauxval(AT_BASE) != 0;
+    printf("{\"benchmark\":\"%s\",\"metric\":\"%s%s_%s\",\"value\":%.6g,\"unit\":\"%s\",\"better\":\"%s\"}\n",
+           is_dynamic ? "proc-dynamic" : "proc", stem, pinned ? "_pinned" : "", unit, value, unit, better);
 }
 
 /* ---- one round of each mode ---- */

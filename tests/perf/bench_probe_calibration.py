@@ -18,7 +18,7 @@ LABTUI_UNIXBENCH_DIR is a built UnixBench tree (the directory holding ``Run``,
 ``pgms/`` and ``testdir/``); LABTUI_LMBENCH_DIR holds lmbench3's built
 ``lat_*`` programs and ``hello``.  A suite of pairs whose original is missing is
 skipped (and said so).  The probes are compiled by labtui.programs.native, as a
-run does (proc dynamically linked, as the originals are).
+run does, but proc is linked dynamically, as the originals are (a run links it statically).
 
 Every round runs each pair once, probe and original back to back, the order
 of the two alternating from round to round; the pairs themselves are shuffled
@@ -266,7 +266,7 @@ def compare(args: argparse.Namespace, ub: Path | None, lm: Path | None) -> int:
         host = LocalHost()
 
         async def build() -> dict[str, str]:
-            return {n: await ensure_program(host, probe_source(n), n)
+            return {n: await ensure_program(host, probe_source(n), n, dynamic=n == "proc")
                     for n in ("ctxsw", "proc", "pipe", "syscall", "filecopy", "mmap")}
 
         probes = asyncio.run(build())

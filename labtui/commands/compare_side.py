@@ -1,0 +1,153 @@
+"""`labtui compare A B C ...`: the studies' side-by-side table, one column per session.
+
+One row per condition (benchmark, metric, placement, background, unit,
+better) and one column per session named, labelled by its backend, host and
+the isolation the backend recorded (hosts.isolation: Docker's runtime and
+security options), and, from the second column on, the relative difference of
+the mean against the first column's: (X / first − 1)·100, as study 003's blog
+post prints its "relative performance" beside the native score and study
+004's Table 2 sets Linux-UP, VServer-UP and Xen3-UP side by side.  The
+samples are those of the two-session comparison (`labtui.commands.compare`:
+a repetition each, or a session each where a column names several), and a
+difference whose Welch test has p < ALPHA carries a star.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from labtui.commands.compare import (
+    ALPHA, REPETITIONS, SESSIONS, Key, Samples, condition_order, finite, load_samples, session_about,
+)
+from labtui.commands.listing import PipeConsole, write_rows
+from labtui.core.errors import UsageError
+from labtui.core.stats import Comparison, compare_samples, summarize
+from labtui.core.units import MISSING, display_unit, number, signed_pct
+from labtui.store import fetch_frame
+
+_KEY = ("benchmark", "metric", "placement", "background", "unit", "better")
+_PER_COLUMN = ("mean", "n", "std", "change_pct", "p_value", "significant")
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One condition in one column: its samples, and the comparison with the first column's (None for the
+    first column itself, or when either lacks the condition)."""
+
+    samples: Samples | None
+    against_first: Comparison | None
+
+    def record(self) -> dict[str, Any]:
+        """mean, n, std, change_pct, p_value, significant (None where there is nothing)."""
+        s = summarize(self.samples.values) if self.samples else None
+        c = self.against_first
+        values = [s and s.mean, s and s.n, s and s.std, c and c.change_pct, c and c.welch and c.welch.p,
+                  c.significant if c else None]
+        return dict(zip(_PER_COLUMN, (finite(v) for v in values)))
+
+
+def side_by_side(columns: list[dict[Key, Samples]]) -> list[tuple[Key, list[Cell]]]:
+    """One row per condition of any column, in compare's order; each column's cell against the first."""
+    first = columns[0]
+    rows = []
+    for key in sorted(set().union(*columns), key=condition_order):
+        cells = []
+        for i, column in enumerate(columns):
+            here, base = column.get(key), first.get(key)
+            against = compare_samples(base.values, here.values, key[5], ALPHA) if i and here and base else None
+            cells.append(Cell(here, against))
+        rows.append((key, cells))
+    return rows
+
+
+def column_label(path: Path, session_ids: list[str]) -> str:
+    """backend@host, and the isolation the host facts record (Docker: runtime and security options)."""
+    frame = fetch_frame(path, "SELECT s.session_id, s.backend, s.host, h.isolation FROM sessions s "
+                        "LEFT JOIN hosts h ON h.session_id = s.session_id", [])
+    found = {r["session_id"]: r for r in frame.iter_rows(named=True)}
+    labels = []
+    for sid in session_ids:
+        r = found.get(sid, {})
+        label = f"{r.get('backend') or '?'}@{r.get('host') or '?'}"
+        label += f" ({r['isolation']})" if r.get("isolation") else ""
+        if label not in labels:
+            labels.append(label)
+    return " + ".join(labels)
+
+
+def cmd_side_by_side(path: Path, columns: list[list[str]], fmt: str) -> int:
+    """Print the side-by-side table of the columns (each one or more resolved session ids)."""
+    seen: set[str] = set()
+    for column in columns:
+        for sid in column:
+            if sid in seen:
+                raise UsageError(f"session {sid} is named twice; give each session once")
+            seen.add(sid)
+    unit = SESSIONS if max(map(len, columns)) > 1 else REPETITIONS
+    rows = side_by_side([load_samples(path, ids, unit) for ids in columns])
+    labels = [column_label(path, ids) for ids in columns]
+    if fmt == "csv":
+        header = [*_KEY, *(f"{k}_{i}" for i in range(1, len(columns) + 1) for k in _PER_COLUMN)]
+        write_rows("csv", header, [(*key, *(v for c in cells for v in c.record().values())) for key, cells in rows])
+    elif fmt == "json":
+        doc = {"columns": [{"label": label, "sessions": [session_about(path, s) for s in ids]}
+                           for label, ids in zip(labels, columns)],
+               "alpha": ALPHA, "samples": unit,
+               "rows": [{**dict(zip(_KEY, key)), "columns": [c.record() for c in cells]} for key, cells in rows]}
+        json.dump(doc, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        _print(path, columns, labels, rows)
+    if not any(c.against_first for _, cells in rows for c in cells):
+        print(f"labtui compare: {', '.join(','.join(c) for c in columns)} have no benchmark/metric/background "
+              "in common with the first", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print(path: Path, columns: list[list[str]], labels: list[str], rows: list[tuple[Key, list[Cell]]]) -> None:
+    from rich import box
+    from rich.table import Table
+
+    console = PipeConsole()
+    for i, (ids, label) in enumerate(zip(columns, labels), 1):
+        about = "; ".join(f"{s['session_id']} ({s['suite']}, {s['status']})" for s in map(
+            lambda sid: session_about(path, sid), ids))
+        console.print(f"{i}: {label}: {about}", highlight=False, markup=False)
+    placed = any(key[2] for key, _ in rows)
+    scaled = any(key[3] for key, _ in rows)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("metric (unit, better)", no_wrap=False)
+    if placed:
+        table.add_column("placement")
+    if scaled:
+        table.add_column("background", justify="right")
+    for i in range(1, len(columns) + 1):
+        table.add_column(f"{i} mean (n)", justify="right", no_wrap=True)
+        if i > 1:
+            table.add_column(f"{i} vs 1 %", justify="right", no_wrap=True)
+    benchmark = None
+    for key, cells in rows:
+        if key[0] != benchmark:
+            benchmark = key[0]
+            table.add_row(benchmark, style="bold")
+        metric = f"  {key[1]} ({display_unit(key[4])[0] or MISSING}, {'↑' if key[5] == 'higher' else '↓'})"
+        row = [metric, *([key[2]] if placed else []), *([str(key[3])] if scaled else [])]
+        for i, cell in enumerate(cells):
+            r = cell.record()
+            row.append(MISSING if r["mean"] is None else f"{number(r['mean'], key[4])} ({r['n']})")
+            if i:
+                star = "*" if r["significant"] else ""
+                row.append(MISSING if r["change_pct"] is None else f"{signed_pct(r['change_pct'])}{star}")
+        table.add_row(*row, style=None if any(c.against_first for c in cells) else "dim")
+    console.print(table)
+    console.print(
+        "N vs 1 % = (mean N / mean 1 − 1)·100, the relative difference as study 003 prints it: for ↑ (higher is "
+        "better) a negative difference is worse, for ↓ (lower is better) a positive one; * Welch's p < "
+        f"{ALPHA} (no test with a single sample).",
+        highlight=False, markup=False, style="dim",
+    )
