@@ -385,3 +385,74 @@ def test_many_skewed_samples_get_a_bootstrap_interval_and_few_get_welchs(db: Pat
     assert (again["ci95_low"], again["ci95_high"]) == (skewed["ci95_low"], skewed["ci95_high"])
     assert main(["compare", "sk-a", "sk-b", "--db", str(db)]) == 0
     assert " boot " in capsys.readouterr().out
+
+
+# --- more than two sessions: the studies' side-by-side table (issue 33) ---
+
+
+def _table2(db: Path, capsys) -> dict[str, dict[str, float]]:
+    """Study 004's Table 2 imported as three sessions; the paper's numbers per system and metric."""
+    paper: dict[str, dict[str, float]] = {}
+    for name in ("linux", "vserver", "xen3"):
+        _import(db, f"compare_lmbench_{name}_up.csv", f"{name}-up", capsys)
+        with (DATA / f"compare_lmbench_{name}_up.csv").open() as f:
+            paper[name] = {r["metric"]: float(r["value"]) for r in csv.DictReader(f)}
+    return paper
+
+
+def test_side_by_side_sets_table_2_beside_linux(db: Path, capsys) -> None:
+    paper = _table2(db, capsys)
+    code, doc = _json(capsys, "linux-up", "vserver-up", "xen3-up", "--db", str(db))
+    assert code == 0 and doc["samples"] == "repetitions"
+    assert [c["sessions"][0]["session_id"] for c in doc["columns"]] == ["linux-up", "vserver-up", "xen3-up"]
+    assert {r["metric"] for r in doc["rows"]} == paper["linux"].keys()
+    for row in doc["rows"]:
+        linux, vserver, xen = row["columns"]
+        base = paper["linux"][row["metric"]]
+        assert (linux["mean"], vserver["mean"], xen["mean"]) == (
+            pytest.approx(base), pytest.approx(paper["vserver"][row["metric"]]), pytest.approx(paper["xen3"][row["metric"]]))
+        assert linux["change_pct"] is None
+        assert xen["change_pct"] == pytest.approx((paper["xen3"][row["metric"]] / base - 1) * 100)
+        assert vserver["p_value"] is None and vserver["significant"] is None  # one value a side: no test
+    # "VServer-UP is always within 1% of Linux-UP" (fork, exec, sh); Xen3 "almost double" for sh
+    rows = {r["metric"]: r["columns"] for r in doc["rows"]}
+    assert all(0 < rows[m][1]["change_pct"] < 1 for m in ("proc_fork_us", "proc_exec_us", "proc_shell_us"))
+    assert rows["proc_shell_us"][2]["change_pct"] == pytest.approx(95.57, abs=0.01)
+
+    assert main(["compare", "linux-up", "vserver-up", "xen3-up", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("1: import@")
+    line = next(x for x in out.splitlines() if x.strip().startswith("proc_shell_us"))
+    cells = re.split(r"\s{2,}", line.strip())
+    assert cells == ["proc_shell_us (µs, ↓)", "968.1 (1)", "977.7 (1)", "+1.0", "1893 (1)", "+95.6"]
+
+    assert main(["compare", "linux-up", "vserver-up", "xen3-up", "--db", str(db), "--format", "csv"]) == 0
+    records = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    fork = next(r for r in records if r["metric"] == "proc_fork_us")
+    assert (float(fork["mean_1"]), float(fork["mean_3"])) == (86.5, 271.9)
+    assert float(fork["change_pct_3"]) == pytest.approx((271.9 / 86.5 - 1) * 100) and fork["change_pct_1"] == ""
+
+
+def test_side_by_side_marks_significant_differences_and_rows_of_one_session(recorded: Path, capsys) -> None:
+    record_events(recorded, _session("process-boot-1", "boot-scaling", "process", _boot([5.0, 5.2, 4.8], 0, 0), T0 + 9000))
+    code, doc = _json(capsys, "docker-boot-1", "unikraft-boot-1", "process-boot-1", "--db", str(recorded))
+    assert code == 0
+    rows = {(r["benchmark"], r["metric"], r["placement"], r["background"], r["unit"]): r["columns"] for r in doc["rows"]}
+    docker, unikraft, process = rows[("boot", "boot_time", "", 0, "s")]
+    assert (docker["n"], unikraft["n"], process["n"]) == (10, 10, 3)
+    assert unikraft["p_value"] == pytest.approx(0.07939, abs=5e-6) and unikraft["significant"] is False  # R's figure
+    assert process["significant"] is True and process["change_pct"] == pytest.approx((5.0 / 10.75 - 1) * 100)
+    assert rows[("boot", "memory", "", 0, "bytes")][1:] == [
+        {"mean": None, "n": None, "std": None, "change_pct": None, "p_value": None, "significant": None}] * 2
+    assert main(["compare", "docker-boot-1", "unikraft-boot-1", "process-boot-1", "--db", str(recorded)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("boot_time") and " 0 " in x)
+    assert re.split(r"\s{2,}", line.strip())[-1] == f"{(5.0 / 10.75 - 1) * 100:+.1f}*"
+
+
+def test_side_by_side_refuses_a_session_twice_and_exits_1_with_nothing_in_common(recorded: Path, capsys) -> None:
+    assert main(["compare", "docker-boot-1", "unikraft-boot-1", "docker-boot-1", "--db", str(recorded)]) == 2
+    assert "session docker-boot-1 is named twice" in capsys.readouterr().err
+    record_events(recorded, _session("other-1", "x", "process", [(1, 0, 0, "other", "m", 1.0, "s", "lower", "")], T0 + 9000))
+    record_events(recorded, _session("other-2", "x", "process", [(1, 0, 0, "other", "n", 1.0, "s", "lower", "")], T0 + 9500))
+    assert main(["compare", "other-1", "other-2", "unikraft-boot-1", "--db", str(recorded)]) == 1
+    assert "have no benchmark/metric/background in common with the first" in capsys.readouterr().err

@@ -65,14 +65,15 @@ def side_by_side(columns: list[dict[Key, Samples]]) -> list[tuple[Key, list[Cell
 
 
 def column_label(path: Path, session_ids: list[str]) -> str:
-    """backend@host, and the isolation the host facts record (Docker: runtime and security options)."""
-    frame = fetch_frame(path, "SELECT s.session_id, s.backend, s.host, h.isolation FROM sessions s "
+    """backend@host (kind@host for an import), and the isolation the host facts record (Docker: runtime and
+    security options)."""
+    frame = fetch_frame(path, "SELECT s.session_id, s.backend, s.kind, s.host, h.isolation FROM sessions s "
                         "LEFT JOIN hosts h ON h.session_id = s.session_id", [])
     found = {r["session_id"]: r for r in frame.iter_rows(named=True)}
     labels = []
     for sid in session_ids:
         r = found.get(sid, {})
-        label = f"{r.get('backend') or '?'}@{r.get('host') or '?'}"
+        label = f"{r.get('backend') or r.get('kind') or '?'}@{r.get('host') or '?'}"
         label += f" ({r['isolation']})" if r.get("isolation") else ""
         if label not in labels:
             labels.append(label)
