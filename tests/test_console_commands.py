@@ -131,3 +131,39 @@ async def test_describe_log_and_refresh_by_itself(lab: Path, sleepers: tuple[str
         await backend.destroy(late, force=True)
         await pilot.pause(4)  # longer than REFRESH_EVERY_S: paused, the list keeps the gone sleeper
         assert late.name in mine()
+
+
+async def test_keys_from_the_config_file(lab: Path) -> None:
+    from labtui.ui.app import LabApp
+    from labtui.ui.command_line import CommandLine
+    from labtui.ui.help import HelpScreen
+    from labtui.ui.keymap import KeysError, keys_path, read_keymap
+
+    path = keys_path()
+    assert path == lab.parent / "config" / "keys.toml"
+    path.parent.mkdir()
+    path.write_text('[app]\ncommand_line = "ctrl+k"\nrun = "f1"\n', encoding="utf-8")
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2", "colon")
+        line = app.query_one(CommandLine)
+        assert not line.has_class("shown")  # `:` no longer opens it
+        await pilot.press("ctrl+k")
+        assert line.has_class("shown") and app.focused is line
+        await pilot.press("escape", "f1")
+        assert app.current_tab() == "tab-run"
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 5, "the help")
+        assert "^k" in app.screen.text and "command line" in app.screen.text
+
+    path.write_text('[instances]\ndescribe = "i"\ndescrbe = "j"\n', encoding="utf-8")
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: any("descrbe" in str(n.message) for n in app._notifications), 5,
+                       "the refusal")
+        message = next(str(n.message) for n in app._notifications if "descrbe" in str(n.message))
+        assert str(path) in message and "[instances] has cleanup, describe," in message and app.user_keys == {}
+
+    path.write_text("[app\n", encoding="utf-8")
+    with pytest.raises(KeysError, match=f"{path}: .*line 1"):
+        read_keymap(path)

@@ -38,6 +38,13 @@ def local_runtime_dir() -> Path:
     return path
 
 
+def config_dir() -> Path:
+    """labtui's own settings (keys.toml, ...): $LABTUI_CONFIG_DIR, else $XDG_CONFIG_HOME/labtui, else ~/.config/labtui."""
+    if env := os.environ.get("LABTUI_CONFIG_DIR"):
+        return Path(env)
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "labtui"
+
+
 def default_db_path() -> Path:
     """The store: --db wins, then LABTUI_DB, then sessions/lab.duckdb here."""
     return Path(os.environ.get("LABTUI_DB") or Path.cwd() / "sessions" / "lab.duckdb")

@@ -29,6 +29,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from labtui.core.paths import default_db_path
+from labtui.ui.keymap import KeysError, binding_ids, check_keymap, keys_path, read_keymap
 from labtui.ui.command_line import COMMANDS, Command, CommandError, CommandLine, cli_argv, parse, run_cli
 
 if TYPE_CHECKING:
@@ -58,18 +59,19 @@ class LabApp(App[int]):
     TabPane > .loading { padding: 1 2; color: $text-muted; }
     """
     BINDINGS = [
-        Binding("q", "request_quit", "quit"),
+        Binding("q", "request_quit", "quit", id="app.request_quit"),
         Binding("ctrl+q", "quit", "quit", show=False, priority=True),
         # not a priority binding: in the SQL editor ctrl+c copies, as in every editor
         Binding("ctrl+c", "interrupt", "interrupt", show=False),
-        Binding("question_mark", "help", "help"),
-        Binding("slash", "filter", "filter"),
-        Binding("colon", "command_line", "command", show=False),  # in ? and the palette; the footer is full
-        Binding("4", "sql", "SQL"),
+        Binding("question_mark", "help", "help", id="app.help"),
+        Binding("slash", "filter", "filter", id="app.filter"),
+        # in ? and the palette; the footer is full
+        Binding("colon", "command_line", "command", show=False, id="app.command_line"),
+        Binding("4", "sql", "SQL", id="app.sql"),
         Binding("escape", "back", "back", show=False),
-        Binding("1", "show_tab('tab-run')", "run", show=False),
-        Binding("2", "show_tab('tab-instances')", "instances", show=False),
-        Binding("3", "show_tab('tab-sessions')", "sessions", show=False),
+        Binding("1", "show_tab('tab-run')", "run", show=False, id="app.run"),
+        Binding("2", "show_tab('tab-instances')", "instances", show=False, id="app.instances"),
+        Binding("3", "show_tab('tab-sessions')", "sessions", show=False, id="app.sessions"),
     ]
 
     def __init__(self, db_path: Path | None = None, backend: str = "process", host: str = "local", *,
@@ -90,6 +92,8 @@ class LabApp(App[int]):
         self.text_entry: tuple[type[Widget], ...] = (Input,)
         #: The line open_console prints on stderr after a crash (whose traceback went to a crash log).
         self.crash: str | None = None
+        #: The key bindings changed in keys.toml (labtui.ui.keymap): binding id -> keys.
+        self.user_keys: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -103,7 +107,25 @@ class LabApp(App[int]):
     # --- loading the views after the first frame ----------------------------------------------
 
     def on_mount(self) -> None:
+        self._read_keys()
         self.call_after_refresh(self._load_views)
+
+    def _read_keys(self) -> None:
+        """Use the key bindings of keys.toml from the first frame (checked once every view is loaded)."""
+        try:
+            self.user_keys = read_keymap(keys_path())
+        except KeysError as exc:
+            self.notify(str(exc), severity="error", markup=False, timeout=15)
+        self.set_keymap(self.user_keys)
+
+    def _check_keys(self) -> None:
+        """Refuse keys.toml (in one line) when it names a binding no loaded class has."""
+        try:
+            check_keymap(keys_path(), self.user_keys, binding_ids([type(self), *self.view_classes.values()]))
+        except KeysError as exc:
+            self.user_keys = {}
+            self.set_keymap({})
+            self.notify(str(exc) + " (keys.toml not used)", severity="error", markup=False, timeout=15)
 
     def _load_views(self) -> None:
         self.run_worker(self._import_views, thread=True, group="views", name="views")
@@ -120,6 +142,7 @@ class LabApp(App[int]):
             gc.freeze()
         finally:
             with suppress(RuntimeError):  # the app may be gone already
+                self.call_from_thread(self._check_keys)
                 self.call_from_thread(self.views_loaded.set)
 
     async def _mount_view(self, tab: str, cls: type[Widget]) -> None:

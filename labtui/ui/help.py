@@ -78,7 +78,8 @@ def _rows(app: App, widget_classes: list[type]) -> list[tuple[str, str]]:
     by_action: dict[str, tuple[list[str], str]] = {}
     for action, binding in _bindings(widget_classes):
         keys, text = by_action.setdefault(action, ([], LONGER.get(action, binding.description or action)))
-        for key in binding.key.split(","):
+        changed = getattr(app, "user_keys", {})  # keys.toml (labtui.ui.keymap), by binding id
+        for key in (changed.get(binding.id, binding.key) if binding.id else binding.key).split(","):
             shown = app.get_key_display(Binding(key.strip(), binding.action))
             if shown not in keys:
                 keys.append(shown)

@@ -57,15 +57,15 @@ class InstancesView(Vertical):
     InstancesView #inst-status { height: 2; color: $text-muted; }
     """
     BINDINGS = [
-        Binding("r", "refresh", "refresh"),
-        Binding("space", "toggle_select", "select"),
-        Binding("d", "describe", "describe"),
-        Binding("l", "log", "log"),
-        Binding("ctrl+d", "destroy", "destroy"),
-        Binding("c", "cleanup", "clean session"),
-        Binding("o", "sort_next", "sort"),
-        Binding("O", "sort_reverse", "reverse", show=False),
-        Binding("p", "toggle_pause", "pause"),
+        Binding("r", "refresh", "refresh", id="instances.refresh"),
+        Binding("space", "toggle_select", "select", id="instances.toggle_select"),
+        Binding("d", "describe", "describe", id="instances.describe"),
+        Binding("l", "log", "log", id="instances.log"),
+        Binding("ctrl+d", "destroy", "destroy", id="instances.destroy"),
+        Binding("c", "cleanup", "clean session", id="instances.cleanup"),
+        Binding("o", "sort_next", "sort", id="instances.sort_next"),
+        Binding("O", "sort_reverse", "reverse", show=False, id="instances.sort_reverse"),
+        Binding("p", "toggle_pause", "pause", id="instances.toggle_pause"),
     ]
 
     def __init__(self, db_path: Path, host: str, *, id: str | None = None) -> None:
