@@ -53,6 +53,9 @@ def test_parse_and_complete() -> None:
     assert complete("c") == "c"  # compare and cleanup: nothing in common past "c"
     assert complete("cl") == "cleanup "
     assert complete("cleanup or") == "cleanup orphans "
+    assert complete("report na", ["native", "other"]) == "report native "
+    assert complete("compare n", ["na1", "na2"]) == "compare na"
+    assert complete("export native --format p", ["native", "pq"]) == "export native --format p"  # an option's value
     assert parse(":compare a b")[1] == ["a", "b"]
     with pytest.raises(CommandError, match="no command 'nope'"):
         parse("nope")
@@ -84,11 +87,16 @@ async def test_colon_completes_and_switches_view(lab: Path) -> None:
 
 async def test_report_command_writes_the_report(lab: Path) -> None:
     from labtui.ui.app import LabApp
+    from labtui.ui.command_line import CommandLine
 
     app = LabApp(lab, idle_sampling=False)
     report = lab.parent / "reports" / "native" / "report.html"
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("colon", *"report native", "enter")
+        await pilot.press("colon", *"report na")
+        await wait_for(pilot, lambda: app.query_one(CommandLine).sessions == ("native",), 10, "the session ids")
+        await pilot.press("tab")
+        assert app.query_one(CommandLine).value == "report native "
+        await pilot.press("enter")
         await wait_for(pilot, report.exists, 60, "the report")
         await wait_for(pilot, lambda: any(str(report) in str(n.message) for n in app._notifications), 10,
                        "the notification naming the file")

@@ -304,7 +304,27 @@ class LabApp(App[int]):
 
     def action_command_line(self) -> None:
         """`:`: open the command line."""
-        self.query_one(CommandLine).open()
+        self.open_command_line()
+
+    def open_command_line(self, text: str = "") -> None:
+        """Open the command line with `text` typed; read the store's session ids for its completion."""
+        self.query_one(CommandLine).open(text)
+        self.run_worker(self._read_session_ids, thread=True, group="session-ids", exclusive=True,
+                        exit_on_error=False)
+
+    def _read_session_ids(self) -> None:
+        """In a thread: the store's session ids into the command line (none while the store cannot be read)."""
+        from labtui.store import StoreError, session_ids
+
+        try:
+            ids = tuple(session_ids(self.db_path))
+        except (StoreError, OSError):
+            return
+        with suppress(RuntimeError):  # the app may be gone already
+            self.call_from_thread(self._set_session_ids, ids)
+
+    def _set_session_ids(self, ids: tuple[str, ...]) -> None:
+        self.query_one(CommandLine).sessions = ids
 
     @on(Input.Submitted, "#command-line")
     def _command_submitted(self, event: Input.Submitted) -> None:
@@ -331,7 +351,7 @@ class LabApp(App[int]):
     def _palette_callback(self, command: Command) -> Any:
         """What choosing a command in the palette does: run it, or open the command line for its arguments."""
         if command.kind == "cli":
-            return lambda: self.query_one(CommandLine).open(f"{command.name} ")
+            return lambda: self.open_command_line(f"{command.name} ")
         return lambda: self.run_command(f"{command.name} {' '.join(command.words)}")
 
     async def _run_cli(self, command: Command, args: list[str]) -> None:

@@ -4,7 +4,8 @@ A command either switches the view (`:sessions`, `:instances`, `:run`, `:sql`),
 acts in a view (`:cleanup orphans`, `:q`) or runs the CLI's own command in a
 child process (`:compare A B` is `labtui compare A B`, with the same options),
 so the console and the command line can never disagree.  Tab completes the
-command's name (and `orphans` after `cleanup`).
+command's name, `orphans` after `cleanup`, and session ids after the CLI's
+commands (read from the store when the line opens).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,20 +83,26 @@ def parse(text: str) -> tuple[Command, list[str]]:
     return command, args
 
 
-def completions(text: str) -> list[str]:
-    """The ways the last word of `text` can end: command names first, then a command's own words."""
+def completions(text: str, sessions: Sequence[str] = ()) -> list[str]:
+    """The ways the last word of `text` can end: a command's name, its own words, or a session id
+    (an argument of a CLI command that is not an option or an option's value)."""
     words = text.split(" ")
+    last = words[-1]
     if len(words) == 1:
-        return [c.name for c in COMMANDS if c.name.startswith(words[0])]
+        return [c.name for c in COMMANDS if c.name.startswith(last)]
     command = BY_NAME.get(words[0])
-    if command is None or len(words) != 2:
+    if command is None:
         return []
-    return [w for w in command.words if w.startswith(words[1])]
+    if command.kind == "cli":
+        if last.startswith("-") or words[-2].startswith("--"):
+            return []
+        return [s for s in sessions if s.startswith(last)]
+    return [w for w in command.words if w.startswith(last)] if len(words) == 2 else []
 
 
-def complete(text: str) -> str:
+def complete(text: str, sessions: Sequence[str] = ()) -> str:
     """`text` with its last word completed as far as every completion agrees (a space after a unique one)."""
-    found = completions(text)
+    found = completions(text, sessions)
     if not found:
         return text
     head = text.rsplit(" ", 1)[0] + " " if " " in text else ""
@@ -140,6 +148,8 @@ class CommandLine(Input):
         # disabled while hidden, so it never takes the focus (Textual's auto focus picks the first input)
         super().__init__(placeholder=" ".join(c.name for c in COMMANDS), id=id, disabled=True)
         self.border_title = ":"
+        #: The store's session ids, completed after the CLI's commands (the app fills it in when the line opens).
+        self.sessions: tuple[str, ...] = ()
 
     def open(self, text: str = "") -> None:
         """Show the line with `text` typed, the cursor at its end, and focus it."""
@@ -157,7 +167,7 @@ class CommandLine(Input):
 
     def action_complete(self) -> None:
         before = self.value
-        self.value = complete(before)
+        self.value = complete(before, self.sessions)
         self.cursor_position = len(self.value)
-        found = completions(before)
+        found = completions(before, self.sessions)
         self.border_subtitle = "  ".join(found) if len(found) > 1 else ""
