@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
+import os
 import shlex
 import sys
 from collections.abc import AsyncGenerator, Iterable
@@ -361,13 +362,12 @@ class LabApp(App[int]):
         argv = cli_argv(command, args)
         shown = f"labtui {shlex.join(argv)}"
         self.notify(f"{shown}: running...", markup=False, timeout=3)
-        status, out, err = await run_cli(self.db_path, argv, width=max(self.size.width - 6, 60))
+        status, out, err = await run_cli(self.db_path, argv)  # TextScreen scrolls long lines, never wraps
         if status != 0 and not out.strip():
             last = (err.strip().splitlines() or [f"exit status {status}"])[-1]
             self.notify(f"{shown}: {last}", severity="error", markup=False, timeout=10)
         elif command.name in ("report", "export"):
-            files = [str(Path.cwd() / line) for line in out.splitlines() if line.strip()]
-            self.notify(f"{shown} wrote {len(files)} file(s): " + ", ".join(files), markup=False, timeout=15)
+            self.notify(f"{shown} wrote {_files_written(out)}", markup=False, timeout=15)
         else:
             self.push_screen(TextScreen(shown, out + err))
 
@@ -489,6 +489,15 @@ class LabApp(App[int]):
         commands.append(("Help: every key", "?", self.action_help))
         for title, help_text, callback in commands:
             yield SystemCommand(title, help_text, callback)
+
+
+def _files_written(out: str) -> str:
+    """The files a command printed one per line: the one path, or their directory and names."""
+    files = [Path.cwd() / line for line in out.splitlines() if line.strip()]
+    if len(files) < 2:
+        return str(files[0]) if files else "no file"
+    where = Path(os.path.commonpath(files))
+    return f"{len(files)} files in {where}: " + ", ".join(str(f.relative_to(where)) for f in files)
 
 
 def open_console(db_path: Path | None = None, backend: str = "process", host: str = "local") -> int:

@@ -118,7 +118,7 @@ def cli_argv(command: Command, args: list[str]) -> list[str]:
     return [command.name, *args]
 
 
-async def run_cli(db_path: Path, argv: list[str], width: int = 120) -> tuple[int, str, str]:
+async def run_cli(db_path: Path, argv: list[str], width: int = 200) -> tuple[int, str, str]:
     """Run `labtui --db DB ARGV` in a child process (the CLI's own code); (status, stdout, stderr)."""
     env = {**os.environ, "COLUMNS": str(width), "NO_COLOR": "1"}
     child = await asyncio.create_subprocess_exec(
@@ -137,7 +137,7 @@ class CommandLine(Input):
     """The `:` line docked at the bottom: Tab completes; Enter and Esc are the app's (Submitted, back)."""
 
     DEFAULT_CSS = """
-    CommandLine { dock: bottom; display: none; border: tall $accent; }
+    CommandLine { dock: bottom; margin-bottom: 1; display: none; border: tall $accent; }  /* above the footer */
     CommandLine.shown { display: block; }
     """
     BINDINGS = [
@@ -162,6 +162,7 @@ class CommandLine(Input):
     def close(self) -> None:
         """Hide the line and forget its text."""
         self.value = ""
+        self.border_subtitle = ""
         self.remove_class("shown")
         self.disabled = True
 
