@@ -6,6 +6,7 @@ process-backend sleepers made by the test and destroyed after it.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -175,3 +176,23 @@ async def test_keys_from_the_config_file(lab: Path) -> None:
     path.write_text("[app\n", encoding="utf-8")
     with pytest.raises(KeysError, match=f"{path}: .*line 1"):
         read_keymap(path)
+
+
+async def test_log_of_a_docker_container(lab: Path) -> None:
+    from labtui.ui.describe import instance_log
+    from labtui.ui.inventory import Found
+
+    backend = open_backend("docker", get_host("local"))
+    if not (availability := await backend.check()).usable:
+        pytest.skip(f"docker: {availability.reason}")
+    session = "cmd-" + secrets.token_hex(3)
+    instance = await backend.create(InstanceSpec(Labels(session, "worker", "r1"), image="labtui/redis"))
+    try:
+        found = Found(backend, instance, None, False)
+        for _ in range(50):  # the server writes its banner just after it starts
+            if "Redis is starting" in (text := await instance_log(found)):
+                break
+            await asyncio.sleep(0.1)
+        assert "Redis is starting" in text
+    finally:
+        await backend.destroy(instance, force=True)

@@ -180,6 +180,10 @@ class Backend(abc.ABC):
     async def list(self, session: str | None = None) -> list[Instance]:
         """Find lab-labelled instances on the host (orphans included)."""
 
+    async def logs(self, instance: Instance) -> str | None:
+        """The instance's log or console output so far, where the backend keeps one; None where it keeps none."""
+        return None
+
     async def exec(self, instance: Instance, argv: Sequence[str], *, timeout: float = 60.0) -> CommandResult:
         """Run argv inside an instance, where the backend can."""
         raise BackendError(f"backend {self.name} cannot exec inside instances")

@@ -2,8 +2,8 @@
 
 Describe: the instance as its backend lists it (labels, name, handle, host,
 state, times, details) and the store's rows for it (its `instances` row and a
-count of its results).  Log: the backend's `logs(instance)` where the backend
-has one, else one line saying it keeps none.
+count of its results).  Log: the end of the backend's `logs(instance)`, or one
+line saying the backend keeps none (Backend.logs returns None).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from labtui.ui.inventory import Found
 
 #: The store's columns of an instance's row, in the order shown.
 STORE_COLUMNS = ("state", "created_at", "ready_at", "destroyed_at", "boot_s")
+#: The log window shows at most this many lines, the last ones.
+LOG_LINES = 2000
 
 
 def labels_line(instance: Instance) -> str:
@@ -72,9 +74,11 @@ def store_rows(instance: Instance, db_path: Path) -> list[str]:
 
 
 async def instance_log(found: Found) -> str:
-    """The instance's log or console output from its backend, or one line saying the backend keeps none."""
-    logs = getattr(found.backend, "logs", None)
-    if logs is None:
+    """The end of the instance's log or console output (Backend.logs), or one line saying the backend keeps none."""
+    text = await found.backend.logs(found.instance)
+    if text is None:
         return f"the {found.backend.name} backend keeps no log of its instances"
-    text = await logs(found.instance)
-    return text or "(the log is empty)"
+    lines = text.splitlines()
+    if len(lines) > LOG_LINES:
+        lines = [f"(the last {LOG_LINES} of {len(lines)} lines)", *lines[-LOG_LINES:]]
+    return "\n".join(lines) or "(the log is empty)"

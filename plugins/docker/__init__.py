@@ -341,6 +341,11 @@ class DockerBackend(Backend):
             raise self.engine.error(f"reading the output of {container_id[:12]}", exc) from exc
         return "".join(lines)
 
+    async def logs(self, instance: Instance) -> str | None:
+        """What the container printed so far on stdout and stderr (the engine's log of it)."""
+        async with self.engine.client() as docker:
+            return await self._log(docker, instance.handle, stdout=True, stderr=True)
+
     async def _ports(self, container_id: str) -> dict[int, int]:
         """Container TCP port -> host port on 127.0.0.1, as the engine published them."""
         found = await self.engine.call(f"inspecting container {container_id[:12]}", "GET",
