@@ -60,7 +60,8 @@ class Clock:
         return timed
 
 
-def one_run(db: Path, steps: int) -> dict[str, float]:
+def one_run(db: Path, steps: int) -> tuple[LabRun, Clock, float]:
+    """Run the README's job with `steps` steps into db; the run, where its time went, and its wall time."""
     clock = Clock()
     suite = load_suite("boot-scaling", [f"scale.steps={steps}", "suite.repetitions=1"])
     lab = LabRun(RunRequest(suite, db))
@@ -78,6 +79,11 @@ def one_run(db: Path, steps: int) -> dict[str, float]:
         whole = time.perf_counter() - began
     finally:
         Journal.append, Journal.append_all = append, append_all  # type: ignore[method-assign]
+    return lab, clock, whole
+
+
+def figures(db: Path, lab: LabRun, clock: Clock, whole: float) -> dict[str, float]:
+    """The run's figures from the store (read once any holder has let go: this read moves the journal in)."""
     (session,) = [r.session_id for r in lab.runners]
     (steps_s, boots_s, count), = run_sql(db, (
         "SELECT (SELECT epoch(max(ended_at)) - epoch(min(started_at)) FROM steps WHERE session_id = $s), "
@@ -109,20 +115,21 @@ def main() -> int:
                                            "time.sleep(3600)", str(db)], stdout=subprocess.PIPE, text=True)
                 assert holder.stdout is not None and holder.stdout.readline() == "held\n"
             try:
-                figures = one_run(db, args.steps)
+                lab, clock, whole = one_run(db, args.steps)
             finally:
                 if holder is not None:
                     holder.kill()
                     holder.wait()
-            steps = figures["count"]
-            ratio = figures["steps"] / figures["boots"]
+            found = figures(db, lab, clock, whole)
+            steps = found["count"]
+            ratio = found["steps"] / found["boots"]
             ratios.append(ratio)
-            print(f"run {number + 1}: {steps} steps in {figures['steps']:.2f} s, boots {figures['boots']:.3f} s: "
-                  f"{ratio:.2f}x; whole run {figures['whole']:.2f} s", flush=True)
-            print(f"  a step: instance work {figures.get('instance work', 0) / steps * 1000:.1f} ms, "
-                  f"journal {figures.get('journal', 0) / steps * 1000:.2f} ms, "
-                  f"sampling {figures.get('sampling', 0) / steps * 1000:.1f} ms, "
-                  f"feed {figures['feed'] / steps * 1000:.1f} ms ({figures['feeds']} feeds, beside the engine)",
+            print(f"run {number + 1}: {steps} steps in {found['steps']:.2f} s, boots {found['boots']:.3f} s: "
+                  f"{ratio:.2f}x; whole run {found['whole']:.2f} s", flush=True)
+            print(f"  a step: instance work {found.get('instance work', 0) / steps * 1000:.1f} ms, "
+                  f"journal {found.get('journal', 0) / steps * 1000:.2f} ms, "
+                  f"sampling {found.get('sampling', 0) / steps * 1000:.1f} ms, "
+                  f"feed {found['feed'] / steps * 1000:.1f} ms ({found['feeds']} feeds, beside the engine)",
                   flush=True)
     print(f"steps / boots over {len(ratios)} runs: median {statistics.median(ratios):.2f}x "
           f"(min {min(ratios):.2f}, max {max(ratios):.2f}); issue 31's bound: 3x"
