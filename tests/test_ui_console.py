@@ -346,7 +346,7 @@ async def test_the_sql_view_answers_while_the_consoles_own_run_waits_at_a_step(l
 async def test_ctrl_c_aborts_the_consoles_run_and_tears_it_down_as_in_the_cli(lab: Path) -> None:
     from labtui.store import run_sql
 
-    async with console_run(lab, manual=False) as (app, pilot, view, session):
+    async with console_run(lab, manual=True) as (app, pilot, view, session):  # manual: it cannot end first
         await pilot.press("1", "ctrl+c")  # within the run's first moments
         await wait_for(pilot, lambda: not view.active, 120, "the run's end")
         assert app.is_running  # ctrl+c stopped the run, not the console
