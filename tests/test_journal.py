@@ -227,3 +227,36 @@ def test_a_result_row_carries_every_field_through_the_feed(tmp_path: Path) -> No
         journal.close()
     assert run_sql(db, "SELECT repetition, step, background, instance_id, metric, value, placement, run "
                        "FROM results").rows == [(2, 3, 40, "i9", "boot", 0.5, "alone", 2)]
+
+
+async def test_a_journal_that_cannot_take_a_sample_still_ends_the_session_and_tears_down(runtime_dir: Path) -> None:
+    """A full disk fails the sampler's record; its failure, raised again while the session ended, once skipped
+    the teardown and the session's end, so the bus never closed and the run hung (CI's full-disk test)."""
+    from labtui.backends.base import open_backend
+    from labtui.core.events import ResourceSample, SessionEnded
+    from labtui.engine import SessionRunner
+    from labtui.hosts.local import LocalHost
+    from labtui.suites import load_suite
+
+    class NoRoomForSamples:
+        def append(self, event) -> None:
+            if isinstance(event, ResourceSample):
+                raise StoreError("cannot append to the journal: database or disk is full")
+
+        def append_all(self, events) -> None:
+            pass
+
+    # the session waits for a quiet host (recording nothing) while its sampler records: the sampler fails first
+    suite = load_suite("boot-scaling", ["scale.steps=30", "scale.per_step=2", "suite.repetitions=1",
+                                        "sampling.quiet_timeout_s=5", "sampling.settle_s=5", "sampling.interval_s=0.1"])
+    backend = open_backend("process", LocalHost())
+    runner = SessionRunner(suite, backend, LocalHost())
+    runner.ctx.journal = NoRoomForSamples()
+    events = runner.bus.subscribe()
+    status = await asyncio.wait_for(runner.run(), 300)
+    seen = []
+    while (event := await asyncio.wait_for(events.get(), 60)) is not None:  # the bus closes
+        seen.append(event)
+    assert status == "failed" and isinstance(runner.ctx.lost, StoreError)
+    assert isinstance(seen[-1], SessionEnded) and "disk is full" in seen[-1].message
+    assert await backend.list(runner.session_id) == []

@@ -124,7 +124,9 @@ class SessionRunner:
         finally:
             if sampler is not None:
                 sampler.cancel()
-                with contextlib.suppress(asyncio.CancelledError, HostError):  # a lost host was raised above
+                # its failure (a lost host, a journal that cannot take a sample) was raised above already; raised
+                # again here it would skip the teardown and the session's end below, and hang the run
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await sampler
             await self._end_instances()
             if self.ctx.live and not self.keep_instances:
