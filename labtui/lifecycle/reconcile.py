@@ -97,8 +97,8 @@ def _with_journals(view: StoreView, journals: Pending, session: str | None) -> S
     def wanted(sid: str) -> bool:
         return session is None or sid == session
     statuses = {**view.statuses, **{sid: s for sid, s in journals.statuses.items() if wanted(sid)}}
-    rows = [row for row in view.rows
-            if (row.session_id, row.instance_id) not in journals.recorded | journals.closed]
+    told = journals.recorded | journals.closed  # the journals' word on these rows is newer than the store's
+    rows = [row for row in view.rows if (row.session_id, row.instance_id) not in told]
     rows += [Row(sid, iid, host, backend, state) for (sid, iid), (host, backend, state) in sorted(journals.open_rows.items())
              if wanted(sid)]
     return replace(
