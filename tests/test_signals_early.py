@@ -257,6 +257,7 @@ def test_a_run_whose_backend_stops_answering_still_exits_after_its_signal(tmp_pa
             proc.communicate()
         host.knobs()
         _kill_under(host.root)
+        _kill_under(tmp_path / "lab")  # the simulated zones' programs run from the lab's runtime dir there
         host.server.stop()
 
 
@@ -267,7 +268,7 @@ def _zones(host: FakeHost) -> list[str]:
 
 
 def _kill_under(root: Path) -> None:
-    """Kill the simulator commands left hanging on the fake host (their command lines name its directory)."""
+    """Kill the processes whose command lines name root: simulator commands left hanging, zones the run left."""
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and str(root).encode() in (entry / "cmdline").read_bytes():
