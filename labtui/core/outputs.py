@@ -6,7 +6,6 @@ the files and directories that call made are removed again.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from types import TracebackType
 from typing import BinaryIO
 
 from labtui.core.errors import LabError
+from labtui.core.paths import make_private_dirs, remove_dirs
 
 
 class ExportError(LabError):
@@ -33,15 +33,10 @@ class PrivateOutput:
         self._files: list[Path] = []
 
     def __enter__(self) -> PrivateOutput:
-        missing = [d for d in (self.directory, *self.directory.parents) if not d.is_dir()]
-        for directory in reversed(missing):
-            try:
-                directory.mkdir(mode=0o700)
-            except OSError as exc:
-                self._undo()
-                raise _error(directory, exc) from None
-            self._dirs.append(directory)
-            directory.chmod(0o700)  # mkdir's mode passes through the umask
+        try:
+            self._dirs = make_private_dirs(self.directory)
+        except OSError as exc:
+            raise _error(Path(exc.filename), exc) from None
         return self
 
     def write(self, name: str, write: Callable[[BinaryIO], object]) -> Path:
@@ -68,9 +63,7 @@ class PrivateOutput:
     def _undo(self) -> None:
         for path in self._files:
             path.unlink(missing_ok=True)
-        for directory in reversed(self._dirs):
-            with contextlib.suppress(OSError):  # only if empty: nothing but this call's files went in
-                directory.rmdir()
+        remove_dirs(self._dirs)  # each only if empty: nothing but this call's files went in
         self._files, self._dirs = [], []
 
 

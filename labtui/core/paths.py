@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -48,3 +50,39 @@ def config_dir() -> Path:
 def default_db_path() -> Path:
     """The store: --db wins, then LABTUI_DB, then sessions/lab.duckdb here."""
     return Path(os.environ.get("LABTUI_DB") or Path.cwd() / "sessions" / "lab.duckdb")
+
+
+def make_private_dirs(directory: Path) -> list[Path]:
+    """Create `directory` and its missing parents, each 0700 whatever the umask; the ones created, outermost first.
+
+    When one cannot be made, those this call created are removed again and the
+    OSError is raised with that directory as its filename ("a file is in the way"
+    when a file holds its name).
+    """
+    missing = []
+    for parent in (directory, *directory.parents):
+        if parent.is_dir():
+            break
+        missing.append(parent)
+    created: list[Path] = []
+    for parent in reversed(missing):
+        try:
+            parent.mkdir(mode=0o700)
+        except FileExistsError:
+            if parent.is_dir():
+                continue  # made by someone else meanwhile
+            remove_dirs(created)
+            raise FileExistsError(errno.EEXIST, "a file is in the way", str(parent)) from None
+        except OSError as exc:
+            remove_dirs(created)
+            raise OSError(exc.errno, exc.strerror or str(exc), str(parent)) from None
+        created.append(parent)
+        parent.chmod(0o700)  # mkdir's mode is filtered by the umask
+    return created
+
+
+def remove_dirs(created: list[Path]) -> None:
+    """Remove directories make_private_dirs created, innermost first, each only if empty."""
+    for directory in reversed(created):
+        with contextlib.suppress(OSError):
+            directory.rmdir()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import asyncssh
 
+from labtui.core.paths import make_private_dirs
 from labtui.hosts.base import HostError
 from labtui.hosts.config import HostConfig
 
@@ -136,7 +137,7 @@ async def trust(
 
 
 def _append(path: Path, line: str) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "a") as f:
         f.write(line)

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from dataclasses import dataclass, field
 import fcntl
 import json
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import get_args
 
@@ -39,6 +39,7 @@ from labtui.core.events import (
     SessionEnded,
     SessionStarted,
 )
+from labtui.core.paths import make_private_dirs
 from labtui.store.schema import StoreError
 
 #: Every kind of event a journal holds, by class name.
@@ -104,7 +105,7 @@ class Journal:
         directory = journal_dir(store)
         path = directory / f"{session_id}{_SUFFIX}"
         try:
-            directory.mkdir(mode=0o700, exist_ok=True)
+            make_private_dirs(directory)
             lock_fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         except OSError as exc:
             raise StoreError(f"cannot create the journal {path}: {exc.strerror or exc}") from None

@@ -18,9 +18,9 @@ import socket
 import stat
 import threading
 import time
-from operator import attrgetter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +43,16 @@ from labtui.core.events import (
     StepEnded,
     StepStarted,
 )
+from labtui.core.paths import make_private_dirs, remove_dirs
 from labtui.store.schema import (
     SCHEMA_VERSION,
     StoreError,
     _first_line,
+    attach,
     check_file,
     check_store,
     check_version,
     connect,
-    attach,
     ensure_schema,
     memory_connection,
     writing_turn,
@@ -248,35 +249,6 @@ def mark_crashed_sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
     return crashed
 
 
-def _make_private_dirs(directory: Path) -> list[Path]:
-    """Create `directory` and its missing parents, each 0700; the ones created, outermost first."""
-    missing = []
-    for parent in (directory, *directory.parents):
-        if parent.is_dir():
-            break
-        missing.append(parent)
-    created: list[Path] = []
-    for parent in reversed(missing):
-        try:
-            parent.mkdir(mode=0o700)
-        except FileExistsError:
-            if not parent.is_dir():
-                raise StoreError(f"cannot create the store's directory {parent}: a file is in the way") from None
-            continue
-        except OSError as exc:
-            _remove_dirs(created)
-            raise StoreError(f"cannot create the store's directory {parent}: {exc.strerror or exc}") from None
-        created.append(parent)
-        parent.chmod(0o700)  # mkdir's mode is filtered by the umask
-    return created
-
-
-def _remove_dirs(created: list[Path]) -> None:
-    for directory in reversed(created):
-        with contextlib.suppress(OSError):
-            directory.rmdir()
-
-
 def _restrict_files(path: Path) -> None:
     for file in (path, path.with_name(path.name + ".wal")):
         with contextlib.suppress(FileNotFoundError):
@@ -378,11 +350,14 @@ class StoreWriter:
         path = Path(path).expanduser()
         created: list[Path] = []
         if not path.exists() and not path.is_symlink():
-            created = _make_private_dirs(path.parent)
+            try:
+                created = make_private_dirs(path.parent)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store's directory {exc.filename}: {exc.strerror}") from None
             try:
                 _create_store(path)
             except BaseException:
-                _remove_dirs(created)
+                remove_dirs(created)
                 raise
         _check_store(path, wait)
         with writing_turn(path, wait):
