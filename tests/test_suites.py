@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from labtui.suites import (
-    SUPPORTED_KINDS,
+    SUITE_KINDS,
     Program,
     Scale,
     SuiteError,
@@ -85,7 +85,7 @@ def test_memory_scaling_has_no_worker_and_measures_memory() -> None:
 def test_list_suites_lists_the_built_ins() -> None:
     infos = {info.name: info for info in list_suites()}
     assert {"boot-scaling", "memory-scaling"} <= infos.keys()
-    assert all(info.kind in SUPPORTED_KINDS and info.path.is_file() for info in infos.values())
+    assert all(info.kind in SUITE_KINDS and info.path.is_file() for info in infos.values())
     assert infos["isolation-cpu"].kind == "isolation"
 
 

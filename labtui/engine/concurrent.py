@@ -23,7 +23,6 @@ an instance that lags pulls it down.
 from __future__ import annotations
 
 from labtui.engine.context import RunContext
-from labtui.engine.kinds import ExperimentKind
 from labtui.suites.model import Suite
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.measure import record_run, worker_spec
@@ -104,8 +103,7 @@ def record_finish_rates(ctx: RunContext, readings: list[Reading]) -> None:
 record_sums = record_aggregates
 
 
-def _plan(suite: Suite) -> tuple[str, ...]:
+def plan_steps(suite: Suite) -> tuple[str, ...]:
+    """One line per step of a concurrent repetition: what it does."""
     return tuple(f"{n} instance(s) run the worker at once" for n in suite.concurrent.instances)
 
-
-KIND = ExperimentKind("concurrent", run_concurrent, _plan)

@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from labtui.backends.base import EXEC, BackendError, Instance
 from labtui.engine.concurrent import record_sums
 from labtui.engine.context import RunContext
-from labtui.engine.kinds import ExperimentKind
 from labtui.suites.model import Suite
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.scaling import measure_memory, wait_for_quiet_host
@@ -318,8 +317,7 @@ def _record_spread(ctx: RunContext, runs: Runs, at_ns: int) -> None:
                 f"raise creation.start_delay_s ({ctx.suite.creation.start_delay_s:g} s) if exec calls arrived late")
 
 
-def _plan(suite: Suite) -> tuple[str, ...]:
+def plan_steps(suite: Suite) -> tuple[str, ...]:
+    """One line per step of a creation repetition: what it does."""
     return tuple(f"create instance {n + 1} while {n} run" for n in range(suite.steps_per_repetition()))
 
-
-KIND = ExperimentKind("creation", run_creation, _plan)

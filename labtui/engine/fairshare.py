@@ -47,7 +47,6 @@ from labtui.backends.base import (
     InstanceSpec,
 )
 from labtui.engine.context import RunContext
-from labtui.engine.kinds import ExperimentKind
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.measure import record_run
 from labtui.engine.scaling import wait_for_quiet_host
@@ -267,9 +266,8 @@ def _describe(fair: Fairshare, configuration: str, cpus: int) -> str:
     return f"{head}; the reserved one requests {reserved:g} ({knob}), the others {other:.4f} each"
 
 
-def _plan(suite: Suite) -> tuple[str, ...]:
+def plan_steps(suite: Suite) -> tuple[str, ...]:
+    """One line per step of a fairshare repetition: what it does."""
     fair = suite.fairshare
     return tuple(f"{fair.instances} instances, {configuration} shares" for configuration in fair.configurations())
 
-
-KIND = ExperimentKind("fairshare", run_fairshare, _plan)

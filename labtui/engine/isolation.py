@@ -20,7 +20,6 @@ import asyncio
 
 from labtui.backends.base import PINNING, BackendError, Instance
 from labtui.engine.context import RunContext
-from labtui.engine.kinds import ExperimentKind
 from labtui.engine.measure import measure_worker
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.engine.topology import Plan, plan_placements, read_topology_and_smt
@@ -76,9 +75,8 @@ def _describe(plan: Plan) -> str:
     return f"worker on CPU {plan.worker_cpu}; attackers {where}"
 
 
-def _plan(suite: Suite) -> tuple[str, ...]:
+def plan_steps(suite: Suite) -> tuple[str, ...]:
+    """One line per step of a isolation repetition: what it does."""
     return tuple("worker alone" if p == "alone" else f"worker with an attacker on {p}"
                  for p in suite.isolation.placements)
 
-
-KIND = ExperimentKind("isolation", run_isolation, _plan)

@@ -1,20 +1,18 @@
-"""Experiment kinds, found by registration: each engine module of a kind defines ``KIND``.
+"""Experiment kinds: the one table of them (``EXPERIMENT_KINDS``), keyed like the suite model's ``SUITE_KINDS``.
 
 A kind is how to run a suite (``run``) and what a run of it will do, step by
-step (``plan``), so that every face shows the same plan for every kind and
-adding a kind touches its engine module and the suite model, nothing else.
+step (``plan``), so that every face shows the same plan for every kind.  Adding
+a kind adds its engine module, a line here and a line in ``SUITE_KINDS``.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING
 
-from labtui.suites.model import Suite
+from labtui.engine import concurrent, creation, fairshare, isolation, scaling
+from labtui.suites.model import Suite, unsupported_kind
 
 if TYPE_CHECKING:
     from labtui.engine.context import RunContext
@@ -54,22 +52,23 @@ class ExperimentKind:
     plan: Callable[[Suite], tuple[str, ...]]
 
 
-@cache
-def kinds() -> dict[str, ExperimentKind]:
-    """Every kind defined by a module of labtui.engine (a module-level ``KIND``), by name."""
-    import labtui.engine as package
+#: Every kind the engine runs, by its suite ``kind`` name (the keys of ``SUITE_KINDS``).
+EXPERIMENT_KINDS: dict[str, ExperimentKind] = {
+    "scaling": ExperimentKind("scaling", scaling.run_scaling, scaling.plan_steps),
+    "isolation": ExperimentKind("isolation", isolation.run_isolation, isolation.plan_steps),
+    "concurrent": ExperimentKind("concurrent", concurrent.run_concurrent, concurrent.plan_steps),
+    "creation": ExperimentKind("creation", creation.run_creation, creation.plan_steps),
+    "fairshare": ExperimentKind("fairshare", fairshare.run_fairshare, fairshare.plan_steps),
+}
 
-    found: dict[str, ExperimentKind] = {}
-    for module in pkgutil.iter_modules(package.__path__):
-        kind = getattr(importlib.import_module(f"{package.__name__}.{module.name}"), "KIND", None)
-        if isinstance(kind, ExperimentKind):
-            found[kind.name] = kind
-    return found
+
+def experiment_kind(name: str) -> ExperimentKind:
+    """The kind a suite names; ValueError, in the suite model's words, for one that cannot run."""
+    if problem := unsupported_kind(name):
+        raise ValueError(problem)
+    return EXPERIMENT_KINDS[name]
 
 
 def plan_for(suite: Suite) -> Plan:
-    """The plan of a suite's run; ValueError for a kind no engine module defines."""
-    kind = kinds().get(suite.kind)
-    if kind is None:
-        raise ValueError(f"suite kind {suite.kind!r} is not supported; supported: {', '.join(sorted(kinds()))}")
-    return Plan(suite.kind, suite.repetitions, kind.plan(suite))
+    """The plan of a suite's run; ValueError for a kind that cannot run."""
+    return Plan(suite.kind, suite.repetitions, experiment_kind(suite.kind).plan(suite))

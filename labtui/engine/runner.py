@@ -18,11 +18,11 @@ from labtui.backends.base import Backend
 from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
-from labtui.engine.kinds import kinds
+from labtui.engine.kinds import experiment_kind
 from labtui.engine.measure import check_worker_runs
 from labtui.core.events import HostFacts, SessionEnded, SessionStarted
 from labtui.hosts.base import Host, HostError
-from labtui.lifecycle.liveness import session_lock
+from labtui.core.liveness import session_lock
 from labtui.suites.loader import suite_to_dict
 from labtui.suites.model import Suite
 
@@ -90,7 +90,6 @@ class SessionRunner:
 
     async def _run(self) -> str:
         ctx = self.ctx
-        kind = kinds().get(ctx.suite.kind)
         status, message = "failed", ""
         self.ctx.record(
             SessionStarted(
@@ -107,8 +106,7 @@ class SessionRunner:
         )
         sampler = None
         try:
-            if kind is None:
-                raise ValueError(f"suite kind {ctx.suite.kind!r} is not supported; supported: {', '.join(kinds())}")
+            kind = experiment_kind(ctx.suite.kind)
             check_worker_runs(ctx.suite, ctx.backend)
             await self._record_facts()
             await ctx.backend.prepare(_programs(ctx.suite))

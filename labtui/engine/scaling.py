@@ -12,7 +12,6 @@ import asyncio
 
 from labtui.backends.base import Instance
 from labtui.engine.context import RunContext
-from labtui.engine.kinds import ExperimentKind
 from labtui.engine.measure import measure_worker
 from labtui.core.events import StepEnded, StepStarted
 from labtui.suites.model import Suite
@@ -106,10 +105,9 @@ async def measure_memory(ctx: RunContext, background: list[Instance], host_used:
         ctx.result("memory", "mem_per_instance", total / len(sizes), "bytes", "lower")
 
 
-def _plan(suite: Suite) -> tuple[str, ...]:
+def plan_steps(suite: Suite) -> tuple[str, ...]:
+    """One line per step of a scaling repetition: what it does."""
     levels = suite.scale.levels() if suite.scale else (0,)
     return (f"baseline: measure with {levels[0]} background",
             *(f"grow the background to {n}, measure" for n in levels[1:]))
 
-
-KIND = ExperimentKind("scaling", run_scaling, _plan)

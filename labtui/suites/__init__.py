@@ -2,7 +2,7 @@
 
 from labtui.suites.loader import OVERRIDE, SuiteError, list_suites, load_suite, suite_profiles, suite_to_dict
 from labtui.suites.model import (
-    SUPPORTED_KINDS,
+    SUITE_KINDS,
     WORKER_MEASURES,
     Measure,
     Program,
@@ -15,7 +15,7 @@ from labtui.suites.model import (
 
 __all__ = [
     "OVERRIDE",
-    "SUPPORTED_KINDS",
+    "SUITE_KINDS",
     "WORKER_MEASURES",
     "Measure",
     "Program",

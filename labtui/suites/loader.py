@@ -31,7 +31,6 @@ from labtui.suites.model import (
     PLACEMENTS,
     PROBE_NAME_PATTERN,
     SUITE_NAME_PATTERN,
-    SUPPORTED_KINDS,
     WORKER_MEASURES,
     WORKER_OUTPUTS,
     BackendSettings,
@@ -47,6 +46,7 @@ from labtui.suites.model import (
     Suite,
     SuiteInfo,
     Worker,
+    unsupported_kind,
 )
 
 #: Stands in for the file name in errors caused by a ``--set`` override.
@@ -358,9 +358,8 @@ def _value(given: dict[str, Any], path: KeyPath, spec: _Key, src: _Source) -> An
 
 
 def _check_kind(kind: str, src: _Source) -> None:
-    supported = ", ".join(SUPPORTED_KINDS)
-    if kind not in SUPPORTED_KINDS:
-        raise src.error(("suite", "kind"), f"unknown kind '{kind}'; supported kinds: {supported}")
+    if problem := unsupported_kind(kind):
+        raise src.error(("suite", "kind"), problem)
 
 
 def _program(raw: dict[str, Any], name: str, cls: type[Program], src: _Source) -> Any:

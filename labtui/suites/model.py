@@ -9,8 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Suite kinds that can run today.
-SUPPORTED_KINDS = ("scaling", "isolation", "concurrent", "creation", "fairshare")
+#: The suite kinds that can run, each with what a run of it does. The engine runs each one
+#: (``labtui.engine.kinds.EXPERIMENT_KINDS``, the same keys); a suite of any other kind is refused.
+SUITE_KINDS: dict[str, str] = {
+    "scaling": "add background instances step by step and re-measure the worker",
+    "isolation": "the worker alone, then beside an attacker at each placement",
+    "concurrent": "the same benchmark in n instances at once",
+    "creation": "create instance n while instances 1..n-1 keep running, and re-measure",
+    "fairshare": "CPU share achieved against share requested",
+}
 #: What a worker can measure: "boot" is create-to-exit time, "output" the
 #: JSON lines the worker prints ({"benchmark", "metric", "value", "unit", "better"}),
 #: "load" what a load tool on the host reads from the worker serving on a port.
@@ -28,6 +35,15 @@ PLACEMENTS = ("alone", "same-thread", "sibling-thread", "other-core", "all-other
 #: Where a creation run runs its benchmark after each new instance: on the host itself
 #: (the global zone, Domain-0: R_n), in the first instance (R'_n), in all of them at once (S_n).
 CREATION_WHERE = ("host", "first", "all")
+
+
+
+def unsupported_kind(kind: str) -> str | None:
+    """Why a suite of ``kind`` cannot run (the one wording of it), or None when it can."""
+    if kind in SUITE_KINDS:
+        return None
+    return f"unknown kind {kind!r}; supported kinds: {', '.join(SUITE_KINDS)}"
+
 
 SUITE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 PROBE_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
