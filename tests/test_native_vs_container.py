@@ -21,12 +21,15 @@ import pytest
 from labtui.cli import main
 from labtui.store import fetch_frame
 
-#: suite -> (its probe arguments, shortened; the metric both backends must record)
+#: suite -> (its probe arguments, shortened; the benchmark and metric both backends must record)
 SUITES = {
-    "lmbench-fork": (["fork", "0.3"], "fork_us"),
-    "lmbench-exec": (["exec", "0.3"], "exec_us"),
-    "unixbench-execl": (["execl", "0.3"], "execl_lps"),
-    "unixbench-syscall": (["mix", "0.3"], "mix_ns"),
+    "lmbench-fork": (["fork", "0.3"], "proc", "fork_us"),
+    "lmbench-exec": (["exec", "0.3"], "proc", "exec_us"),
+    # /bin/sh -c, and UnixBench's scripts: the docker images carry the host's shell and tools
+    "lmbench-sh": (["shell", "0.3"], "proc", "shell_us"),
+    "unixbench-shell8": (["multi", "0.3", "8", "/tmp"], "proc", "shell8_lpm"),
+    "unixbench-execl": (["execl", "0.3"], "proc", "execl_lps"),
+    "unixbench-syscall": (["mix", "0.3"], "syscall", "mix_ns"),
 }
 
 
@@ -45,7 +48,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             pytest.fail(reason)
         pytest.skip(reason)
     db = tmp_path_factory.mktemp("native-vs-container") / "lab.duckdb"
-    for suite, (args, _) in SUITES.items():
+    for suite, (args, _, _) in SUITES.items():
         for backend in ("process", "docker"):
             code = main(["run", suite, "--profile", "quick", "--backend", backend, "--db", str(db),
                          "--set", f"worker.args={json.dumps(args)}", "--set", "sampling.quiet_timeout_s=0"])
@@ -60,12 +63,10 @@ def _session(db: Path, suite: str, backend: str) -> str:
     return str(frame["session_id"][0])
 
 
-def _repetition_means(db: Path, session: str, metric: str) -> float:
+def _repetition_means(db: Path, session: str, metric: str, benchmark: str = "proc") -> float:
     """The mean over repetitions of each repetition's median (one instance, one run: its value)."""
-    frame = fetch_frame(db, "SELECT repetition, value FROM results WHERE session_id = ? AND benchmark = 'proc' "
-                        "AND metric = ? AND background = 1" if metric != "mix_ns" else
-                        "SELECT repetition, value FROM results WHERE session_id = ? AND benchmark = 'syscall' "
-                        "AND metric = ? AND background = 1", [session, metric])
+    frame = fetch_frame(db, "SELECT repetition, value FROM results WHERE session_id = ? AND benchmark = ? "
+                        "AND metric = ? AND background = 1", [session, benchmark, metric])
     by_rep: dict[int, list[float]] = {}
     for rep, value in frame.iter_rows():
         by_rep.setdefault(rep, []).append(value)
@@ -75,7 +76,7 @@ def _repetition_means(db: Path, session: str, metric: str) -> float:
 
 @pytest.mark.parametrize("suite", sorted(SUITES))
 def test_compare_finds_the_metric_on_both_backends(store: Path, suite: str, capsys) -> None:
-    metric = SUITES[suite][1]
+    _, benchmark, metric = SUITES[suite]
     native, container = _session(store, suite, "process"), _session(store, suite, "docker")
     assert main(["compare", native, container, "--db", str(store), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -83,7 +84,7 @@ def test_compare_finds_the_metric_on_both_backends(store: Path, suite: str, caps
     assert len(rows) == 1 and rows[0]["present"] == "both", doc["rows"]
     # no build-named twin of the metric (fork_static_us and the like) on either side
     assert not [r for r in doc["rows"] if r["present"] != "both"], doc["rows"]
-    a, b = _repetition_means(store, native, metric), _repetition_means(store, container, metric)
+    a, b = _repetition_means(store, native, metric, benchmark), _repetition_means(store, container, metric, benchmark)
     assert rows[0]["mean_a"] == pytest.approx(a) and rows[0]["mean_b"] == pytest.approx(b)
     assert rows[0]["change_pct"] == pytest.approx((b / a - 1) * 100)
     # the table a person reads: the row, with its relative difference

@@ -4,9 +4,12 @@ Every probe image carries all bundled probes in ``/bin`` (so a probe can be
 exec'd inside any of them) and runs its own probe by default.  The binaries
 are compiled on the host by ``labtui.programs.native.ensure_program``, copied to the
 controller, checked to be static, packed with a Dockerfile into a tar context
-in memory and sent to the engine's build endpoint.  Images carry
-``labtui.managed=1`` and ``labtui.source=<digest of the probe sources>``; an
-image whose digest is stale is rebuilt.
+in memory and sent to the engine's build endpoint.  Beside them each image
+carries the host's shell and the tools its scripts run (``toolbox``: ``/bin/sh``,
+``sort``, ``od``, ``grep``, ``tee``, ``wc``, ``rm`` and their libraries) and an
+empty ``/tmp``, for the probe modes that run a shell.  Images carry
+``labtui.managed=1`` and ``labtui.source=<digest of the probe sources and the
+host's tools>``; an image whose digest is stale is rebuilt.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from labtui.backends.kit import (
     probe_source,
 )
 
+from . import toolbox
 from .engine import Engine, EngineError
 
 if TYPE_CHECKING:
@@ -98,12 +102,13 @@ class ImageBuilder:
         """Make sure ``labtui/<probe>`` exists and is current; build it when it is not."""
         name = probe_image(probe)
         async with self._lock:
-            digest = source_digest()
+            tools = await toolbox.locate(self.host)
+            digest = hashlib.sha256(f"{source_digest()} {tools.digest}".encode()).hexdigest()[:16]
             current = None if force else await current_image(self.engine, name, digest)
             if current is not None:
                 self._ready[name] = current["Id"]
                 return BuiltImage(name, current["Id"], int(current.get("Size", 0)), built=False)
-            await self._build(probe, digest)
+            await self._build(probe, digest, tools)
             built = await self.engine.call(f"inspecting image {name}", "GET", f"images/{name}/json")
             self._ready[name] = built["Id"]
             return BuiltImage(name, built["Id"], int(built.get("Size", 0)), built=True)
@@ -115,11 +120,12 @@ class ImageBuilder:
             await self.ensure(probe)
         return name
 
-    async def _build(self, default: str, digest: str) -> None:
+    async def _build(self, default: str, digest: str, tools: toolbox.Toolbox) -> None:
         probes = bundled_probes()
         with tempfile.TemporaryDirectory(prefix="labtui-image-") as tmp:
             binaries = await asyncio.gather(*(self._fetch_static(p, Path(tmp)) for p in probes))
-            files = dict(zip(probes, binaries))
+            files = {f"bin/{p}": data for p, data in zip(probes, binaries)}
+            files.update(await toolbox.fetch(self.host, tools, Path(tmp)))
             context = build_context(files, default)
         await post_build(self.engine, probe_image(default), context, digest)
 
@@ -183,18 +189,25 @@ async def current_image(engine: Engine, name: str, digest: str) -> dict | None:
 
 
 def build_context(files: dict[str, bytes], default: str) -> bytes:
-    """A tar build context: the binaries plus a Dockerfile copying them to /bin and running default."""
+    """A tar build context: ``rootfs/`` (files by their path in the image, mode 0755; an empty /tmp, mode
+    1777) and a Dockerfile copying it onto scratch and running ``/bin/<default>``."""
     dockerfile = "\n".join([
         "FROM scratch",
-        f"COPY {' '.join(sorted(files))} /bin/",
+        "COPY rootfs/ /",
         f'CMD ["/bin/{default}"]',
         "",
     ]).encode()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data, mode in [("Dockerfile", dockerfile, 0o644), *((n, d, 0o755) for n, d in sorted(files.items()))]:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), mode
+        info = tarfile.TarInfo("Dockerfile")
+        info.size, info.mode = len(dockerfile), 0o644
+        tar.addfile(info, io.BytesIO(dockerfile))
+        tmp = tarfile.TarInfo("rootfs/tmp")
+        tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
+        tar.addfile(tmp)
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(f"rootfs/{name}")
+            info.size, info.mode = len(data), 0o755
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 

@@ -16,7 +16,6 @@ import asyncio
 import hashlib
 import io
 import posixpath
-import re
 import tarfile
 import tempfile
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 from labtui.backends.kit import BackendError, HostError
 
 from .images import IMAGE_PREFIX, BuiltImage, current_image, post_build
+from .toolbox import ldd_paths
 
 if TYPE_CHECKING:
     from labtui.backends.kit import CommandResult, Host
@@ -91,9 +91,6 @@ SERVICES = {
          "--bind", "0.0.0.0", "--port", "6379"), 6379,
     ),
 }
-#: ``libfoo.so.1 => /lib/.../libfoo.so.1 (0x...)`` or ``/lib64/ld-linux-x86-64.so.2 (0x...)``.
-_LDD_PATH = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x[0-9a-f]+\)")
-_LDD_MISSING = re.compile(r"^\s*(\S+)\s*=>\s*not found", re.MULTILINE)
 
 
 def service_image(service: str) -> str:
@@ -107,14 +104,6 @@ def managed_service(image: str) -> str | None:
     if name.startswith(IMAGE_PREFIX) and name[len(IMAGE_PREFIX):] in SERVICES:
         return name[len(IMAGE_PREFIX):]
     return None
-
-
-def ldd_paths(output: str) -> list[str]:
-    """The absolute paths of the libraries and loader in ``ldd`` output; BackendError for a missing one."""
-    missing = _LDD_MISSING.findall(output)
-    if missing:
-        raise BackendError(f"ldd: shared libraries not found: {', '.join(missing)}")
-    return sorted({m for m in _LDD_PATH.findall(output)})
 
 
 class ServiceBuilder:
