@@ -15,7 +15,7 @@ import pytest
 
 from labtui.commands.instances import cleanup_hosts
 from test_zones_backend import foreign_intact, illumos, keys, needs_sshd, seeded  # noqa: F401 (fixtures)
-from labtui._plugins.zones.listing import parse_zoneadm_list
+from plugins.zones.listing import parse_zoneadm_list
 from simulators.fakehost import FakeHost, write_lab
 
 

@@ -30,7 +30,7 @@ from labtui.hosts.base import CommandResult, Host
 from labtui.hosts.local import LocalHost
 from labtui.suites import SuiteError, load_suite
 from labtui.suites.model import Suite
-from labtui._plugins.zones.listing import parse_zoneadm_list
+from plugins.zones.listing import parse_zoneadm_list
 
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key

@@ -40,7 +40,7 @@ async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
 
 def container_spec():
     """The docker plugin's ContainerSpec (importable once the plugin is loaded)."""
-    from labtui._plugins.docker import ContainerSpec
+    from plugins.docker import ContainerSpec
 
     return ContainerSpec
 
@@ -69,7 +69,7 @@ async def test_check_without_a_socket_says_why(runtime_dir, tmp_path):
 
 @needs_engine
 async def test_probe_image_is_built_from_scratch_with_static_binaries(lab):
-    from labtui._plugins.docker.images import is_static_elf
+    from plugins.docker.images import is_static_elf
 
     built = await lab.backend.images.ensure("hello", force=True)
     assert built.built and built.name == "labtui/hello"

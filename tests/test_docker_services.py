@@ -36,7 +36,7 @@ needs_docker = pytest.mark.skipif(
 def services_module():
     """The docker plugin's services module (importable once the plugin is loaded)."""
     load_backend_class("docker")
-    from labtui._plugins.docker import services
+    from plugins.docker import services
 
     return services
 

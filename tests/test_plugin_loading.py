@@ -9,21 +9,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-# A fresh interpreter, so that labtui._plugins is not imported yet. Its initialisation is slowed down
-# (bundled_dir sleeps) so that every thread reaches the import while the first is still inside it.
+# A fresh interpreter, so that no plugin package (nor their namespace `plugins`) is imported yet; the
+# threads wait at a barrier so that all of them reach the entry points' imports at the same moment.
 THREADS_LOADING_AT_ONCE = textwrap.dedent(
     """
-    import threading, time
-    import labtui.core.paths as paths
-    real = paths.bundled_dir
-    def slow(name):
-        time.sleep(0.3)
-        return real(name)
-    paths.bundled_dir = slow
+    import threading
     from labtui.backends.base import backend_names, load_backend_class
     names = [n for n in backend_names() if n in ("process", "docker", "xen", "zones")]
+    barrier = threading.Barrier(len(names))
     failures = []
     def load(name):
+        barrier.wait()
         try:
             load_backend_class(name)
         except Exception as exc:
@@ -31,7 +27,6 @@ THREADS_LOADING_AT_ONCE = textwrap.dedent(
     threads = [threading.Thread(target=load, args=(name,)) for name in names]
     for thread in threads:
         thread.start()
-        time.sleep(0.05)
     for thread in threads:
         thread.join()
     print(len(names), "loaded" if not failures else failures)
@@ -40,7 +35,7 @@ THREADS_LOADING_AT_ONCE = textwrap.dedent(
 
 
 def test_backends_loaded_from_several_threads_at_once_all_load() -> None:
-    """Each thread gets its plugin, not 'No module named labtui._plugins.<name>' from a half-imported package."""
+    """Each thread gets its plugin, not 'No module named plugins.<name>' from a half-imported package."""
     done = subprocess.run([sys.executable, "-c", THREADS_LOADING_AT_ONCE], cwd=REPO, capture_output=True,
                           text=True, timeout=60, check=True)
     assert done.stdout.strip() == "4 loaded", done.stdout + done.stderr

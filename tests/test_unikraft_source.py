@@ -21,8 +21,8 @@ import pytest
 from labtui.backends.base import BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
 from labtui.programs.native import ProgramUnavailable
-from labtui._plugins.unikraft import build, probe, rootfs, sources
-from labtui._plugins.unikraft.qemu import command_line
+from plugins.unikraft import build, probe, rootfs, sources
+from plugins.unikraft.qemu import command_line
 from tests.backend_lab import Lab, open_lab
 
 #: Unikraft 0.16.3's codename, printed under its banner.

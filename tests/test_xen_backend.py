@@ -20,8 +20,8 @@ import pytest
 from labtui.backends.base import Backend, BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.hosts.ssh import SSHHost
-from labtui._plugins.xen.domconfig import DomainConfig, domain_name, labels_from_name, render
-from labtui._plugins.xen.listing import XL_HEADER, parse_info, parse_list, parse_long
+from plugins.xen.domconfig import DomainConfig, domain_name, labels_from_name, render
+from plugins.xen.listing import XL_HEADER, parse_info, parse_list, parse_long
 
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key

@@ -24,7 +24,7 @@ from labtui.hosts import get_host
 from labtui.hosts.config import ConfigError, GuestLogin, load_lab_config
 from labtui.hosts.local import LocalHost
 from labtui.hosts.ssh import SSHHost
-from labtui._plugins.xen.guests import Guests, guest_addresses
+from plugins.xen.guests import Guests, guest_addresses
 
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from simulators.guest import GuestImage, make_guest_image

@@ -28,9 +28,9 @@ from labtui.engine.hostclock import host_clock_ns
 from labtui.hosts import get_host
 from labtui.hosts.ssh import SSHHost
 from labtui.programs.runat import NAME as RUNAT_NAME
-from labtui._plugins.zones.listing import parse_zoneadm_list, rss_by_zoneid, split_fields
-from labtui._plugins.zones.names import check_name, name_problem, zone_name
-from labtui._plugins.zones.zonecfg import (
+from plugins.zones.listing import parse_zoneadm_list, rss_by_zoneid, split_fields
+from plugins.zones.names import check_name, name_problem, zone_name
+from plugins.zones.zonecfg import (
     Fs,
     Net,
     ZoneConfig,

@@ -1,11 +1,11 @@
 """The backend contract and the registry of backend plugins.
 
 A backend says *what* an instance is (a process tree, a container, a zone, a
-domain, a unikernel); the host it is given says *where*.  Built-in backends
-live in ``plugins/<name>/`` with a ``plugin.toml`` describing them; third-party
-backends register a class under the ``labtui.backends`` entry-point group.
-Listing backends reads only those descriptions: a plugin's code is imported
-when it is chosen.
+domain, a unikernel); the host it is given says *where*.  Every backend
+registers its class under the ``labtui.backends`` entry-point group: the
+built-in ones (the packages in ``plugins/``) in labtui's own ``pyproject.toml``,
+third-party ones in theirs.  Listing backends reads only that metadata: a
+plugin's code is imported when it is chosen.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import builtins
-import importlib
 import importlib.metadata
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,27 +246,24 @@ class BackendInfo:
     """A backend as listed, before any of its code is imported."""
 
     name: str
-    summary: str
-    source: str  # "builtin" or the distribution that provides the entry point
-    location: str  # plugin directory, or "module:attr" for an entry point
+    source: str  # "builtin" (labtui's own entry points) or the distribution that provides it
+    entry_point: importlib.metadata.EntryPoint
 
 
 def builtin_plugins_dir() -> Path:
+    """The built-in backends' package directory (``plugins``), for the sources they build on the host."""
     return bundled_dir("plugins")
 
 
 def list_backends() -> list[BackendInfo]:
-    """Every backend known, built-in first, without importing any plugin code."""
+    """Every backend registered, built-in first, then by name, without importing any plugin code."""
     found: dict[str, BackendInfo] = {}
-    for manifest in sorted(builtin_plugins_dir().glob("*/plugin.toml")):
-        meta = tomllib.loads(manifest.read_text())
-        name = meta["name"]
-        found[name] = BackendInfo(name, meta.get("summary", ""), "builtin", str(manifest.parent))
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name not in found:
-            dist = ep.dist.name if ep.dist else "unknown"
-            found[ep.name] = BackendInfo(ep.name, f"third-party backend from {dist}", dist, ep.value)
-    return list(found.values())
+        dist = ep.dist.name if ep.dist else "unknown"
+        info = BackendInfo(ep.name, "builtin" if dist == "labtui" else dist, ep)
+        if ep.name not in found or info.source == "builtin":  # a built-in backend of the same name wins
+            found[ep.name] = info
+    return sorted(found.values(), key=lambda b: (b.source != "builtin", b.name))
 
 
 def backend_names() -> list[str]:
@@ -279,34 +274,16 @@ def load_backend_class(name: str) -> type[Backend]:
     """Import the chosen backend; unknown names and import failures become BackendUnavailable."""
     info = {b.name: b for b in list_backends()}.get(name)
     if info is None:
-        raise BackendUnavailable(f"unknown backend {name!r}; available: {', '.join(backend_names())}")
+        available = ", ".join(backend_names()) or (
+            "none (labtui registers its own backends as entry points: install it, e.g. pip install -e .)")
+        raise BackendUnavailable(f"unknown backend {name!r}; available: {available}")
     try:
-        if info.source == "builtin":
-            cls = _import_builtin(Path(info.location))
-        else:
-            (ep,) = [e for e in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if e.name == name]
-            cls = ep.load()
+        cls = info.entry_point.load()
     except Exception as exc:  # any import error is reported, not raised raw
         raise BackendUnavailable(f"backend {name} unavailable: {type(exc).__name__}: {exc}") from exc
     if not (isinstance(cls, type) and issubclass(cls, Backend)):
         raise BackendUnavailable(f"backend {name} unavailable: {cls!r} is not a labtui Backend")
     return cls
-
-
-def _import_builtin(directory: Path) -> type[Backend]:
-    """The BACKEND class of the built-in plugin in directory, imported as labtui._plugins.<directory name>.
-
-    That package's search path is the built-in plugins directory, so this is the
-    same module a direct ``import labtui._plugins.<name>`` gives: one name per file.
-    The package is imported first, on its own: a submodule import in one thread
-    takes a parent that another thread is still initialising as it is, with
-    ``__path__`` not yet pointed at the plugins, and fails (CPython 3.11).
-    """
-    importlib.import_module("labtui._plugins")
-    module = importlib.import_module(f"labtui._plugins.{directory.name}")
-    if Path(module.__file__ or "").resolve().parent != directory.resolve():
-        raise ImportError(f"labtui._plugins.{directory.name} is {module.__file__}, not the plugin in {directory}")
-    return module.BACKEND
 
 
 def open_backend(name: str, host: Host) -> Backend:

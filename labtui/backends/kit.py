@@ -1,8 +1,8 @@
 """labtui's public plugin kit: the one labtui module a backend plugin imports.
 
-A backend plugin (a built-in one in ``plugins/<name>/``, imported as
-``labtui._plugins.<name>``, or a third-party package registered under the
-``labtui.backends`` entry-point group) imports labtui only from here, so labtui
+A backend plugin (a built-in one, the package ``plugins.<name>``, or a
+third-party package; both registered under the ``labtui.backends`` entry-point
+group) imports labtui only from here, so labtui
 can reorganise everything else without breaking a plugin.  For the built-in
 plugins an import-linter contract in ``pyproject.toml`` holds them to it.
 
