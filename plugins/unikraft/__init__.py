@@ -36,6 +36,7 @@ from labtui.backends.kit import (
 )
 
 from .build import built_image, ensure_image, recipe
+from .elfprobes import MEMORY as PROBE_MEMORY, READY as PROBE_READY, check_supported, ensure_probe_rootfs, is_test_kernel
 from .helper import SLACK_S, Helper, run_on
 from .images import BUILT, check_image, test_kernel_launch
 from .kraft import Kraft, parse_handle
@@ -107,9 +108,12 @@ class UnikraftBackend(Backend):
             return True  # no Unikraft source: /dev/kvm alone decides, at once
 
     async def prepare(self, programs: Iterable[str]) -> None:
-        """Build the helper and the named test kernels on the host (cached)."""
+        """Build the helper, the named test kernels and the ELF loader with the named probes (cached)."""
         await asyncio.gather(self.helper.path(), self.accel())
-        kernels = await asyncio.gather(*(ensure_kernel(self.host, p) for p in set(programs)))
+        names = set(programs)
+        tests = sorted(p for p in names if is_test_kernel(p))
+        kernels, _ = await asyncio.gather(asyncio.gather(*(ensure_kernel(self.host, p) for p in tests)),
+                                          asyncio.gather(*(self._probe(p, ()) for p in sorted(names - set(tests)))))
         if self.mode == "kraft":
             await asyncio.gather(*(self.kraft_mode.kraft.runnable_kernel(k) for k in kernels))
 
@@ -234,8 +238,10 @@ class UnikraftBackend(Backend):
         bad = [p for p in spec.ports if not 0 < p < 65536]
         if bad:
             raise BackendError(f"unikraft backend: ports must be TCP ports 1-65535, not {bad}")
-        if spec.program:
+        if spec.program and is_test_kernel(spec.program):
             return test_kernel_launch(spec.program, await ensure_kernel(self.host, spec.program))
+        if spec.program:
+            return await self._probe(spec.program, spec.args)
         assert spec.image is not None
         return await self._image(spec.image)
 
@@ -249,6 +255,17 @@ class UnikraftBackend(Backend):
             except ProgramUnavailable as exc:
                 raise BackendError(f"unikraft backend: image {image}: {exc}") from exc
         return self._built[image]
+
+    async def _probe(self, name: str, args: tuple[str, ...]) -> Launch:
+        """A labtui probe run by Unikraft's ELF loader (elfprobes.py), both built on first use."""
+        check_supported(name, args)
+        try:
+            kernel, initrd = await asyncio.gather(ensure_image(self.host, "elfloader"),
+                                                  ensure_probe_rootfs(self.host, name))
+        except ProgramUnavailable as exc:
+            raise BackendError(f"unikraft backend: probe {name}: {exc}") from exc
+        return Launch(kernel=kernel, initrd=initrd, memory=PROBE_MEMORY, ready=PROBE_READY, cmd=(f"/{name}",),
+                      cpu="max")
 
     async def _build(self, name: str) -> Launch:
         """A recipe's kernel (build.py), or an ELF loader app: the loader plus a rootfs of host binaries."""

@@ -1,0 +1,115 @@
+"""labtui's probes as Unikraft applications under the ELF loader (plugins/unikraft/elfprobes.py), and logs().
+
+The ELF loader and the probes' initrds are built from Unikraft's own source
+(../shared/vendor/unikraft) and cached by digest in the user's cache directory,
+like tests/test_unikraft_source.py's images, so a CI run builds each once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from labtui.backends.base import BackendError, InstanceSpec, Labels
+from plugins.unikraft import elfprobes, sources
+from tests.backend_lab import Lab, open_lab
+
+REPO = Path(__file__).resolve().parent.parent
+#: Unikraft 0.16.3's codename, printed under its banner.
+RELEASE = "Telesto 0.16.3"
+
+
+def _missing() -> str:
+    if shutil.which("qemu-system-x86_64") is None:
+        return "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+    if not (sources.sources_dir() / "SHA256SUMS").is_file() and not os.environ.get(sources.SOURCES_ENV):
+        return f"no Unikraft sources at {sources.sources_dir()} (the vendored release beside the repository)"
+    if not Path("/usr/include/sqlite3.h").exists():
+        return "no libsqlite3-dev (the sqlite probe links libsqlite3.a)"
+    return ""
+
+
+if _missing() and os.environ.get("LABTUI_CI"):
+    raise RuntimeError(f"CI must run the Unikraft probe tests: {_missing()}")
+pytestmark = pytest.mark.skipif(bool(_missing()), reason=_missing() or "-")
+
+
+@pytest.fixture
+async def lab(runtime_dir: Path) -> Lab:
+    async for lab in open_lab("unikraft", "ukp"):
+        yield lab  # type: ignore[misc]
+
+
+def labtui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "labtui", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_sqlite_scaling_runs_sqlite_inside_unikraft(runtime_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    run = labtui("run", "unikraft-sqlite-scaling", "--profile", "quick", "--db", str(db))
+    assert run.returncode == 0, run.stderr + run.stdout
+    with duckdb.connect(str(db), read_only=True) as store:
+        assert store.execute("SELECT status FROM sessions").fetchall() == [("completed",)]
+        rows = store.execute("SELECT background, value FROM results WHERE metric = 'inserts_2000_s' ORDER BY 1"
+                             ).fetchall()
+        assert [b for b, _ in rows] == [0, 2, 4] and all(0 < v < 60 for _, v in rows)
+        roles = dict(store.execute("SELECT role, count(*) FROM instances GROUP BY role").fetchall())
+        assert roles == {"warmup": 3, "worker": 3, "background": 4}
+
+
+async def test_a_probe_runs_to_its_exit_status_and_its_console_is_its_log(lab: Lab) -> None:
+    ok = await lab.backend.create(InstanceSpec(Labels(lab.session(), "worker", "w1"), program="sqlite",
+                                               args=("300", "/dev/shm"), wait="exit", capture_output=True,
+                                               timeout_s=120))
+    assert ok.exit_code == 0 and RELEASE in (ok.output or "")
+    assert '"metric":"inserts_300_s"' in (ok.output or "")
+    # sqlite's usage error (INSERTS 0) returns 2 from main: the shim powers off with it through isa-debug-exit
+    bad = await lab.backend.create(InstanceSpec(Labels(lab.session(), "worker", "w2"), program="sqlite", args=("0",),
+                                                wait="exit", capture_output=True, timeout_s=120))
+    assert bad.exit_code == 2 and "usage: sqlite" in (bad.output or "")
+
+
+async def test_an_attacker_stays_up_on_its_ready_line(lab: Lab) -> None:
+    spec = InstanceSpec(Labels(lab.session(), "attacker", "a1"), program="attack-syscall", args=("stat", "/dev/shm"),
+                        timeout_s=120)
+    attacker = await lab.backend.create(spec)
+    assert attacker.state == "running" and attacker.ready_at is not None
+    console = Path(attacker.details["console"]).read_text(errors="replace")
+    assert RELEASE in console and "labtui-probe attack-syscall: started" in console
+    await lab.backend.destroy(attacker)
+
+
+async def test_fork_attacker_is_refused_with_the_reason(lab: Lab) -> None:
+    spec = InstanceSpec(Labels(lab.session(), "attacker", "a2"), program="attack-syscall", args=("fork", "/dev/shm"))
+    with pytest.raises(BackendError) as raised:
+        await lab.backend.create(spec)
+    said = str(raised.value)
+    assert "\n" not in said and said.startswith("unikraft backend cannot run probe attack-syscall fork")
+    assert "ENOSYS" in said
+    assert await lab.backend.list(spec.labels.session) == []
+
+
+def test_isolation_suite_measures_the_worker_beside_a_unikraft_attacker(runtime_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "iso.duckdb"
+    run = labtui("run", "isolation-cpu", "--backend", "unikraft", "--profile", "quick", "--db", str(db),
+                 "--set", "suite.repetitions=1", "--set", 'isolation.placements=["alone", "same-thread"]')
+    assert run.returncode == 0, run.stderr + run.stdout
+    with duckdb.connect(str(db), read_only=True) as store:
+        rows = dict(store.execute("SELECT placement, value FROM results WHERE metric = 'inserts_2000_s'").fetchall())
+        assert set(rows) == {"alone", "same-thread"} and all(v > 0 for v in rows.values())
+        attackers = store.execute("SELECT count(*) FROM instances WHERE role = 'attacker'").fetchone()
+        assert attackers == (1,)
+
+
+def test_probe_initrd_digest_follows_the_probe_and_the_shim(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = elfprobes.digest("sqlite")
+    assert elfprobes.digest("attack-cpu") != before
+    monkeypatch.setattr(elfprobes, "FLAGS", (*elfprobes.FLAGS, "-g"))
+    assert elfprobes.digest("sqlite") != before
