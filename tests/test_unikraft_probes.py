@@ -70,19 +70,23 @@ async def test_a_probe_runs_to_its_exit_status_and_its_console_is_its_log(lab: L
                                                timeout_s=120))
     assert ok.exit_code == 0 and RELEASE in (ok.output or "")
     assert '"metric":"inserts_300_s"' in (ok.output or "")
+    assert await lab.backend.logs(ok) == ok.output  # its console file went with its QEMU: the capture
     # sqlite's usage error (INSERTS 0) returns 2 from main: the shim powers off with it through isa-debug-exit
     bad = await lab.backend.create(InstanceSpec(Labels(lab.session(), "worker", "w2"), program="sqlite", args=("0",),
                                                 wait="exit", capture_output=True, timeout_s=120))
     assert bad.exit_code == 2 and "usage: sqlite" in (bad.output or "")
 
 
-async def test_an_attacker_stays_up_on_its_ready_line(lab: Lab) -> None:
+async def test_an_attacker_stays_up_and_logs_shows_its_live_console(lab: Lab) -> None:
     spec = InstanceSpec(Labels(lab.session(), "attacker", "a1"), program="attack-syscall", args=("stat", "/dev/shm"),
                         timeout_s=120)
     attacker = await lab.backend.create(spec)
     assert attacker.state == "running" and attacker.ready_at is not None
-    console = Path(attacker.details["console"]).read_text(errors="replace")
-    assert RELEASE in console and "labtui-probe attack-syscall: started" in console
+    log = await lab.backend.logs(attacker)
+    assert log is not None and RELEASE in log and "labtui-probe attack-syscall: started" in log
+    assert "\x1b" not in log and "\r" not in log  # SeaBIOS's screen clearing is gone
+    (listed,) = await lab.backend.list(spec.labels.session)  # what the console's Instances view holds
+    assert await lab.backend.logs(listed) == log
     await lab.backend.destroy(attacker)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 
 from labtui.backends.kit import (
@@ -51,6 +52,8 @@ ACCEL_ENV = "LABTUI_UNIKRAFT_ACCEL"
 #: Who starts QEMU: "qemu" (labtui itself, the default) or "kraft" (KraftKit's kraft).
 MODE_ENV = "LABTUI_UNIKRAFT_MODE"
 MODES = ("qemu", "kraft")
+#: Terminal control sequences on a serial console (SeaBIOS clears the screen; the sleeper redraws its frame).
+_ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])|\r")
 
 
 class UnikraftBackend(Backend):
@@ -295,6 +298,23 @@ class UnikraftBackend(Backend):
     async def _console_tail(self, state: StateDir) -> str:
         result = await run_on(self.host, ["tail", "-c", "300", state.console], timeout=30.0)
         return " | ".join(line.strip() for line in result.stdout.splitlines() if line.strip()) if result.ok else ""
+
+    async def logs(self, instance: Instance) -> str | None:
+        """The serial console so far (Unikraft's banner, then the application's lines), terminal escapes removed.
+
+        A unikernel that exited has no console file any more: its captured
+        output, else None.
+        """
+        if instance.handle.startswith("kraft:"):
+            console = instance.details.get("console")
+        else:
+            _check_handles([instance], self.host.runtime_dir)
+            console = StateDir(instance.handle).console
+        if isinstance(console, str) and console:
+            result = await run_on(self.host, ["cat", "--", console], timeout=60.0)
+            if result.ok:
+                return _ESCAPES.sub("", result.stdout)
+        return instance.output
 
     # -- destroy -------------------------------------------------------------
 
