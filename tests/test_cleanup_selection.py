@@ -21,7 +21,7 @@ from labtui.backends.base import Availability, Backend, BackendError, Instance, 
 from labtui.lifecycle.cleanup import CleanupPlan, Target, plan_cleanup, run_cleanup
 from labtui.core.events import InstanceCreating, InstanceReady, SessionStarted
 from labtui.hosts.local import LocalHost
-from labtui.lifecycle.liveness import session_lock
+from labtui.core.liveness import session_lock
 from labtui.store import record_events
 
 

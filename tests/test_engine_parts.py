@@ -7,7 +7,7 @@ import pytest
 
 from labtui.engine import Aborted, EventBus, StepGate
 from labtui.core.events import Log
-from labtui.lifecycle.liveness import session_is_running, session_lock
+from labtui.core.liveness import session_is_running, session_lock
 
 
 async def test_gate_auto_passes_and_manual_waits_for_next():

@@ -26,7 +26,7 @@ import pytest
 from simulators.fakehost import start_fake_host, write_lab
 from sshd_fixture import SSHD, Sshd, host_table, sshd_available, start_sshd, write_key
 
-from labtui.lifecycle.liveness import sessions_of
+from labtui.core.liveness import sessions_of
 from labtui.suites import SuiteError, load_suite
 
 DOCKER_SOCKET = Path("/var/run/docker.sock")
@@ -67,7 +67,7 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def running_session(env: dict[str, str], proc: subprocess.Popen, timeout: float = 60) -> str:
-    """The id of the session proc runs: the running-lock (labtui.lifecycle.liveness) its process holds."""
+    """The id of the session proc runs: the running-lock (labtui.core.liveness) its process holds."""
     wait_for(lambda: proc.poll() is not None or sessions_of(proc.pid), timeout, "the session's running-lock")
     assert proc.poll() is None, "the run ended before it started"
     (session,) = sessions_of(proc.pid)

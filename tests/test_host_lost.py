@@ -26,7 +26,7 @@ from labtui.backends.base import open_backend
 from labtui.engine import SessionRunner
 from labtui.core.events import Log, SessionEnded, StepStarted
 from labtui.hosts import get_host
-from labtui.lifecycle.liveness import sessions_of
+from labtui.core.liveness import sessions_of
 from labtui.suites import load_suite
 
 pytestmark = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")

@@ -10,15 +10,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_store import full_session, result, started
 
 from labtui.core.events import InstanceDestroying, InstanceReady, Result, StepEnded
+from labtui.core.liveness import session_lock
 from labtui.session import feeder as feeder_module
 from labtui.session.feeder import StoreFeeder
 from labtui.store import StoreError, StoreWriter, run_sql
 from labtui.store import feed as feed_module
 from labtui.store.feed import feed, sync_store
 from labtui.store.journal import Journal, adopted, journal_paths, read_events
-from test_store import full_session, result, started
 
 
 def counts(db: Path) -> tuple:
@@ -104,7 +105,8 @@ def test_a_feed_cut_short_commits_neither_its_rows_nor_its_watermark(tmp_path: P
         journal.close()
 
 
-def test_a_journal_in_use_is_not_adopted_and_a_closed_one_is(tmp_path: Path) -> None:
+def test_a_journal_in_use_is_not_adopted_and_a_closed_one_is(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
     db = tmp_path / "lab.duckdb"
     StoreWriter.open(db)
     journal = journal_of(db, [started(), result(1.0, 0)])
@@ -113,8 +115,9 @@ def test_a_journal_in_use_is_not_adopted_and_a_closed_one_is(tmp_path: Path) -> 
     assert sync_store(db, wait=10).in_use == 1
     assert counts(db)[:2] == (0, 0)  # its writer still owns it
     journal.close()
-    synced = sync_store(db, wait=10)
-    assert (synced.journals, synced.rows, synced.crashed) == (1, 2, [])  # its controller (this process) lives
+    with session_lock("s1"):  # its controller lives on after closing the journal
+        synced = sync_store(db, wait=10)
+    assert (synced.journals, synced.rows, synced.crashed) == (1, 2, [])
     assert counts(db)[:2] == (1, 1)
     assert journal_paths(db) == []
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from labtui.lifecycle.liveness import LivenessError, lock_dir, session_is_running, session_lock, sessions_of
+from labtui.core.liveness import LivenessError, lock_dir, session_is_running, session_lock, sessions_of
 
 HOLD = """
 import sys, time
-from labtui.lifecycle.liveness import session_lock
+from labtui.core.liveness import session_lock
 with session_lock(sys.argv[1]):
     print("held", flush=True)
     time.sleep(60)

@@ -13,6 +13,7 @@ instances of other work on the same machine are neither counted nor ended.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -37,7 +38,7 @@ from labtui.core.events import (
     SessionEnded,
     SessionStarted,
 )
-from labtui.lifecycle.liveness import session_lock, sessions_of
+from labtui.core.liveness import session_lock, sessions_of
 from labtui.store import record_events
 
 
@@ -303,11 +304,10 @@ def listed(sid: str, iid: str) -> Instance:
 @pytest.mark.parametrize("pid_alive", [True, False], ids=["pid-alive", "pid-gone"])
 @pytest.mark.parametrize("lock_held", [True, False], ids=["lock-held", "lock-free"])
 def test_reconcile_judges_a_session_only_when_its_lock_is_free(tmp_path, monkeypatch, pid_alive, lock_held):
-    """A session whose running-lock some process holds is never judged, even when the store says it is over.
+    """A session whose running-lock some process holds is never judged; one whose lock is free is over.
 
-    Only a dead controller pid with a free lock makes the session's rows and
-    instances findings: a live pid keeps the store calling it running, a held
-    lock keeps liveness calling it running.
+    The recorded controller pid plays no part (a pid is reused): the store's
+    crash marking and reconcile both ask the running-lock, the one answer.
     """
     monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
     from labtui.lifecycle.reconcile import read_store, reconcile
@@ -318,17 +318,14 @@ def test_reconcile_judges_a_session_only_when_its_lock_is_free(tmp_path, monkeyp
                        creating(sid, "c"), creating(sid, "cg"), creating(sid, "r"), ready(sid, "r"),
                        creating(sid, "d"), ready(sid, "d"), InstanceDestroying(sid, "d"),
                        creating(sid, "dg"), ready(sid, "dg"), InstanceDestroying(sid, "dg")])
-    view = read_store(db)
-    assert view.ended(sid) is (not pid_alive)  # the store alone: over exactly when its controller is gone
     # "c" and "d" are still there, "cg", "dg" and "r" are gone, "u" was never recorded
     listings = {"process": [listed(sid, "c"), listed(sid, "d"), listed(sid, "u")]}
-    if lock_held:
-        with session_lock(sid):
-            result = reconcile(view, listings, "local")
-    else:
+    with session_lock(sid) if lock_held else contextlib.nullcontext():
+        view = read_store(db)
         result = reconcile(view, listings, "local")
+    assert view.ended(sid) is (not lock_held)  # the store alone: over exactly when no process holds its lock
     found = {(f.kind, f.instance_id, f.detail) for f in result.findings}
-    if lock_held or pid_alive:
+    if lock_held:
         assert found == set() and result.checked == 0 and result.to_close() == []
     else:
         assert found == {

@@ -30,6 +30,7 @@ from labtui.core.events import (
     StepEnded,
     StepStarted,
 )
+from labtui.core.liveness import session_lock
 from labtui.store import (
     SCHEMA_VERSION,
     StoreError,
@@ -335,22 +336,25 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_crashed_sessions_are_marked(tmp_path: Path) -> None:
+def test_crashed_sessions_are_marked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session is alive while its running-lock is held, whatever its recorded pid says (a pid is reused)."""
+    monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
     db = tmp_path / "lab.duckdb"
     dead = _dead_pid()
     record_events(db, [
         started("dead", pid=dead), result(1.0, 0, session_id="dead", ts=T0 + 30),
         Log("dead", "info", "step", "last words", ts=T0 + 40),
-        started("alive"), started("elsewhere", pid=dead), started("quiet", pid=dead),
+        started("alive", pid=dead), started("elsewhere", pid=dead), started("quiet", pid=dead),
+        started("reused"),  # its pid (ours) is alive, but no process holds its lock
     ])
     con = duckdb.connect(str(db))
     con.execute("UPDATE sessions SET controller = 'other-host' WHERE session_id = 'elsewhere'")
     con.close()
     before = time.time()
-    with StoreWriter.open(db) as writer:
-        assert writer.crashed == ["dead", "quiet"]
+    with session_lock("alive"), StoreWriter.open(db) as writer:
+        assert writer.crashed == ["dead", "quiet", "reused"]
     rows = dict(fetch_frame(db, "SELECT session_id, status FROM sessions").iter_rows())
-    assert rows == {"dead": "crashed", "quiet": "crashed", "alive": "running",
+    assert rows == {"dead": "crashed", "quiet": "crashed", "reused": "crashed", "alive": "running",
                     "elsewhere": "running"}
     assert one(db, "SELECT epoch(ended_at), message FROM sessions WHERE session_id = 'dead'") == (
         T0 + 40, f"controller process {dead} ended without closing the session")

@@ -119,7 +119,7 @@ async def test_keep_instances_skips_the_teardown(lab: Path) -> None:
 
 
 async def test_quit_leaving_instances_records_it_and_leaves_orphans(lab: Path) -> None:
-    from labtui.lifecycle.liveness import session_is_running
+    from labtui.core.liveness import session_is_running
     from labtui.store import run_sql
     from labtui.ui.app import LabApp
     from labtui.ui.modals import QuitScreen

@@ -16,7 +16,7 @@ from labtui.commands.common import db_path
 from labtui.commands.listing import Column, write_record, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.paths import bundled_dir
-from labtui.lifecycle.liveness import session_is_running
+from labtui.core.liveness import session_is_running
 from labtui.store import QueryResult, StoreError, connect_readonly, fetch_frame, list_sessions, resolve_session, run_sql
 from labtui.store.delete import delete_sessions
 from labtui.store.reader import read_statement

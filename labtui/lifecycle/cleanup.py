@@ -2,7 +2,7 @@
 
 Only instances that carry lab labels are ever considered (backends' list()
 finds nothing else).  An orphan is an instance whose session is not running:
-no process holds that session's running-lock (see labtui.lifecycle.liveness).  Every
+no process holds that session's running-lock (see labtui.core.liveness).  Every
 cleanup also reconciles the store with the listings (labtui.lifecycle.reconcile): rows
 of gone instances are closed, and what it found is logged in the store.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labtui.backends.base import Backend, Instance
-from labtui.lifecycle.liveness import session_is_running
+from labtui.core.liveness import session_is_running
 from labtui.lifecycle.reconcile import Reconciliation, StoreView, events, read_store, reconcile
 from labtui.store import StoreError, StoreWriter
 from labtui.store.feed import sync_store

@@ -35,7 +35,7 @@ from labtui.core.events import Event
 from labtui.core.stopsignals import FORCE_SIGNALS, STOP_SIGNALS, take_noted_stop_signal
 from labtui.engine import Plan, SessionRunner, StepGate, plan_for
 from labtui.hosts import Host, HostError, get_host
-from labtui.lifecycle.liveness import LivenessError, lock_dir
+from labtui.core.liveness import LivenessError, lock_dir
 from labtui.lifecycle.reconcile import StoreView, read_store_quietly, reconcile_before_run
 from labtui.session.request import RunRequest
 from labtui.session.feeder import StoreFeeder

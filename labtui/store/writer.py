@@ -43,6 +43,7 @@ from labtui.core.events import (
     StepEnded,
     StepStarted,
 )
+from labtui.core.liveness import session_is_running
 from labtui.core.paths import make_private_dirs, remove_dirs
 from labtui.store.schema import (
     SCHEMA_VERSION,
@@ -200,16 +201,6 @@ def controller_name() -> str:
     return socket.gethostname()
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # it exists, owned by another user
-    return True
-
-
 _MARK_CRASHED_SQL = """
 UPDATE sessions SET
     status = 'crashed',
@@ -228,17 +219,16 @@ WHERE session_id = ?
 
 
 def crashed_sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """This machine's 'running' sessions whose controller pid is gone (reads only)."""
+    """This machine's 'running' sessions whose running-lock nobody holds (reads only): their controller is gone."""
     candidates = con.sql(
-        "SELECT session_id, pid FROM sessions WHERE status = 'running' AND controller = ? "
-        "AND pid > 0 ORDER BY session_id",
+        "SELECT session_id FROM sessions WHERE status = 'running' AND controller = ? ORDER BY session_id",
         params=[controller_name()],
     ).fetchall()
-    return [sid for sid, pid in candidates if not _pid_alive(pid)]
+    return [sid for (sid,) in candidates if not session_is_running(sid)]
 
 
 def mark_crashed_sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Mark this machine's 'running' sessions whose controller pid is gone as 'crashed'.
+    """Mark this machine's 'running' sessions whose controller is gone (crashed_sessions) as 'crashed'.
 
     ended_at becomes the last timestamp seen for the session (or now).
     Returns the ids of the sessions marked.

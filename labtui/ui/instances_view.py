@@ -29,7 +29,7 @@ from textual.widgets import DataTable, Input, Static
 from labtui.lifecycle.cleanup import CleanupPlan, Target, run_cleanup
 from labtui.backends.base import BackendError
 from labtui.hosts import HostError, get_host
-from labtui.lifecycle.liveness import session_is_running
+from labtui.core.liveness import session_is_running
 from labtui.ui.describe import describe, instance_log, labels_line
 from labtui.ui.format import age, size
 from labtui.ui.inventory import Found, destroy_errors, flags, inventory, usable_backends

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from labtui.backends.base import Backend, BackendError, Instance, backend_names, open_backend
 from labtui.hosts.base import Host
-from labtui.lifecycle.liveness import session_is_running
+from labtui.core.liveness import session_is_running
 
 
 #: States an instance only passes through; one still in such a state after STUCK_AFTER_S is stuck.
