@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from labtui.store.errors import StoreError
 from labtui.store.reader import connect_readonly
-from labtui.store.schema import StoreError
 
 SMALL = ["--set", "scale.steps=3", "--set", "scale.per_step=10", "--set", "suite.repetitions=2"]
 

@@ -44,8 +44,8 @@ from labtui.store import (
     session_ids,
     slowdown_frame,
 )
-from labtui.store import schema as schema_module
-from labtui.store import writer as writer_module
+from labtui.store import access as access_module
+from labtui.store import crashes as crashes_module
 
 T0 = 1_700_000_000.0
 REPO = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def test_round_trip(tmp_path: Path) -> None:
                               "FROM sessions").row(0, named=True)
     assert session["status"] == "completed"
     assert session["message"] == "all good"
-    assert session["controller"] == writer_module.controller_name()
+    assert session["controller"] == crashes_module.controller_name()
     assert session["pid"] == os.getpid()
     assert (session["s0"], session["s1"]) == (T0, T0 + 7)
     assert one(db, "SELECT config->>'$.steps[1]' FROM sessions") == ("4",)
@@ -303,7 +303,7 @@ def test_open_writer_does_not_lock_readers_out(tmp_path: Path) -> None:
 def test_reader_reports_a_store_held_by_another_program(tmp_path: Path, monkeypatch) -> None:
     db = tmp_path / "lab.duckdb"
     record_events(db, full_session())
-    monkeypatch.setattr(schema_module, "READ_WAIT_S", 0.3)
+    monkeypatch.setattr(access_module, "READ_WAIT_S", 0.3)
     holder = _spawn(f"""
         import time, duckdb
         con = duckdb.connect({str(db)!r})

@@ -265,7 +265,9 @@ class CsvLoad:
         """Every checked file into the store's results, in one transaction; StoreError when that fails."""
         import duckdb
 
-        from labtui.store.schema import StoreError, check_version, connect, writing_turn
+        from labtui.store.access import connect, writing_turn
+        from labtui.store.errors import StoreError
+        from labtui.store.schema import check_version
 
         with writing_turn(path):  # one writer at a time, as StoreWriter's flushes; held for this transaction only
             con = connect(path, read_only=False)

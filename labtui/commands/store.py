@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from labtui.commands.common import db_path
+from labtui.store.access import check_file
 from labtui.store.feed import sync_store
-from labtui.store.schema import check_file
 
 
 def cmd_store(args: argparse.Namespace) -> int:

@@ -19,9 +19,9 @@ from labtui.backends.base import Backend, Instance
 from labtui.core.liveness import session_is_running
 from labtui.lifecycle.reconcile import Reconciliation, StoreView, events, read_store, reconcile
 from labtui.store import StoreError, StoreWriter
+from labtui.store.errors import StoreBusy
 from labtui.store.feed import sync_store
 from labtui.store.journal import Journal
-from labtui.store.schema import StoreBusy
 
 #: How long a cleanup waits for a store another program holds (seconds): its work is on the backends.
 STORE_WAIT_S = 5.0

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from labtui.backends.base import Backend, BackendError, Instance
 from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, Log
-from labtui.hosts.base import HostError
 from labtui.core.liveness import session_is_running
+from labtui.hosts.base import HostError
 from labtui.store import StoreError, connect_readonly, controller_name, crashed_sessions
 from labtui.store.journal import Pending, pending
 

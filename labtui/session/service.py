@@ -32,16 +32,17 @@ from typing import Any
 from labtui.backends.base import Backend, BackendError, open_backend
 from labtui.core.errors import UsageError
 from labtui.core.events import Event
+from labtui.core.liveness import LivenessError, lock_dir
 from labtui.core.stopsignals import FORCE_SIGNALS, STOP_SIGNALS, take_noted_stop_signal
 from labtui.engine import Plan, SessionRunner, StepGate, plan_for
 from labtui.hosts import Host, HostError, get_host
-from labtui.core.liveness import LivenessError, lock_dir
 from labtui.lifecycle.reconcile import StoreView, read_store_quietly, reconcile_before_run
-from labtui.session.request import RunRequest
 from labtui.session.feeder import StoreFeeder
+from labtui.session.request import RunRequest
 from labtui.store import StoreError, StoreWriter
+from labtui.store.access import check_file
+from labtui.store.errors import StoreBusy
 from labtui.store.journal import Journal
-from labtui.store.schema import StoreBusy, check_file
 
 #: After the first stop signal, the orderly teardown has this long before it is forced, as by a second signal.
 FORCE_AFTER_S = 4.0

@@ -3,6 +3,8 @@
 Imports only labtui.core.events (never the engine or the UI).
 """
 
+from labtui.store.crashes import controller_name, crashed_sessions, mark_crashed_sessions
+from labtui.store.errors import StoreError
 from labtui.store.reader import (
     QueryResult,
     connect_readonly,
@@ -13,8 +15,8 @@ from labtui.store.reader import (
     session_ids,
     slowdown_frame,
 )
-from labtui.store.schema import REPETITION_VALUES, SCHEMA_VERSION, StoreError, ensure_schema
-from labtui.store.writer import StoreWriter, controller_name, crashed_sessions, mark_crashed_sessions, record_events
+from labtui.store.schema import REPETITION_VALUES, SCHEMA_VERSION, ensure_schema
+from labtui.store.writer import StoreWriter, record_events
 
 __all__ = [
     "REPETITION_VALUES",

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import duckdb
 
+from labtui.store.crashes import mark_crashed_sessions
+from labtui.store.errors import StoreError
 from labtui.store.journal import adopted, journal_paths, read_events, remove
-from labtui.store.schema import StoreError, ensure_schema
-from labtui.store.writer import StoreWriter, mark_crashed_sessions
+from labtui.store.schema import ensure_schema
+from labtui.store.writer import StoreWriter
 
 #: Most journal rows moved in one transaction.
 FEED_BATCH_ROWS = 50_000

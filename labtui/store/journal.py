@@ -40,7 +40,7 @@ from labtui.core.events import (
     SessionStarted,
 )
 from labtui.core.paths import make_private_dirs
-from labtui.store.schema import StoreError
+from labtui.store.errors import StoreError
 
 #: Every kind of event a journal holds, by class name.
 EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(Event)}

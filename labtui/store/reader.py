@@ -19,8 +19,10 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from labtui.store.access import check_file, connect
+from labtui.store.errors import StoreError
 from labtui.store.feed import sync_quietly
-from labtui.store.schema import StoreError, check_file, check_store, connect, read_as_current
+from labtui.store.schema import check_store, read_as_current
 
 _READ_CONFIG = {"enable_external_access": False, "lock_configuration": True}
 _ALLOWED = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})

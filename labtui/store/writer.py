@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import secrets
-import socket
 import stat
 import threading
 import time
@@ -43,21 +42,11 @@ from labtui.core.events import (
     StepEnded,
     StepStarted,
 )
-from labtui.core.liveness import session_is_running
 from labtui.core.paths import make_private_dirs, remove_dirs
-from labtui.store.schema import (
-    SCHEMA_VERSION,
-    StoreError,
-    _first_line,
-    attach,
-    check_file,
-    check_store,
-    check_version,
-    connect,
-    ensure_schema,
-    memory_connection,
-    writing_turn,
-)
+from labtui.store.access import attach, check_file, connect, memory_connection, writing_turn
+from labtui.store.crashes import controller_name, mark_crashed_sessions
+from labtui.store.errors import StoreError, first_line
+from labtui.store.schema import SCHEMA_VERSION, check_store, check_version, ensure_schema
 
 _ARROW_TYPES = {
     "str": pa.string(),
@@ -196,49 +185,6 @@ _TABLES = {
 
 
 
-def controller_name() -> str:
-    """The hostname recorded as the controller of sessions started here."""
-    return socket.gethostname()
-
-
-_MARK_CRASHED_SQL = """
-UPDATE sessions SET
-    status = 'crashed',
-    ended_at = coalesce((
-        SELECT max(t) FROM (
-            SELECT max(ts) AS t FROM resources r WHERE r.session_id = sessions.session_id
-            UNION ALL SELECT max(ts) FROM results r WHERE r.session_id = sessions.session_id
-            UNION ALL SELECT max(ts) FROM events e WHERE e.session_id = sessions.session_id
-            UNION ALL SELECT max(greatest(s.started_at, s.ended_at)) FROM steps s
-                WHERE s.session_id = sessions.session_id
-        )
-    ), now()),
-    message = 'controller process ' || pid || ' ended without closing the session'
-WHERE session_id = ?
-"""
-
-
-def crashed_sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """This machine's 'running' sessions whose running-lock nobody holds (reads only): their controller is gone."""
-    candidates = con.sql(
-        "SELECT session_id FROM sessions WHERE status = 'running' AND controller = ? ORDER BY session_id",
-        params=[controller_name()],
-    ).fetchall()
-    return [sid for (sid,) in candidates if not session_is_running(sid)]
-
-
-def mark_crashed_sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Mark this machine's 'running' sessions whose controller is gone (crashed_sessions) as 'crashed'.
-
-    ended_at becomes the last timestamp seen for the session (or now).
-    Returns the ids of the sessions marked.
-    """
-    crashed = crashed_sessions(con)
-    for session_id in crashed:
-        con.execute(_MARK_CRASHED_SQL, [session_id])
-    return crashed
-
-
 def _restrict_files(path: Path) -> None:
     for file in (path, path.with_name(path.name + ".wal")):
         with contextlib.suppress(FileNotFoundError):
@@ -277,7 +223,7 @@ def _create_store(path: Path) -> None:
             if not path.exists():
                 tmp.rename(path)
     except duckdb.Error as exc:
-        raise StoreError(f"could not create store {path}: {_first_line(str(exc))}") from exc
+        raise StoreError(f"could not create store {path}: {first_line(str(exc))}") from exc
     except OSError as exc:
         raise StoreError(f"could not create store {path}: {exc.strerror or exc}") from exc
     finally:
@@ -291,7 +237,7 @@ def _check_store(path: Path, wait: float | None = None) -> None:
     try:
         check_store(con, path, allow_empty=True)
     except duckdb.Error as exc:
-        raise StoreError(f"cannot read store {path}: {_first_line(str(exc))}") from exc
+        raise StoreError(f"cannot read store {path}: {first_line(str(exc))}") from exc
     finally:
         con.close()
 
@@ -357,7 +303,7 @@ class StoreWriter:
                 ensure_schema(con, path)
                 crashed = mark_crashed_sessions(con)
             except duckdb.Error as exc:
-                raise StoreError(f"cannot prepare store {path}: {_first_line(str(exc))}") from exc
+                raise StoreError(f"cannot prepare store {path}: {first_line(str(exc))}") from exc
             finally:
                 con.close()
         _restrict_files(path)
