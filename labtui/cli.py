@@ -1,7 +1,8 @@
 """The headless command line: `labtui run`, `sql`, `cleanup`, ...
 
-Only argparse is imported at start-up; each command imports what it needs when
-it runs, so `labtui --help` stays fast.
+Each subcommand's parser names its handler (``set_defaults(func=Handler(...))``);
+the handler's module is imported only when the command runs, so building the
+parser imports nothing heavy and `labtui --help` stays fast.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from labtui import __version__
+from labtui.commands import Handler
 
 EXIT_USAGE = 2
 #: A command whose reader closed the pipe: 128 + SIGPIPE, what a shell reports for git, docker or kubectl.
@@ -74,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("run", help="run a suite headless and record it in the store")
+    p.set_defaults(func=Handler("labtui.commands.run", "cmd_run"))
     p.add_argument("suite", help="a built-in suite name (see `labtui suites`) or a path to a .toml file")
     p.add_argument("--backend", metavar="B", help="backend to use (default: the suite's, else process)")
     p.add_argument("--host", dest="hosts", action="append", default=[], metavar="H",
@@ -89,9 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--note", default="", metavar="TEXT", help="a note recorded with the session")
 
     p = sub.add_parser("suites", help="list the built-in suites")
+    p.set_defaults(func=Handler("labtui.commands.catalog", "cmd_suites"))
     _format_option(p)
 
     p = sub.add_parser("sessions", help="list recorded sessions; `sessions rm ID...` deletes finished ones")
+    p.set_defaults(func=Handler("labtui.commands.query", "cmd_sessions"))
     _format_option(p)
     sessions = p.add_subparsers(dest="sessions_command", metavar="ACTION")
     p = sessions.add_parser("rm", help="delete finished sessions and all their rows, after a confirmation")
@@ -99,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="delete without asking")
 
     p = sub.add_parser("sql", help="run a read-only SQL query against the store")
+    p.set_defaults(func=Handler("labtui.commands.query", "cmd_sql"))
     p.add_argument("query", help="the SQL text, or - to read it from standard input")
     _format_option(p)
     p.add_argument("--limit", type=int, default=500, help="at most this many rows (default 500)")
@@ -106,11 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop the query after S seconds (default 60); Ctrl-C stops it too")
 
     p = sub.add_parser("instances", help="labtui instances alive on a backend/host")
+    p.set_defaults(func=Handler("labtui.commands.instances", "cmd_instances"))
     _target_options(p)
     p.add_argument("--session", metavar="ID", help="only this session's instances")
     _format_option(p)
 
     p = sub.add_parser("cleanup", help="destroy labtui instances")
+    p.set_defaults(func=Handler("labtui.commands.instances", "cmd_cleanup"))
     p.add_argument("--backend", metavar="B", help="backend to use (default: every usable one)")
     p.add_argument("--host", metavar="H", help="only this host (default: local, every lab config host, and every "
                    "host the store has open instance rows or running sessions on)")
@@ -121,16 +129,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="list what would be destroyed, destroy nothing")
 
     p = sub.add_parser("images", help="docker images labtui builds from its probes")
+    p.set_defaults(func=Handler("labtui.commands.images", "cmd_images"))
     images = p.add_subparsers(dest="images_command", metavar="ACTION", required=True)
     p = images.add_parser("build", help="build the labtui/<probe> images FROM scratch (missing or stale ones)")
     p.add_argument("--host", metavar="H", default="local", help="host name from the lab config (default: local)")
     p.add_argument("--force", action="store_true", help="rebuild even the images that are up to date")
 
     p = sub.add_parser("backends", help="list backends and whether they are usable here")
+    p.set_defaults(func=Handler("labtui.commands.catalog", "cmd_backends"))
     p.add_argument("--host", metavar="H", default="local")
     _format_option(p)
 
     p = sub.add_parser("hosts", help="the lab's hosts; `hosts check` tests them, `hosts trust NAME` records a host key")
+    p.set_defaults(func=Handler("labtui.commands.hosts", "cmd_hosts"))
     p.add_argument("--tag", dest="tags", action="append", default=[], metavar="T",
                    help="only hosts with this tag (repeatable: any of them)")
     _format_option(p)
@@ -145,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.add_parser("disconnect", help="close the connections `labtui exec` keeps open for hosts with persist_s")
 
     p = sub.add_parser("exec", help="run one command on many hosts at once: labtui exec --host A --tag T -- CMD ARGS...")
+    p.set_defaults(func=Handler("labtui.commands.exec", "cmd_exec"))
     p.add_argument("--host", dest="hosts", action="append", default=[], metavar="H",
                    help="a host from the lab config, or local (repeatable; default: every config host)")
     p.add_argument("--tag", dest="tags", action="append", default=[], metavar="T",
@@ -153,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command, after --")
 
     p = sub.add_parser("report", help="figures and an HTML page of a session, or two sessions overlaid")
+    p.set_defaults(func=Handler("labtui.commands.report", "cmd_report"))
     p.add_argument("session", help="session id (or a unique prefix)")
     p.add_argument("session_b", nargs="?", help="a second session to overlay (e.g. Docker against Unikraft)")
     p.add_argument("--out", metavar="DIR", help="output directory (default: reports/<session>)")
@@ -160,23 +173,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one self-contained HTML page, or one image file per figure (default: html)")
 
     p = sub.add_parser("export", help="write every table of a session to parquet or CSV files")
+    p.set_defaults(func=Handler("labtui.commands.report", "cmd_export"))
     p.add_argument("session", help="session id (or a unique prefix)")
     p.add_argument("--format", choices=["parquet", "csv"], required=True)
     p.add_argument("--out", metavar="DIR", help="output directory (default: exports/<session>)")
 
     p = sub.add_parser("compare", help="each metric of session B against session A: change, slowdown, Welch's t-test")
+    p.set_defaults(func=Handler("labtui.commands.compare", "cmd_compare"))
     p.add_argument("a", metavar="A", help="the baseline session id (or a unique prefix)")
     p.add_argument("b", metavar="B", help="the session compared with A")
     p.add_argument("more", nargs="*", metavar="C", help="more sessions: a side-by-side table, one column each")
     _format_option(p)
 
     p = sub.add_parser("trend", help="Δ%% and d%% of study 000: each metric's trendline against the background count")
+    p.set_defaults(func=Handler("labtui.commands.trend", "cmd_trend"))
     p.add_argument("sessions", nargs="+", metavar="SESSION", help="session ids (or unique prefixes) to fit")
     p.add_argument("--baseline", metavar="SESSION", help="the baseline session (the global zone): d%% is measured from it")
     p.add_argument("--metric", metavar="NAME", help="only this metric")
     p.add_argument("--format", choices=["table", "csv"], default="table")
 
     p = sub.add_parser("import", help="results measured elsewhere (a CSV or a real tool's output) into a new session")
+    p.set_defaults(func=Handler("labtui.commands.import_results", "cmd_import"))
     _completes_files(p.add_argument("files", nargs="+", metavar="FILE", help="a CSV, or one tool output per repetition"))
     p.add_argument("--session", required=True, metavar="NAME", help="the new session's id")
     p.add_argument("--format", metavar="F", help="csv, unixbench, aim9, aim9-ss, lmbench, sysbench, stress-ng, wrk, "
@@ -187,16 +204,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="local", metavar="H", help="host the results were measured on (default: local)")
 
     p = sub.add_parser("store", help="the store's upkeep: `store sync` moves finished sessions' journals in now")
+    p.set_defaults(func=Handler("labtui.commands.store", "cmd_store"))
     store = p.add_subparsers(dest="store_command", metavar="ACTION", required=True)
     p = store.add_parser("sync", help="move the journals of finished and crashed sessions into the store")
     p.add_argument("--wait", type=float, default=60.0, metavar="S",
                    help="wait up to S seconds for a store another program holds (default 60)")
 
     p = sub.add_parser("info", help="versions, paths and the store's contents")
+    p.set_defaults(func=Handler("labtui.commands.query", "cmd_info"))
     _format_option(p)
 
     p = sub.add_parser("completion", help="print a shell completion script: eval \"$(labtui completion bash)\"")
     p.add_argument("shell", choices=COMPLETION_SHELLS)
+    p.set_defaults(func=lambda args: _completion(parser, args.shell))
     for child in _every_subparser(parser):
         _global_options(child, top=False)
     return parser
@@ -211,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        status = _run(parser, args)
+        status = _run(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
     except BrokenPipeError:
         _quiet_output()
@@ -219,14 +239,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     with _lab_config(getattr(args, "config", None)):
         if args.command is None:
             from labtui.ui import open_console
 
             return open_console(Path(args.db) if args.db else None)
-        if args.command == "completion":
-            return _completion(parser, args.shell)
         from labtui.commands import dispatch
         from labtui.core.stopsignals import StopSignal, stop_signals_noted
 

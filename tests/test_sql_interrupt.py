@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from labtui.cli import build_parser
 from labtui.commands import dispatch
 from labtui.commands.query import DEFAULT_TIMEOUT_S
 from labtui.core.events import Result, SessionStarted
@@ -39,7 +40,10 @@ def _digest(path: Path) -> str:
 
 
 def _args(db: Path, query: str, **extra) -> argparse.Namespace:
-    return argparse.Namespace(command="sql", db=str(db), query=query, limit=500, format="table", **extra)
+    """`labtui --db DB sql QUERY` as the parser reads it, with extra values (a --timeout the parser would refuse) set after."""
+    args = build_parser().parse_args(["--db", str(db), "sql", query])
+    vars(args).update(extra)
+    return args
 
 
 def _holds_open(pid: int, path: Path) -> bool:

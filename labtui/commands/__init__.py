@@ -1,40 +1,34 @@
-"""One module per group of CLI commands; dispatch() routes parsed arguments."""
+"""One module per group of CLI commands; each subcommand's parser names its handler, dispatch() runs it."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from dataclasses import dataclass
 
 from labtui.core.errors import LabError
 
-_ROUTES = {
-    "run": "labtui.commands.run",
-    "suites": "labtui.commands.catalog",
-    "backends": "labtui.commands.catalog",
-    "sessions": "labtui.commands.query",
-    "sql": "labtui.commands.query",
-    "info": "labtui.commands.query",
-    "instances": "labtui.commands.instances",
-    "cleanup": "labtui.commands.instances",
-    "hosts": "labtui.commands.hosts",
-    "exec": "labtui.commands.exec",
-    "images": "labtui.commands.images",
-    "report": "labtui.commands.report",
-    "export": "labtui.commands.report",
-    "compare": "labtui.commands.compare",
-    "trend": "labtui.commands.trend",
-    "import": "labtui.commands.import_results",
-    "store": "labtui.commands.store",
-}
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    """A command's function, named where its parser is built (``set_defaults(func=...)``), imported when it runs.
+
+    Building the parser imports no command module (DuckDB, polars, matplotlib), so ``labtui --help``
+    stays fast; ``tests/test_registries.py`` checks that every handler named resolves.
+    """
+
+    module: str
+    function: str
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(self.module), self.function)(args)
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run the command named in args; a LabError prints one line and exits with its status (see labtui.core.errors)."""
-    module = importlib.import_module(_ROUTES[args.command])
-    handler = getattr(module, f"cmd_{args.command}")
+    """Run the command's handler (``args.func``); a LabError prints one line and exits with its status (labtui.core.errors)."""
     try:
-        return handler(args)
+        return args.func(args)
     except LabError as exc:
         print(f"labtui {args.command}: {exc}", file=sys.stderr)
         return exc.exit_status
