@@ -11,13 +11,12 @@ from typing import NamedTuple
 import pytest
 
 from labtui.core import stats
-
 from labtui.core.stats import (
     BOOTSTRAP_MIN,
     aggregate_metric,
     aggregate_readings,
-    compare_samples,
     bootstrap_fits,
+    compare_samples,
     is_work_time,
     mean_ci,
     normalized,
@@ -28,6 +27,7 @@ from labtui.core.stats import (
     welch,
     welch_df,
 )
+from labtui.store.frames import slowdown_table
 
 #: Symmetric around 10, no skew: a t interval, however many values.
 SYMMETRIC = [10.0 + d for d in (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0)] * 3  # 21 values
@@ -388,7 +388,7 @@ def test_slowdown_table_has_the_mean_and_slowdown_of_each_step_against_the_first
     ]
     frame = pl.DataFrame(rows, orient="row", schema=["session_id", "repetition", "step", "background", "benchmark",
                                                      "metric", "unit", "better", "value", "placement", "run"])
-    table = stats.slowdown_table(frame)
+    table = slowdown_table(frame)
     assert table["background"].to_list() == [0, 5] and table["n"].to_list() == [2, 2]
     assert table["mean"].to_list() == pytest.approx([11.0, 16.5])
     assert table["slowdown_pct"].to_list() == pytest.approx([0.0, stats.slowdown_pct(16.5, 11.0, "lower")])

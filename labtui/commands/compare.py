@@ -34,9 +34,10 @@ from typing import Any, cast
 from labtui.commands.common import db_path
 from labtui.commands.listing import PipeConsole, write_rows
 from labtui.core.errors import UsageError
-from labtui.core.stats import BOOTSTRAP_MIN, Comparison, compare_samples, repetition_table, summarize
+from labtui.core.stats import BOOTSTRAP_MIN, Comparison, compare_samples, summarize
 from labtui.core.units import MISSING, display_unit, number, shown, signed_pct
 from labtui.store import StoreError, fetch_frame, resolve_session
+from labtui.store.frames import repetition_table
 from labtui.suites.model import PLACEMENTS
 
 ALPHA = 0.05

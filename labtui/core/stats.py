@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import polars as pl
+    pass
 
 # --- summaries ---------------------------------------------------------------
 
@@ -569,34 +569,3 @@ def trend_distance_pct(line: Trendline, baseline: Trendline) -> float:
     background counts.  Positive: better than the baseline for a higher-is-better metric."""
     distance = statistics.fmean(line.at(x) - baseline.at(x) for x in line.xs)
     return distance / baseline.intercept * 100.0 if baseline.intercept else float("nan")
-
-
-def slowdown_table(results: pl.DataFrame) -> pl.DataFrame:
-    """The store's slowdown view, computed over a results frame (the live panes' results).
-
-    One definition: the SQL of the ``slowdown`` view (labtui.store.schema.SLOWDOWN_SELECT)
-    runs over the frame in an in-memory DuckDB, so a live pane and a report of the
-    same session agree number for number.  The frame needs the results table's columns
-    session_id, repetition, step, background, benchmark, metric, unit, better, value,
-    placement and run.
-    """
-    from labtui.store.schema import SLOWDOWN_SELECT
-
-    return _over_results(results, SLOWDOWN_SELECT + " ORDER BY benchmark, metric, step, background")
-
-
-def repetition_table(results: pl.DataFrame) -> pl.DataFrame:
-    """Each repetition's value of each figure at each condition, computed over a results frame (the
-    store's own definition, labtui.store.schema.REPETITION_VALUES; it needs slowdown_table's columns)."""
-    from labtui.store.schema import REPETITION_VALUES
-
-    return _over_results(results, REPETITION_VALUES)
-
-
-def _over_results(results: pl.DataFrame, sql: str) -> pl.DataFrame:
-    """The frame of `sql` run over `results` registered as the table ``results`` of an in-memory DuckDB."""
-    import duckdb
-
-    with duckdb.connect() as con:
-        con.register("results", results.to_arrow())
-        return con.sql(sql).pl()

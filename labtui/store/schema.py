@@ -135,7 +135,7 @@ FROM (SELECT session_id, benchmark, metric, unit, better, coalesce(placement, ''
                coalesce(run, 0))
 GROUP BY session_id, benchmark, metric, unit, better, placement, background, repetition
 """
-#: THE definition of slowdown (labtui.core.stats.slowdown_table runs it over live results too).
+#: THE definition of slowdown (labtui.store.frames.slowdown_table runs it over live results too).
 #: A sample is a repetition's value (REPETITION_VALUES); mean, std and n are across repetitions;
 #: the baseline is the session's first condition of the metric.
 SLOWDOWN_SELECT = f"""

@@ -6,7 +6,8 @@ import functools
 
 import polars as pl
 
-from labtui.core.stats import MAX_BOOTSTRAP_ROWS, Trust, repetition_table, slowdown_table, trust
+from labtui.core.stats import MAX_BOOTSTRAP_ROWS, Trust, trust
+from labtui.store.frames import repetition_table, slowdown_table
 from labtui.report.data import FIGURE_KEY
 
 SLOWDOWN_COLUMNS = [
@@ -31,7 +32,7 @@ _SCHEMA = {
 
 
 def slowdown(results: pl.DataFrame) -> pl.DataFrame:
-    """The slowdown table of live results: the store's own definition (labtui.core.stats.slowdown_table)."""
+    """The slowdown table of live results: the store's own definition (labtui.store.frames.slowdown_table)."""
     if results.is_empty():
         return pl.DataFrame(schema={c: _SCHEMA[c] for c in SLOWDOWN_COLUMNS})
     return slowdown_table(results).select(SLOWDOWN_COLUMNS)

@@ -71,7 +71,7 @@ TARGETS = {t.name: t for t in (
     Target("stats-rest", "labtui/core/stats.py", ("tests/test_stats.py", "tests/test_stats_mutation.py"),
            functions=("_t975", "_t", "_check_df", "t_sf", "t_cdf", "t_two_sided_p", "t_pdf", "t_quantile",
                       "skewness", "Interval.contains", "bootstrap_diff_ci", "bootstrap_mean_ci", "modified_z_scores",
-                      "outliers", "modes", "Trust.wide", "Trust.flags", "trust", "aggregate", "slowdown_table")),
+                      "outliers", "modes", "Trust.wide", "Trust.flags", "trust", "aggregate")),
     Target("reconcile", "labtui/lifecycle/reconcile.py",
            (*RECONCILE_UNIT, "tests/test_cleanup_selection.py")),
     Target("reconcile-selection", "labtui/lifecycle/reconcile.py", (*RECONCILE_UNIT, "tests/test_cleanup_selection.py"),
