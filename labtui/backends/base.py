@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from labtui.core.errors import LabError
+from labtui.core.errors import BackendError
 from labtui.core.paths import bundled_dir
 
 if TYPE_CHECKING:
@@ -37,10 +37,6 @@ EXEC = "exec"
 NETWORKING = "networking"
 HOST_TOOL = "host_tool"  # runs InstanceSpec.tool, an executable on the host
 STDERR = "stderr"  # honours InstanceSpec.capture_stderr
-
-
-class BackendError(LabError):
-    """A backend failed to do what was asked; the message says what and where."""
 
 
 class BackendUnavailable(BackendError):

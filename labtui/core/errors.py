@@ -22,3 +22,11 @@ class UsageError(LabError):
     """Bad input (command line, suite file, lab config, a value), or a request refused before it started (exit 2)."""
 
     exit_status = 2
+
+
+class BackendError(LabError):
+    """A backend failed to do what was asked; the message says what and where.
+
+    Here rather than in labtui.backends, so that what backends build on (labtui.programs) can raise
+    it without importing the backends.
+    """

@@ -26,9 +26,9 @@ import tempfile
 import weakref
 from pathlib import Path
 
-from labtui.backends.base import BackendError
-from labtui.hosts.base import CommandTimeout, Host, HostError
+from labtui.core.errors import BackendError
 from labtui.core.paths import bundled_dir
+from labtui.hosts.base import CommandTimeout, Host, HostError
 
 FLAGS = ("-O2", "-std=gnu11")
 COMPILE_TIMEOUT_S = 120.0
