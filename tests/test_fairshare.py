@@ -393,7 +393,7 @@ def test_run_on_the_process_backend_reproduces_fair_share_weight_and_cap(tmp_pat
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
     db = tmp_path / "fs.duckdb"
     out = labtui("run", write(tmp_path, SMALL), "--db", str(db), env=env).stdout
-    assert "fairshare: share of CPUs 0 achieved against requested" in out and "each other (3)" in out
+    assert "fairshare on CPUs 0: CPU share achieved against requested, in % of one CPU" in out and "each other (3)" in out
     found = shares(db)
     assert sorted(found) == [(0, "worker"), (1, "reserved"), (1, "worker"), (2, "reserved"), (2, "worker")]
     # equal: each near 1/4 of what the four received together (however little of CPU 0 a busy machine left them)
@@ -593,7 +593,7 @@ def test_xen_fairshare_run_reads_each_domains_cpu_time(dom0: tuple[FakeHost, Pat
                  "--set", "fairshare.instances=3", "--set", "fairshare.reserved_share=0.5",
                  "--set", "fairshare.duration_s=3", "--set", "fairshare.start_delay_s=0.5", "--db", str(db),
                  env=xen_env).stdout
-    assert "fairshare: share of CPUs 0 achieved against requested" in out
+    assert "fairshare on CPUs 0: CPU share achieved against requested, in % of one CPU" in out
     found = shares(db)
     assert sorted(found) == [(0, "worker"), (1, "reserved"), (1, "worker"), (2, "reserved"), (2, "worker")]
     # xl list's Time(s) has 0.1 s steps: about 1 s of CPU each over the 3 s window

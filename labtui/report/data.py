@@ -201,23 +201,51 @@ def _shares(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
     ).drop_nulls()
 
 
+def share_scale(session: SessionData) -> float:
+    """The factor from a stored share (a ratio of the CPU set the instances shared) to % of one CPU: a quarter of a
+    two-CPU set, 200%, is 50%, as study 004 states its SMP shares (§5.1, Table 3)."""
+    return session.shared_cpus() * (100.0 if str(session.shares["unit"][0]) == "ratio" else 1.0)
+
+
 def share_points(session: SessionData) -> pl.DataFrame:
-    """Table 3's points (study 004, §5.1): per configuration and requested share, the achieved share's mean,
-    std and n, both in % of one CPU (a quarter of a two-CPU set, 200%, is 50%, as the paper states SMP shares)."""
-    names = session.share_names()
-    scale = session.shared_cpus() * (100.0 if str(session.shares["unit"][0]) == "ratio" else 1.0)
+    """Table 3's points (study 004, §5.1): per configuration and requested share (weight and cap apart), the
+    achieved share's mean, std, min, max and n, in % of one CPU (share_scale); ``of_all``, the mean fraction of
+    what all instances received together that one got (no unit), and ``instances``, how many a repetition ran."""
+    scale = share_scale(session)
+    shares = session.shares.with_columns(
+        of_all=pl.col("achieved_share") / pl.col("achieved_share").sum().over(["step", "repetition"]))
     return (
-        session.shares.group_by(["step", "role", "requested_share"])
-        .agg(mean=pl.col("achieved_share").mean(), std=pl.col("achieved_share").std(), n=pl.len())
+        shares.group_by(["step", "role", "requested_share"])
+        .agg(mean=pl.col("achieved_share").mean(), std=pl.col("achieved_share").std(),
+             low=pl.col("achieved_share").min(), high=pl.col("achieved_share").max(), n=pl.len(),
+             of_all=pl.col("of_all").mean(),
+             instances=(pl.len() / pl.col("repetition").n_unique()).ceil().cast(pl.Int64))
         .sort(["step", "requested_share"], descending=[False, True])
         .with_columns(
-            configuration=pl.col("step").map_elements(
-                lambda step: names[step] if step < len(names) else str(step), return_dtype=pl.String),
+            configuration=_configuration(session.share_names()),
             requested=pl.col("requested_share") * scale,
             achieved=pl.col("mean") * scale,
             achieved_std=pl.col("std") * scale,
+            achieved_min=pl.col("low") * scale,
+            achieved_max=pl.col("high") * scale,
         )
     )
+
+
+def together_points(session: SessionData) -> pl.DataFrame:
+    """Per configuration, what all instances received together, in % of one CPU (share_scale): the sum of their
+    achieved shares in a repetition, the mean over repetitions."""
+    return (
+        session.shares.group_by(["step", "repetition"]).agg(pl.col("achieved_share").sum())
+        .group_by("step").agg(achieved=pl.col("achieved_share").mean() * share_scale(session)).sort("step")
+        .with_columns(configuration=_configuration(session.share_names()))
+    )
+
+
+def _configuration(names: list[str]) -> pl.Expr:
+    """A fairshare step's configuration name (equal, weight, cap; the step number past them)."""
+    return pl.col("step").map_elements(lambda step: names[step] if step < len(names) else str(step),
+                                       return_dtype=pl.String)
 
 
 def share_unit(session: SessionData) -> str:

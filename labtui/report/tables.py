@@ -64,7 +64,7 @@ def share_tables(data: SessionData) -> list[Table]:
     if data.shares.is_empty():
         return []
     rows = [
-        [r["configuration"], _instances(r["configuration"], r["role"]), fmt(r["requested"]), fmt(r["achieved"]),
+        [r["configuration"], share_instances(r["configuration"], r["role"]), fmt(r["requested"]), fmt(r["achieved"]),
          fmt(r["achieved_std"]), str(r["n"]), fmt(r["achieved"] / r["requested"])]
         for r in share_points(data).iter_rows(named=True)
     ]
@@ -73,7 +73,7 @@ def share_tables(data: SessionData) -> list[Table]:
                   headers, rows)]
 
 
-def _instances(configuration: str, role: str) -> str:
+def share_instances(configuration: str, role: str) -> str:
     """Which instances a Table 3 row is about: the reserved one, each other one, or each (equal shares)."""
     if role == "reserved":
         return "reserved"
