@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from labtui.cli import main
 from labtui.suites import SuiteError, load_suite
-from labtui.suites.loader import MAX_STEPS
+from labtui.suites.keys import MAX_STEPS
 
 KEYS = ["scale.steps", "scale.per_step", "scale.start", "suite.repetitions", "suite.operation_timeout_s",
         "suite.name", "worker.args", "worker.runs", "worker.program", "sampling.interval_s", "sampling.settle_s",

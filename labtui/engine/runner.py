@@ -15,16 +15,17 @@ import time
 from collections.abc import Awaitable
 
 from labtui.backends.base import Backend
+from labtui.core.events import HostFacts, SessionEnded, SessionStarted
+from labtui.core.liveness import session_lock
 from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
 from labtui.engine.kinds import experiment_kind
 from labtui.engine.measure import check_worker_runs
-from labtui.core.events import HostFacts, SessionEnded, SessionStarted
 from labtui.hosts.base import Host, HostError
-from labtui.core.liveness import session_lock
-from labtui.suites.loader import suite_to_dict
 from labtui.suites.model import Suite
+from labtui.suites.serialize import suite_to_dict
+
 
 def new_session_id() -> str:
     """A time-sortable, unique session id such as 20261121-101502-3fa9c1."""
