@@ -214,7 +214,7 @@ async def test_a_reused_pid_is_refused(lab: Lab, runtime_dir: Path) -> None:
 
 async def test_bad_specs_and_missing_images_are_refused(lab: Lab, tmp_path: Path) -> None:
     labels = Labels(lab.session(), "worker", "w1")
-    with pytest.raises(BackendError, match="unknown test kernel 'nope'"):
+    with pytest.raises(BackendError, match="program nope: unknown program 'nope': neither a test kernel \\(hello, "):
         await lab.backend.create(InstanceSpec(labels, program="nope"))
     with pytest.raises(BackendError, match="not found on host"):
         await lab.backend.create(InstanceSpec(labels, image=str(tmp_path / "nginx_qemu-x86_64")))

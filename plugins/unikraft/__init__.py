@@ -37,7 +37,9 @@ from labtui.backends.kit import (
 )
 
 from .build import built_image, ensure_image, recipe
-from .elfprobes import MEMORY as PROBE_MEMORY, READY as PROBE_READY, check_supported, ensure_probe_rootfs, is_test_kernel
+from .elfprobes import MEMORY as PROBE_MEMORY
+from .elfprobes import READY as PROBE_READY
+from .elfprobes import check_supported, ensure_probe_rootfs, is_test_kernel, probe_file
 from .helper import SLACK_S, Helper, run_on
 from .images import BUILT, check_image, test_kernel_launch
 from .kraft import Kraft, parse_handle
@@ -263,10 +265,11 @@ class UnikraftBackend(Backend):
         """A labtui probe run by Unikraft's ELF loader (elfprobes.py), both built on first use."""
         check_supported(name, args)
         try:
+            probe_file(name)  # an unknown name is refused before the ELF loader is built
             kernel, initrd = await asyncio.gather(ensure_image(self.host, "elfloader"),
                                                   ensure_probe_rootfs(self.host, name))
         except ProgramUnavailable as exc:
-            raise BackendError(f"unikraft backend: probe {name}: {exc}") from exc
+            raise BackendError(f"unikraft backend: program {name}: {exc}") from exc
         return Launch(kernel=kernel, initrd=initrd, memory=PROBE_MEMORY, ready=PROBE_READY, cmd=(f"/{name}",),
                       cpu="max")
 

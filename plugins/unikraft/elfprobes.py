@@ -57,6 +57,17 @@ def check_supported(name: str, args: tuple[str, ...]) -> None:
         raise BackendError(f"unikraft backend cannot run probe {name} {' '.join(args)}: {why}")
 
 
+def probe_file(name: str) -> Path:
+    """The C source of probe name; ProgramUnavailable naming the test kernels and probes there are."""
+    try:
+        return probe_source(name)
+    except ProgramUnavailable:
+        kernels = sorted(p.stem for p in (bundled_dir("suites") / "kernels").glob("*.c"))
+        probes = sorted(p.stem for p in (bundled_dir("suites") / "probes").glob("*.c"))
+        raise ProgramUnavailable(f"unknown program {name!r}: neither a test kernel ({', '.join(kernels)}) "
+                                 f"nor a probe ({', '.join(probes)})") from None
+
+
 def is_test_kernel(name: str) -> bool:
     """True when name is one of labtui's multiboot test kernels (suites/kernels), which win over a probe."""
     return (bundled_dir("suites") / "kernels" / f"{name}.c").is_file()
@@ -75,7 +86,7 @@ def digest(name: str) -> str:
 
 async def ensure_probe_rootfs(host: Host, name: str) -> str:
     """The path on host of probe name's initrd, compiled and packed on first use."""
-    source = probe_source(name)
+    source = probe_file(name)
     per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
     async with per_loop.setdefault((id(host), name), asyncio.Lock()):
         cpio = f"{await cache_dir(host)}/probe-{name}-{digest(name)}.cpio"
