@@ -90,14 +90,27 @@ async def test_an_attacker_stays_up_and_logs_shows_its_live_console(lab: Lab) ->
     await lab.backend.destroy(attacker)
 
 
-async def test_fork_attacker_is_refused_with_the_reason(lab: Lab) -> None:
+async def test_fork_and_disk_attackers_are_refused_with_the_reason(lab: Lab) -> None:
     spec = InstanceSpec(Labels(lab.session(), "attacker", "a2"), program="attack-syscall", args=("fork", "/dev/shm"))
     with pytest.raises(BackendError) as raised:
         await lab.backend.create(spec)
     said = str(raised.value)
     assert "\n" not in said and said.startswith("unikraft backend cannot run probe attack-syscall fork")
     assert "ENOSYS" in said
+    disk = InstanceSpec(Labels(lab.session(), "attacker", "a3"), program="attack-disk", args=("/var/tmp", "256"))
+    with pytest.raises(BackendError, match="cannot run probe attack-disk /var/tmp 256: an ELF loader unikernel has no"):
+        await lab.backend.create(disk)
     assert await lab.backend.list(spec.labels.session) == []
+
+
+def test_isolation_disk_is_refused_in_one_line_before_any_instance(runtime_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "disk.duckdb"
+    run = labtui("run", "isolation-disk", "--backend", "unikraft", "--profile", "quick", "--db", str(db))
+    assert run.returncode != 0
+    with duckdb.connect(str(db), read_only=True) as store:
+        (message,) = store.execute("SELECT message FROM sessions WHERE status = 'failed'").fetchone()  # type: ignore[misc]
+        assert message.startswith("BackendError: unikraft backend cannot run probe attack-disk: an ELF loader")
+        assert store.execute("SELECT count(*) FROM instances").fetchone() == (0,)
 
 
 def test_isolation_suite_measures_the_worker_beside_a_unikraft_attacker(runtime_dir: Path, tmp_path: Path) -> None:

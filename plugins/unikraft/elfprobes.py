@@ -43,18 +43,20 @@ READY = "^labtui-probe [^ ]+: started"
 #: QEMU -m for a probe: the ELF loader's page tables plus what the probe allocates (attack-mem: 3 x 64 MB).
 MEMORY = "256M"
 COMPILE_TIMEOUT_S = 180.0
-#: (probe, first argument) pairs Unikraft 0.16.3 cannot run, and why.
+#: Probes (with a first argument, or None for any) Unikraft 0.16.3 cannot run as they mean, and why.
 UNSUPPORTED = {
     ("attack-syscall", "fork"): "Unikraft has one address space: its clone() makes threads only, so fork() fails "
                                 "with ENOSYS and the attacker would measure failing calls, not forks",
+    ("attack-disk", None): "an ELF loader unikernel has no disk, only the RAM file system of its initrd, so the "
+                           "attacker would write memory, not a disk",
 }
 _LINK = re.compile(rb"^/\* labtui-link:((?: -l[A-Za-z0-9_.+-]+)+) \*/$", re.M)
 
 def check_supported(name: str, args: tuple[str, ...]) -> None:
     """BackendError in one line when probe name with args cannot run on Unikraft."""
-    why = UNSUPPORTED.get((name, args[0] if args else ""))
+    why = UNSUPPORTED.get((name, None)) or UNSUPPORTED.get((name, args[0] if args else ""))
     if why:
-        raise BackendError(f"unikraft backend cannot run probe {name} {' '.join(args)}: {why}")
+        raise BackendError(f"unikraft backend cannot run probe {' '.join([name, *args])}: {why}")
 
 
 def probe_file(name: str) -> Path:
