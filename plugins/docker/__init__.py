@@ -70,7 +70,7 @@ from .staging import Stager, stage_path
 if TYPE_CHECKING:
     from labtui.backends.kit import Host
 
-__all__ = ["BACKEND", "ContainerSpec", "DockerBackend"]
+__all__ = ["ContainerSpec", "DockerBackend"]
 
 #: Seconds any one list/inspect/remove/stats call may take.
 API_TIMEOUT_S = 60.0
@@ -562,6 +562,3 @@ class _Slot:
         if self.held and self.gate is not None:
             self.held = False
             self.gate.release()
-
-
-BACKEND = DockerBackend
