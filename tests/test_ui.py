@@ -117,6 +117,7 @@ def test_chart_series_of_placements() -> None:
 @pytest.mark.parametrize("size, avail_shown", [((100, 44), True), ((100, 24), False)])
 async def test_chart_panel_plots_cycles_metrics_and_makes_room(size: tuple[int, int], avail_shown: bool) -> None:
     from textual.app import App, ComposeResult
+    from textual.widgets import Static
     from textual_plot import PlotWidget
 
     from labtui.ui.panes import SlowdownPanel
@@ -131,13 +132,18 @@ async def test_chart_panel_plots_cycles_metrics_and_makes_room(size: tuple[int, 
 
     class Host(App):
         def compose(self) -> ComposeResult:
-            yield SlowdownPanel(id="live")
+            yield SlowdownPanel(lazy_chart=True, id="live")
 
     app = Host()
     async with app.run_test(size=size) as pilot:
         panel = app.query_one(SlowdownPanel)
         await pilot.pause(0.1)
-        assert not panel.query_one("#metric-plot").display  # no results: the key line says so, no empty axes
+        # no results: one line says so, no empty axes, and no plot library drawn yet
+        assert str(panel.query_one(".chart", Static).content) == "no results yet"
+        assert not panel.query("#metric-plot")
+        panel.show(pl.DataFrame(), availability(samples))  # a run's frame before its first results
+        await pilot.pause(0.1)
+        assert not panel.query_one("#metric-plot").display and not panel.query(".chart-empty")
         panel.show(trusted_slowdown(model.results_frame()), availability(samples))
         panel.table.focus()
         await pilot.pause(0.2)
@@ -338,7 +344,9 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
             await wait_for(pilot, lambda: "completed" in pane_text(app, "#runinfo"), 15, "the run pane's end")
             info = pane_text(app, "#runinfo")
             assert "completed" in info and "3/3" in info and "background 6" in " ".join(info.split())
-            assert "boot_time (ms) ● mean ±1 std" in pane_text(app, "#live .chart-title")
+            # the chart is put in place with the run's first frame and drawn once mounted
+            await wait_for(pilot, lambda: "boot_time (ms) ● mean ±1 std" in pane_text(app, "#live .chart-title"),
+                           5, "the chart's title")
             hosts = pane_text(app, "#hosts")
             assert "local" in hosts and "CPU" in hosts
             assert sum(view.model.counts().values()) == 0
@@ -705,12 +713,14 @@ def test_sql_row_cap_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_the_first_frame_imports_nothing_heavy(tmp_path: Path) -> None:
-    """`labtui`'s shell (before the views load) pulls in no DuckDB, polars, Arrow, engine or backend."""
+    """`labtui`'s first frame (the Run view's panes, before the other views load) pulls in no DuckDB,
+    polars, Arrow, plot library, engine, backend or report."""
     import subprocess
     import sys
 
     heavy = ("duckdb", "polars", "pyarrow", "numpy", "matplotlib", "asyncssh", "textual_fastdatatable",
-             "labtui.store", "labtui.engine", "labtui.backends", "labtui.session", "labtui.ui.run_view")
+             "textual_plot", "labtui.store", "labtui.engine", "labtui.backends", "labtui.session", "labtui.report",
+             "labtui.ui.series", "labtui.ui.chart", "labtui.ui.instances_view", "labtui.ui.sessions_view")
     script = f"""
 import asyncio, sys
 import labtui.cli
@@ -724,7 +734,9 @@ async def main():
     app = Shell({str(tmp_path / "lab.duckdb")!r}, idle_sampling=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        assert "Sessions+SQL" in app.export_screenshot()
+        screen = app.export_screenshot()
+        # the Run view's panes: the host (its readings to come), no run, no instances (SVG: no plain spaces)
+        assert all(word in screen for word in ("Sessions+SQL", "sampling", "&#160;run&#160;yet", "total")), screen
         print(sorted(m for m in {heavy!r} if m in sys.modules))
 
 asyncio.run(main())

@@ -1,10 +1,11 @@
 """LabApp: the console `labtui` opens with no arguments (Run, Instances, Sessions+SQL).
 
-The first frame is the shell alone (header, tabs, footer), drawn from Textual and
-this module, which imports nothing heavy.  The views (and with them DuckDB,
-polars, pyarrow, the engine and the backends) are imported in a thread worker
-after that frame and mounted into their tabs one by one, the Run view first;
-their data loads in their own workers after that.
+The first frame is the Run view with its panes filled with what is known at once
+(labtui.ui.run_view): it and this module import Textual and nothing heavy.  The
+other views (and with them DuckDB, polars, pyarrow, the engine and the backends)
+are imported in a thread worker after that frame and mounted into their hidden
+tabs; their data loads in their own workers after that.  A tab shown before its
+view is mounted says it is loading.
 """
 
 from __future__ import annotations
@@ -32,16 +33,17 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed
 from labtui.core.paths import default_db_path
 from labtui.ui.keymap import KeysError, binding_ids, check_keymap, keys_path, read_keymap
 from labtui.ui.command_line import COMMANDS, Command, CommandError, CommandLine, cli_argv, parse, run_cli
+from labtui.ui.run_view import RunView
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
 
     from labtui.ui.instances_view import InstancesView
-    from labtui.ui.run_view import RunView
     from labtui.ui.sessions_view import SessionsView
 
 TABS = {"tab-run": "Run", "tab-instances": "Instances", "tab-sessions": "Sessions+SQL"}
-#: Each tab's view: (module, class, id, the widget that takes the focus when the tab is shown).
+#: Each tab's view: (module, class, id, the widget that takes the focus when the tab is shown).  The Run
+#: view is in the first frame; the others are imported after it (LabApp._import_views).
 VIEWS = {
     "tab-run": ("labtui.ui.run_view", "RunView", "run-view", "#live DataTable"),
     "tab-instances": ("labtui.ui.instances_view", "InstancesView", "instances-view", "#inst-table"),
@@ -101,15 +103,34 @@ class LabApp(App[int]):
         with TabbedContent(initial="tab-run"):
             for tab, title in TABS.items():
                 with TabPane(title, id=tab):
-                    yield Static(f"loading the {title} view...", classes="loading")
-        yield CommandLine(id="command-line")
+                    if tab == "tab-run":
+                        yield RunView(self.db_path, self.backend_name, self.host_name,
+                                      idle_sampling=self.idle_sampling, id=VIEWS[tab][2])
+                    else:  # seen only when the tab is shown within the first second or so
+                        yield Static(f"loading the {title} view...", classes="loading")
         yield Footer()
 
     # --- loading the views after the first frame ----------------------------------------------
 
     def on_mount(self) -> None:
         self._read_keys()
-        self.call_after_refresh(self._load_views)
+        self.view_classes["tab-run"] = RunView
+        self.focus_view("tab-run")
+
+    def on_ready(self) -> None:
+        """Once the first frame is drawn and nothing waits to be redrawn: the rest of the Run view, then the
+        other views.
+
+        Not sooner: their widgets and imports would delay that frame (imports in a thread too: they hold
+        the interpreter's lock)."""
+        self.call_after_refresh(self._after_first_frame)
+
+    async def _after_first_frame(self) -> None:
+        await self.run_view.after_first_frame()
+        await self.mount(CommandLine(id="command-line"), before=self.query_one(Footer))
+        if self.current_tab() == "tab-run" and self.focused is None:
+            self.focus_view("tab-run")
+        self._load_views()
 
     def _read_keys(self) -> None:
         """Use the key bindings of keys.toml from the first frame (checked once every view is loaded)."""
@@ -132,9 +153,11 @@ class LabApp(App[int]):
         self.run_worker(self._import_views, thread=True, group="views", name="views")
 
     def _import_views(self) -> None:
-        """In a thread: import each view's module (the heavy imports), then mount it on the UI thread."""
+        """In a thread: import each hidden view's module (the heavy imports), then mount it on the UI thread."""
         try:
             for tab, (module, name, _, _) in VIEWS.items():
+                if tab in self.view_classes:  # composed in the first frame
+                    continue
                 cls = getattr(importlib.import_module(module), name)
                 # call_from_thread takes Callable[..., T | Awaitable[T]]: mypy solves T to Never for a coroutine function
                 self.call_from_thread(self._mount_view, tab, cls)  # type: ignore[arg-type]
@@ -150,10 +173,7 @@ class LabApp(App[int]):
         _, _, view_id, _ = VIEWS[tab]
         pane = self.query_one(f"#{tab}", TabPane)
         view: Widget
-        if tab == "tab-run":
-            view = cast("type[RunView]", cls)(self.db_path, self.backend_name, self.host_name,
-                                              idle_sampling=self.idle_sampling, id=view_id)
-        elif tab == "tab-instances":
+        if tab == "tab-instances":
             view = cast("type[InstancesView]", cls)(self.db_path, self.host_name, id=view_id)
         else:
             view = cast("type[SessionsView]", cls)(self.db_path, id=view_id)
@@ -292,8 +312,8 @@ class LabApp(App[int]):
 
     async def action_back(self) -> None:
         tab, view = self.current_tab(), self.current_view()
-        line = self.query_one(CommandLine)
-        if line.has_class("shown"):
+        line = next(iter(self.query(CommandLine)), None)  # mounted after the first frame
+        if line is not None and line.has_class("shown"):
             line.close()
             self.focus_view(tab)
             return
@@ -309,6 +329,8 @@ class LabApp(App[int]):
 
     def open_command_line(self, text: str = "") -> None:
         """Open the command line with `text` typed; read the store's session ids for its completion."""
+        if not self.query(CommandLine):  # mounted once the first frame is drawn
+            return
         self.query_one(CommandLine).open(text)
         self.run_worker(self._read_session_ids, thread=True, group="session-ids", exclusive=True,
                         exit_on_error=False)

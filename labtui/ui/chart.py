@@ -111,12 +111,18 @@ class MetricChart(Vertical):
     _has_data: bool = False
     _avail_key: bool = True
     _avail_plot: bool = True
+    #: What the last draw was asked to show, drawn on mount when it came before the plots were composed.
+    _asked: tuple[pl.DataFrame, pl.DataFrame, str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("no results yet", classes="chart-title", markup=False)
         yield _Plot(id="metric-plot", bottom=1)  # tick labels only: the x label is the availability plot's
         yield Static(AVAIL_KEY, classes="avail-title")
         yield _Plot(id="avail-plot", bottom=2)
+
+    def on_mount(self) -> None:
+        if self._asked is not None:
+            self.draw(*self._asked)
 
     def on_resize(self) -> None:
         self._fit()
@@ -133,7 +139,10 @@ class MetricChart(Vertical):
         return self.query_one(".chart-title", Static)
 
     def draw(self, slow: pl.DataFrame, avail: pl.DataFrame, metric: str) -> None:
-        """Redraw both plots for `metric`; with no results, say so and hide them."""
+        """Redraw both plots for `metric`; with no results, say so and hide them (once mounted)."""
+        self._asked = (slow, avail, metric)
+        if not self.children:
+            return
         data = figure_data(slow, avail, metric)
         top, bottom = self.query_one("#metric-plot", _Plot), self.query_one("#avail-plot", _Plot)
         for plot in (top, bottom):

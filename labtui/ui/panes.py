@@ -1,18 +1,31 @@
-"""SlowdownPanel: the chart and the slowdown table, shared by the live run and a replay."""
+"""SlowdownPanel: the chart and the slowdown table, shared by the live run and a replay.
+
+With `lazy_chart` (the Run view's panel) it is light to draw: until it is shown a slowdown frame, its
+chart is a line saying there are no results yet, what the chart itself says then, and the chart
+(textual-plot, numpy), polars and the slowdown shaping (labtui.ui.series) are imported with that first
+frame.  A replay's panel (the Sessions view, loaded with them) has its chart from the start.
+"""
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
-from labtui.ui.chart import MetricChart
 from labtui.ui.render import SLOWDOWN_HEADERS, slowdown_cells
-from labtui.ui.series import slowdown_rows
 from labtui.ui.tablesync import sync_rows
 from labtui.ui.rowtable import RowTable
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from labtui.ui.chart import MetricChart
+
+#: What the chart says before any result (MetricChart's own words for an empty frame).
+NO_RESULTS = "no results yet"
 
 
 class SlowdownPanel(Vertical):
@@ -25,14 +38,20 @@ class SlowdownPanel(Vertical):
     """
     BINDINGS = [Binding("m", "next_metric", "metric")]
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, lazy_chart: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.lazy_chart = lazy_chart
         self.metric = ""
-        self._slow = pl.DataFrame()
-        self._avail = pl.DataFrame()
+        self._slow: pl.DataFrame | None = None
+        self._avail: pl.DataFrame | None = None
 
     def compose(self) -> ComposeResult:
-        yield MetricChart(classes="chart")
+        if self.lazy_chart:
+            yield Static(NO_RESULTS, classes="chart chart-empty", markup=False)
+        else:
+            from labtui.ui.chart import MetricChart
+
+            yield MetricChart(classes="chart")
         table = RowTable()
         for header in SLOWDOWN_HEADERS:
             table.add_column(header, key=header)
@@ -43,21 +62,37 @@ class SlowdownPanel(Vertical):
         return self.query_one(DataTable)
 
     def metrics(self) -> list[str]:
-        return [] if self._slow.is_empty() else self._slow["metric"].unique(maintain_order=True).to_list()
+        if self._slow is None or self._slow.is_empty():
+            return []
+        return self._slow["metric"].unique(maintain_order=True).to_list()
 
     def show(self, slow: pl.DataFrame, avail: pl.DataFrame) -> None:
         """Redraw the chart and diff the table against a new slowdown frame."""
+        from labtui.ui.series import slowdown_rows
+
         self._slow, self._avail = slow, avail
         metrics = self.metrics()
         if self.metric not in metrics:
             self.metric = metrics[0] if metrics else ""
-        self._draw_chart()
         rows = {key: slowdown_cells(row) for key, row in slowdown_rows(slow).items()}
         with self.app.batch_update():
+            self._draw_chart()
             sync_rows(self.table, rows)
 
+    def _chart(self) -> MetricChart:
+        """The chart, put in the empty line's place the first time a frame is shown."""
+        from labtui.ui.chart import MetricChart
+
+        for chart in self.query_children(MetricChart):
+            return chart
+        chart = MetricChart(classes="chart")
+        self.mount(chart, before=self.table)
+        self.query_children(".chart-empty").remove()
+        return chart
+
     def _draw_chart(self) -> None:
-        self.query_one(MetricChart).draw(self._slow, self._avail, self.metric)
+        if self._slow is not None and self._avail is not None:
+            self._chart().draw(self._slow, self._avail, self.metric)
 
     def action_next_metric(self) -> None:
         metrics = self.metrics()

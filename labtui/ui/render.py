@@ -30,7 +30,10 @@ def hosts_text(hosts: dict[str, HostState], width: int = 40, stale_s: float = 10
         latest = state.latest
         fresh = latest is not None and time.time() - latest.ts < stale_s
         out.append(f"{name} ", "bold")
-        out.append("● connected" if state.connected and fresh else "○ no samples", "green" if fresh else "yellow")
+        if latest is None:  # known at once, read within a second
+            out.append("○ sampling", "dim")
+        else:
+            out.append("● connected" if state.connected and fresh else "○ no samples", "green" if fresh else "yellow")
         if latest is not None and latest.load1 is not None:
             out.append(f"  load {latest.load1:.2f}", "dim")
         out.append("\n")

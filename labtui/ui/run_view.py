@@ -13,11 +13,21 @@ what a person cannot see faster is not drawn faster (bench_faces.py).  The
 run's time left and elapsed time (labtui.session.estimate) are shown under the
 run pane, redrawn at every drain.
 The session service, the engine and the hosts are imported when a run starts.
+
+The view's first frame holds its three text panes, filled with what is known at
+once: the host's name with its readings to come, "no run yet", no instances.  It
+needs only Textual and this package's light modules.  Once that frame is on the
+terminal, LabApp calls `after_first_frame`: the chart and slowdown table
+(labtui.ui.panes, whose chart says "no results yet" until a run has results) and
+the events log are mounted below the panes, and the host sampler starts,
+importing labtui.hosts in a thread.  The progress bar is mounted with the first
+run; polars and the plot library are imported with a run's first results.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import signal
 import time
@@ -30,18 +40,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import ProgressBar, RichLog, Static
+from textual.widgets import Static
 from textual.worker import Worker
 
 from labtui.core.errors import LabError
 from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
-from labtui.ui.live import RunModel
+from labtui.ui.live import HostState, RunModel
 from labtui.ui.modals import ConfirmScreen
-from labtui.ui.panes import SlowdownPanel
 from labtui.ui.render import counts_table, hosts_text, log_line, next_step_text, run_text
 
 if TYPE_CHECKING:
     import polars as pl
+    from textual.widgets import ProgressBar, RichLog
 
     from labtui.engine import SessionRunner
     from labtui.session import LabRun
@@ -100,12 +110,15 @@ class RunView(Vertical):
         self._queue: asyncio.Queue[Event | None] | None = None
         self._idle: Worker | None = None
         self._drawn = -1
-        self._charted = (-1, -1)
+        #: (results, samples) the chart last drew: none yet, and the empty chart says so until a run starts.
+        self._charted = (0, 0)
         self._chart_at = 0.0
         self._charting: Worker | None = None
         self._texts: dict[str | None, Text] = {}
         self._counted: Counter[tuple[str, str, str]] | None = None
         self._slow: pl.DataFrame | None = None
+        #: Lines logged before the events log is mounted (after the first frame), written to it then.
+        self._early_log: list[Text] = []
         self.clock: StepClock | None = None  # the elapsed time and time left of the last run started here
 
     def compose(self) -> ComposeResult:
@@ -113,19 +126,38 @@ class RunView(Vertical):
             yield Static(id="hosts", classes="pane")
             with Vertical(id="runbox", classes="pane"):
                 yield Static(id="runinfo")
-                yield ProgressBar(id="progress", show_eta=False)
             yield Static(id="counts", classes="pane")
-        yield SlowdownPanel(id="live")
-        yield RichLog(id="log", max_lines=2000, wrap=False)
 
     def on_mount(self) -> None:
         self.query_one("#hosts").border_title = "hosts"
         self.query_one("#runbox").border_title = "run"
         self.query_one("#counts").border_title = "instances"
-        self.query_one("#log").border_title = "events"
-        self._start_idle_sampler()
+        # the console's host is known at once; its readings come with the sampler's first sample
+        self.model.hosts.setdefault(self.host_name, HostState(self.host_name))
         self.set_interval(DRAIN_S, self.drain)
         self.redraw()
+
+    async def after_first_frame(self) -> None:
+        """Mount the chart, the slowdown table and the events log below the panes; start sampling the host."""
+        from textual.widgets import RichLog
+
+        from labtui.ui.panes import SlowdownPanel
+
+        log = RichLog(id="log", max_lines=2000, wrap=False)
+        log.border_title = "events"
+        await self.mount(SlowdownPanel(lazy_chart=True, id="live"), log)
+        for line in self._early_log:
+            log.write(line)
+        self._early_log.clear()
+        self.start_idle_sampler()
+
+    def _log(self) -> RichLog | None:
+        """The events log, None until it is mounted."""
+        from textual.widgets import RichLog
+
+        for log in self.query_children("#log").results(RichLog):
+            return log
+        return None
 
     # --- state -------------------------------------------------------------
 
@@ -157,7 +189,8 @@ class RunView(Vertical):
 
     # --- sampling hosts while idle -----------------------------------------------
 
-    def _start_idle_sampler(self) -> None:
+    def start_idle_sampler(self) -> None:
+        """Sample the host while no session runs (LabApp starts it once the first frame is drawn)."""
         if not self.idle_sampling:
             return
         self._idle = self.run_worker(self._sample_idle(), group="idle", exclusive=True, exit_on_error=False)
@@ -169,6 +202,7 @@ class RunView(Vertical):
 
     async def _sample_idle(self) -> None:
         """Sample the host while no session runs (a running session samples it itself)."""
+        await asyncio.to_thread(importlib.import_module, "labtui.hosts")  # imported off the drawing thread
         from labtui.hosts import HostError, get_host
 
         try:
@@ -189,7 +223,6 @@ class RunView(Vertical):
         """Fold queued events into the model, log them, redraw once if anything changed."""
         if self._queue is not None:
             created = ready = destroyed = 0
-            log = self.query_one("#log", RichLog)
             for _ in range(DRAIN_MAX):
                 try:
                     event = self._queue.get_nowait()
@@ -205,7 +238,7 @@ class RunView(Vertical):
                 ready += isinstance(event, InstanceReady)
                 destroyed += isinstance(event, InstanceDestroyed)
                 if (line := log_line(event, self.model.position)) is not None:
-                    log.write(line)
+                    self._write_log(line)
             for n, what in ((created, "creating"), (ready, "ready"), (destroyed, "destroyed")):
                 if n:
                     self.log_text(f"{n} instance(s) {what}", style="dim")
@@ -230,11 +263,19 @@ class RunView(Vertical):
         if (counts := self.model.counts()) != self._counted:
             self._counted = counts
             self.query_one("#counts", Static).update(counts_table(self.model), layout=False)
-        progress = self.query_one("#progress", ProgressBar)
-        progress.display = bool(self.model.total_steps)  # no bouncing bar before the first run
-        if self.model.total_steps:
-            progress.update(total=self.model.total_steps, progress=self.model.steps_done)
+        if self.model.total_steps:  # no bar before the first run
+            self._progress().update(total=self.model.total_steps, progress=self.model.steps_done)
         self._chart_if_due()
+
+    def _progress(self) -> ProgressBar:
+        """The run's progress bar, mounted under the run pane the first time a run has steps."""
+        from textual.widgets import ProgressBar
+
+        for bar in self.query("#progress").results(ProgressBar):
+            return bar
+        bar = ProgressBar(id="progress", show_eta=False)
+        self.query_one("#runbox").mount(bar)
+        return bar
 
     def _show_time(self) -> None:
         """The run's elapsed time and time left, under the run pane (only when it changed)."""
@@ -253,7 +294,7 @@ class RunView(Vertical):
         """Redraw the chart and table when results came (at most every RUN_CHART_EVERY_S during a run), or
         samples came and CHART_EVERY_S passed."""
         charted = (len(self.model.results), len(self.model.availability))
-        if charted == self._charted or self._charting is not None:
+        if charted == self._charted or self._charting is not None or not self.query_children("#live"):
             return
         new_results = charted[0] != self._charted[0] or self._slow is None
         stepping = self.lab is not None and not self.lab.gate.waiting
@@ -267,18 +308,28 @@ class RunView(Vertical):
 
     async def _chart(self, results: pl.DataFrame | None, samples: pl.DataFrame) -> None:
         """Show a new slowdown frame (computed in a thread: the engine shares this loop) and availability."""
+        await asyncio.to_thread(importlib.import_module, "labtui.ui.series")  # polars: off the drawing thread
         from labtui.ui.series import availability, trusted_slowdown
 
         try:
             if results is not None:
                 self._slow = await asyncio.to_thread(trusted_slowdown, results)
             if self._slow is not None:
+                from labtui.ui.panes import SlowdownPanel
+
                 self.query_one("#live", SlowdownPanel).show(self._slow, availability(samples))
         finally:
             self._charting = None
 
     def log_text(self, message: str, style: str = "") -> None:
-        self.query_one("#log", RichLog).write(Text(message, style))
+        self._write_log(Text(message, style))
+
+    def _write_log(self, line: Text) -> None:
+        log = self._log()
+        if log is None:
+            self._early_log.append(line)
+        else:
+            log.write(line)
 
     # --- actions ----------------------------------------------------------------------
 
@@ -352,7 +403,7 @@ class RunView(Vertical):
             self.lab = None
             for command in lab.left_running():
                 self.log_text(f"instances left running: `{command}` ends them", "red")
-            self._start_idle_sampler()
+            self.start_idle_sampler()
             self.post_message(self.Finished(session_id, status))
         if lab.signal is not None:  # a kill: the session is recorded, the console ends
             self.app.exit(130)
