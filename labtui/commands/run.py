@@ -12,16 +12,15 @@ import os
 import sys
 
 from rich.console import Console
-from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.text import Text
 
 from labtui.commands.common import db_path
 from labtui.commands.render import render_summary
-from labtui.core.stopsignals import raise_if_stopped
-from labtui.engine import SessionRunner
 from labtui.core.events import Event, Result, SessionEnded, StepEnded, StepStarted
+from labtui.core.stopsignals import raise_if_stopped
 from labtui.core.units import quantity
-from labtui.session import LabRun, Plan, RunRequest
+from labtui.session import LabRun, Plan, RunRequest, SessionInfo
 from labtui.session.estimate import StepClock
 from labtui.session.request import parse_tags
 from labtui.session.service import DEADLINE_S
@@ -61,7 +60,7 @@ def cmd_run(args) -> int:
         outcomes = asyncio.run(_run(lab, console))
     except StoreError as exc:
         console.print(Text.assemble(("store error: ", "red"), str(exc)))
-        ids = ", ".join(r.session_id for r in lab.runners)
+        ids = ", ".join(s.session_id for s in lab.sessions)
         console.print(Text(f"session {ids} stopped; what was committed before is intact in {path}"))
         return 1
     several = len(outcomes) > 1
@@ -97,8 +96,7 @@ async def _run(lab: LabRun, console: Console) -> list:
     The run takes the signals first, before this loop awaits anything: see LabRun.signals.
     """
     with lab.signals():
-        queues = [r.bus.subscribe() for r in lab.runners]
-        side = [asyncio.create_task(_show_progress(queues, lab, console))]
+        side = [asyncio.create_task(_show_progress(lab.events(), lab, console))]
         if lab.request.manual:
             side.append(asyncio.create_task(_prompt_between_steps(lab)))
         try:
@@ -112,8 +110,8 @@ async def _run(lab: LabRun, console: Console) -> list:
             await asyncio.gather(*side, return_exceptions=True)
 
 
-async def _show_progress(queues: list[asyncio.Queue[Event | None]], lab: LabRun, console: Console) -> None:
-    """One progress line per session, fed by that session's events."""
+async def _show_progress(events: asyncio.Queue[Event | None], lab: LabRun, console: Console) -> None:
+    """One progress line per session, fed by the run's events (each goes to its session's line)."""
     with Progress(
         TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
@@ -122,36 +120,40 @@ async def _show_progress(queues: list[asyncio.Queue[Event | None]], lab: LabRun,
         TextColumn("{task.fields[clock]}", markup=False),  # elapsed and time left
         console=console,
     ) as progress:
-        several = len(lab.runners) > 1
-        await asyncio.gather(*(_follow(q, r, lab.plan, progress, console, several=several)
-                               for q, r in zip(queues, lab.runners)))
+        several = len(lab.sessions) > 1
+        lines = {s.session_id: _ProgressLine(s, lab.plan, progress, console, several=several) for s in lab.sessions}
+        while (event := await events.get()) is not None:
+            if line := lines.get(event.session_id):
+                line.apply(event)
 
 
-async def _follow(
-    queue: asyncio.Queue[Event | None], runner: SessionRunner, plan: Plan, progress: Progress, console: Console, *,
-    several: bool,
-) -> None:
-    suite = runner.ctx.suite
-    host = runner.ctx.host.name
-    label = f"{suite.name} @ {host}" if several else suite.name
-    steps = plan.steps_per_repetition
-    clock = StepClock(plan)
-    task = progress.add_task(label, total=plan.total_steps, detail="starting", clock=clock)
-    latest = ""
-    while (event := await queue.get()) is not None:
-        clock.apply(event)
+class _ProgressLine:
+    """One session's progress line: steps done of all, the step it is at, its latest result, the clock."""
+
+    def __init__(self, session: SessionInfo, plan: Plan, progress: Progress, console: Console, *, several: bool) -> None:
+        self.session, self.plan, self.progress, self.console, self.several = session, plan, progress, console, several
+        self.clock = StepClock(plan)
+        label = f"{session.suite.name} @ {session.host}" if several else session.suite.name
+        self.task = progress.add_task(label, total=plan.total_steps, detail="starting", clock=self.clock)
+        self.latest = ""
+
+    def apply(self, event: Event) -> None:
+        """Move the line on by one of its session's events."""
+        self.clock.apply(event)
+        reps = self.session.suite.repetitions
         if isinstance(event, Result):
-            latest = f"{event.metric}={quantity(event.value, event.unit)}"
+            self.latest = f"{event.metric}={quantity(event.value, event.unit)}"
         elif isinstance(event, StepStarted):
-            progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, event.steps,
-                                                 event.background, latest))
+            self.progress.update(self.task, detail=_detail(event.repetition, reps, event.step, event.steps,
+                                                           event.background, self.latest))
         elif isinstance(event, StepEnded):
-            progress.advance(task)
-            progress.update(task, detail=_detail(event.repetition, suite.repetitions, event.step, steps,
-                                                 event.background, latest))
+            self.progress.advance(self.task)
+            self.progress.update(self.task, detail=_detail(event.repetition, reps, event.step,
+                                                           self.plan.steps_per_repetition, event.background,
+                                                           self.latest))
         elif isinstance(event, SessionEnded) and event.message:
-            where = f" ({host})" if several else ""
-            console.print(Text.assemble((f"{event.status}{where}: ", "red"), event.message))
+            where = f" ({self.session.host})" if self.several else ""
+            self.console.print(Text.assemble((f"{event.status}{where}: ", "red"), event.message))
 
 
 def _detail(rep: int, reps: int, step: int, steps: int, background: int, latest: str) -> str:
@@ -161,9 +163,7 @@ def _detail(rep: int, reps: int, step: int, steps: int, background: int, latest:
 async def _prompt_between_steps(lab: LabRun) -> None:
     """With --step: after each step, Enter goes on, a switches to auto, q (or end of input) aborts."""
     while True:
-        if not lab.gate.waiting:
-            await asyncio.sleep(0.05)
-            continue
+        await lab.until_step_waiting(True)
         sys.stderr.write("step done: Enter = next, a = auto, q = abort > ")
         sys.stderr.flush()
         line = await asyncio.to_thread(sys.stdin.readline)
@@ -175,5 +175,4 @@ async def _prompt_between_steps(lab: LabRun) -> None:
             lab.auto()
         else:
             lab.next()
-        while lab.gate.waiting:  # the step goes on: wait for it before asking again
-            await asyncio.sleep(0.01)
+        await lab.until_step_waiting(False)  # the step goes on: wait for it before asking again

@@ -16,7 +16,23 @@ class StepGate:
         self._auto = auto
         self._aborted = False
         self._wake = asyncio.Event()
-        self.waiting = False
+        self._waiting = False
+        self._waiting_changed = asyncio.Event()
+
+    @property
+    def waiting(self) -> bool:
+        """True while a step has ended and the next waits for next(), auto or abort."""
+        return self._waiting
+
+    def _set_waiting(self, waiting: bool) -> None:
+        self._waiting = waiting
+        self._waiting_changed.set()
+
+    async def until_waiting(self, waiting: bool) -> None:
+        """Return once `waiting` is what is asked (at once if it is already), on the gate's own loop."""
+        while self._waiting != waiting:
+            self._waiting_changed.clear()
+            await self._waiting_changed.wait()
 
     @property
     def auto(self) -> bool:
@@ -47,11 +63,11 @@ class StepGate:
             raise Aborted("aborted")
         if self._auto:
             return
-        self.waiting = True
+        self._set_waiting(True)
         try:
             await self._wake.wait()
         finally:
-            self.waiting = False
+            self._set_waiting(False)
             self._wake.clear()
         if self._aborted:
             raise Aborted("aborted")

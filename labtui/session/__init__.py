@@ -8,6 +8,6 @@ session's recorded end all live here, once.
 
 from labtui.engine.kinds import Plan, plan_for
 from labtui.session.request import DEFAULT_BACKEND, RunRequest
-from labtui.session.service import LabRun, Outcome, RunRefused
+from labtui.session.service import LabRun, Outcome, RunRefused, SessionInfo
 
-__all__ = ["DEFAULT_BACKEND", "LabRun", "Outcome", "Plan", "RunRefused", "RunRequest", "plan_for"]
+__all__ = ["DEFAULT_BACKEND", "LabRun", "Outcome", "Plan", "RunRefused", "RunRequest", "SessionInfo", "plan_for"]

@@ -43,6 +43,7 @@ from labtui.store import StoreError, StoreWriter
 from labtui.store.access import check_file
 from labtui.store.errors import StoreBusy
 from labtui.store.journal import Journal
+from labtui.suites.model import Suite
 
 #: After the first stop signal, the orderly teardown has this long before it is forced, as by a second signal.
 FORCE_AFTER_S = 4.0
@@ -80,8 +81,23 @@ def _never_raising(notify: Notify) -> Notify:
     return tell
 
 
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What a face shows of one session of a run: its id, suite, backend and host."""
+
+    session_id: str
+    suite: Suite
+    backend: str
+    host: str
+
+
 class LabRun:
-    """Runs a request: one session per host, all recorded in one store."""
+    """Runs a request: one session per host, all recorded in one store.
+
+    A face sees the run through this class alone: ``sessions`` (after ``prepare``), ``events()``
+    (every session's events, merged), ``waiting_at_step`` and ``until_step_waiting``, the
+    controls (next, auto, pause, abort, leave, force) and ``left_running``.
+    """
 
     #: Called, from a thread of its own, when the run has not ended DEADLINE_S after its stop signal
     #: (a backend, a host or the store that does not answer); the CLI exits then.
@@ -106,6 +122,8 @@ class LabRun:
         self.feeder: StoreFeeder | None = None
         #: The loop the run runs on, once it runs (control calls from elsewhere are handed to it).
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: The queues events() handed out, each with the loop it is read on.
+        self._listeners: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event | None]]] = []
 
     # --- before anything starts -------------------------------------------------
 
@@ -123,6 +141,36 @@ class LabRun:
             self.runners.append(SessionRunner(self.request.suite, backend, host, gate=self.gate,
                                               tags=dict(self.request.tags), note=self.request.note))
         return self.runners
+
+    @property
+    def sessions(self) -> list[SessionInfo]:
+        """The run's sessions, one per host (empty before ``prepare``)."""
+        return [SessionInfo(r.session_id, r.ctx.suite, r.ctx.backend.name, r.ctx.host.name) for r in self.runners]
+
+    def events(self) -> asyncio.Queue[Event | None]:
+        """Every session's events, merged, delivered on the caller's loop; None once every session has ended.
+
+        Call it before ``run()`` (or ``run_in_thread()``) so that no event is missed.
+        """
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._listeners.append((asyncio.get_running_loop(), queue))
+        return queue
+
+    def _publish(self, event: Event | None) -> None:
+        for loop, queue in self._listeners:
+            if loop is self._loop:
+                queue.put_nowait(event)
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+
+    @property
+    def waiting_at_step(self) -> bool:
+        """True while a step has ended and the run waits for next, auto or abort (a manual run)."""
+        return self.gate.waiting
+
+    async def until_step_waiting(self, waiting: bool = True) -> None:
+        """Return once the run waits at a step (or, with waiting=False, once it goes on); on the run's loop."""
+        await self.gate.until_waiting(waiting)
 
     # --- the run -------------------------------------------------------------------
 
@@ -143,12 +191,18 @@ class LabRun:
         except (StoreError, OSError) as exc:
             for runner in runners:
                 runner.bus.close()
+            self._publish(None)
             raise RunRefused(str(exc)) from None
         for runner, journal in zip(runners, journals):
             runner.ctx.journal = journal
         self.feeder = StoreFeeder(writer, journals, self._notify)
         merged: asyncio.Queue[Event | None] = asyncio.Queue()
-        forwards = [asyncio.create_task(_forward(r.bus.subscribe(), merged)) for r in runners]
+
+        def deliver(event: Event) -> None:
+            merged.put_nowait(event)
+            self._publish(event)
+
+        forwards = [asyncio.create_task(_forward(r.bus.subscribe(), deliver)) for r in runners]
         feeding = asyncio.create_task(self.feeder.run(merged))  # feeds until the events end, then once more
         with self._signals(self._on_signal):  # until every session's end is recorded
             async with contextlib.AsyncExitStack() as hosts:
@@ -165,6 +219,7 @@ class LabRun:
                             runner.bus.close()  # never started: let the forwards end
                     await asyncio.gather(*forwards)
                     merged.put_nowait(None)
+                    self._publish(None)
                     await feeding
         if not self._tasks:
             statuses = ["aborted"] * len(runners)
@@ -392,7 +447,7 @@ def _open_store(db: Path, notify: Notify) -> StoreWriter:
         return StoreWriter(db, [])
 
 
-async def _forward(source: asyncio.Queue[Event | None], target: asyncio.Queue[Event | None]) -> None:
-    """Move one session's events to the feeder's queue until its end."""
+async def _forward(source: asyncio.Queue[Event | None], deliver: Callable[[Event], None]) -> None:
+    """Hand one session's events on (to the feeder and the faces) until its end."""
     while (event := await source.get()) is not None:
-        target.put_nowait(event)
+        deliver(event)
