@@ -164,10 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per host (default 60)")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command, after --")
 
-    p = sub.add_parser("report", help="figures and an HTML page of a session, or two sessions overlaid")
+    p = sub.add_parser("report", help="figures and an HTML page of a session, or of several side by side and overlaid")
     p.set_defaults(func=Handler("labtui.commands.report", "cmd_report"))
-    p.add_argument("session", help="session id (or a unique prefix)")
-    p.add_argument("session_b", nargs="?", help="a second session to overlay (e.g. Docker against Unikraft)")
+    p.add_argument("sessions", nargs="+", metavar="SESSION",
+                   help="session ids (or unique prefixes); more than one: side by side against the first, overlaid")
     p.add_argument("--out", metavar="DIR", help="output directory (default: reports/<session>)")
     p.add_argument("--format", choices=["html", "png", "svg"], default="html",
                    help="one self-contained HTML page, or one image file per figure (default: html)")

@@ -80,17 +80,65 @@ def column_label(path: Path, session_ids: list[str]) -> str:
     return " + ".join(labels)
 
 
-def cmd_side_by_side(path: Path, columns: list[list[str]], fmt: str) -> int:
-    """Print the side-by-side table of the columns (each one or more resolved session ids)."""
+def sample_unit(columns: list[list[str]]) -> str:
+    """What one sample is: a repetition when every column names one session, else a session."""
+    return SESSIONS if max(map(len, columns)) > 1 else REPETITIONS
+
+
+def load_side_by_side(path: Path, columns: list[list[str]]) -> tuple[list[str], list[tuple[Key, list[Cell]]]]:
+    """The columns' labels and the side-by-side rows; UsageError for a session named twice."""
     seen: set[str] = set()
     for column in columns:
         for sid in column:
             if sid in seen:
                 raise UsageError(f"session {sid} is named twice; give each session once")
             seen.add(sid)
-    unit = SESSIONS if max(map(len, columns)) > 1 else REPETITIONS
+    unit = sample_unit(columns)
     rows = side_by_side([load_samples(path, ids, unit) for ids in columns])
-    labels = [column_label(path, ids) for ids in columns]
+    return [column_label(path, ids) for ids in columns], rows
+
+
+def shows_placement(rows: list[tuple[Key, list[Cell]]]) -> tuple[bool, bool]:
+    """Whether the table needs a placement column and a background column."""
+    return any(key[2] for key, _ in rows), any(key[3] for key, _ in rows)
+
+
+def headers(names: list[str], placed: bool, scaled: bool) -> list[str]:
+    """The table's header: the condition, then per column (named, numbered from 1) its mean (n) and, from the
+    second on, N vs 1 %."""
+    found = ["metric (unit, better)", *(["placement"] if placed else []), *(["background"] if scaled else [])]
+    for i, name in enumerate(names, 1):
+        found.append(f"{name} mean (n)")
+        if i > 1:
+            found.append(f"{i} vs 1 %")
+    return found
+
+
+def row_cells(key: Key, cells: list[Cell], placed: bool, scaled: bool) -> list[str]:
+    """One row as text: the metric with its unit and direction, then each column's mean (n) and change."""
+    metric = f"{key[1]} ({display_unit(key[4])[0] or MISSING}, {'↑' if key[5] == 'higher' else '↓'})"
+    found = [metric, *([key[2]] if placed else []), *([str(key[3])] if scaled else [])]
+    for i, cell in enumerate(cells):
+        r = cell.record()
+        found.append(MISSING if r["mean"] is None else f"{number(r['mean'], key[4])} ({r['n']})")
+        if i:
+            star = "*" if r["significant"] else ""
+            found.append(MISSING if r["change_pct"] is None else f"{signed_pct(r['change_pct'])}{star}")
+    return found
+
+
+#: What the N vs 1 % columns mean, under every side-by-side table.
+LEGEND = (
+    "N vs 1 % = (mean N / mean 1 − 1)·100, the relative difference as study 003 prints it: for ↑ (higher is "
+    "better) a negative difference is worse, for ↓ (lower is better) a positive one; * Welch's p < "
+    f"{ALPHA} (no test with a single sample)."
+)
+
+
+def cmd_side_by_side(path: Path, columns: list[list[str]], fmt: str) -> int:
+    """Print the side-by-side table of the columns (each one or more resolved session ids)."""
+    unit = sample_unit(columns)
+    labels, rows = load_side_by_side(path, columns)
     if fmt == "csv":
         header = [*_KEY, *(f"{k}_{i}" for i in range(1, len(columns) + 1) for k in _PER_COLUMN)]
         write_rows("csv", header, [(*key, *(v for c in cells for v in c.record().values())) for key, cells in rows])
@@ -119,36 +167,21 @@ def _print(path: Path, columns: list[list[str]], labels: list[str], rows: list[t
         about = "; ".join(f"{s['session_id']} ({s['suite']}, {s['status']})" for s in map(
             lambda sid: session_about(path, sid), ids))
         console.print(f"{i}: {label}: {about}", highlight=False, markup=False)
-    placed = any(key[2] for key, _ in rows)
-    scaled = any(key[3] for key, _ in rows)
+    placed, scaled = shows_placement(rows)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("metric (unit, better)", no_wrap=False)
-    if placed:
-        table.add_column("placement")
-    if scaled:
-        table.add_column("background", justify="right")
-    for i in range(1, len(columns) + 1):
-        table.add_column(f"{i} mean (n)", justify="right", no_wrap=True)
-        if i > 1:
-            table.add_column(f"{i} vs 1 %", justify="right", no_wrap=True)
+    for i, header in enumerate(headers([str(i) for i in range(1, len(columns) + 1)], placed, scaled)):
+        if i == 0:
+            table.add_column(header, no_wrap=False)
+        elif header == "placement":
+            table.add_column(header)
+        else:
+            table.add_column(header, justify="right", no_wrap=header != "background")
     benchmark = None
     for key, cells in rows:
         if key[0] != benchmark:
             benchmark = key[0]
             table.add_row(benchmark, style="bold")
-        metric = f"  {key[1]} ({display_unit(key[4])[0] or MISSING}, {'↑' if key[5] == 'higher' else '↓'})"
-        row = [metric, *([key[2]] if placed else []), *([str(key[3])] if scaled else [])]
-        for i, cell in enumerate(cells):
-            r = cell.record()
-            row.append(MISSING if r["mean"] is None else f"{number(r['mean'], key[4])} ({r['n']})")
-            if i:
-                star = "*" if r["significant"] else ""
-                row.append(MISSING if r["change_pct"] is None else f"{signed_pct(r['change_pct'])}{star}")
-        table.add_row(*row, style=None if any(c.against_first for c in cells) else "dim")
+        text = row_cells(key, cells, placed, scaled)
+        table.add_row(f"  {text[0]}", *text[1:], style=None if any(c.against_first for c in cells) else "dim")
     console.print(table)
-    console.print(
-        "N vs 1 % = (mean N / mean 1 − 1)·100, the relative difference as study 003 prints it: for ↑ (higher is "
-        "better) a negative difference is worse, for ↓ (lower is better) a positive one; * Welch's p < "
-        f"{ALPHA} (no test with a single sample).",
-        highlight=False, markup=False, style="dim",
-    )
+    console.print(LEGEND, highlight=False, markup=False, style="dim")

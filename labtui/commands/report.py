@@ -4,26 +4,46 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labtui.commands.common import db_path
 from labtui.core.errors import UsageError
 
+if TYPE_CHECKING:
+    from labtui.report.tables import Table
+
 
 def cmd_report(args) -> int:
+    """Write the report of the sessions named; with more than one, their side-by-side table and overlaid charts."""
     from labtui.report import resolve, write_report
 
     path = db_path(args)
-    ids = [resolve(path, s) for s in (args.session, args.session_b) if s]
-    if len(ids) == 2 and ids[0] == ids[1]:
-        raise UsageError(f"both sessions are {ids[0]}; give two different sessions to compare")
+    ids = [resolve(path, s) for s in args.sessions]
+    named_twice = sorted({sid for sid in ids if ids.count(sid) > 1})
+    if named_twice:
+        raise UsageError(f"session {', '.join(named_twice)} is named twice; give each session once")
     out = _out_dir(args, Path("reports") / "-vs-".join(ids))
-    written = write_report(path, ids, out, args.format)
+    written = write_report(path, ids, out, args.format, side_by_side_table(path, ids) if len(ids) > 1 else None)
     if not written:
         print(f"session {' and '.join(ids)} recorded nothing to draw; no files written", file=sys.stderr)
         return 1
     for file in written:
         print(file)
     return 0
+
+
+def side_by_side_table(path: Path, session_ids: list[str]) -> Table:
+    """`labtui compare A B C ...`'s table of the sessions, one column each labelled by backend and host, with the
+    relative difference against the first (labtui.commands.compare_side: one definition for both)."""
+    from labtui.commands.compare_side import LEGEND, headers, load_side_by_side, row_cells, shows_placement
+    from labtui.report.tables import Table
+
+    labels, rows = load_side_by_side(path, [[sid] for sid in session_ids])
+    names = [f"{i}: {label}" for i, label in enumerate(labels, 1)]
+    placed, scaled = shows_placement(rows)
+    return Table(f"side by side, one column per session, samples are repetitions: {LEGEND}",
+                 ["benchmark", *headers(names, placed, scaled)],
+                 [[key[0], *row_cells(key, cells, placed, scaled)] for key, cells in rows])
 
 
 def cmd_export(args) -> int:

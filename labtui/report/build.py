@@ -14,6 +14,7 @@ from labtui.report.isolation import isolation_charts
 from labtui.report.page import render_page
 from labtui.report.plotting import PLAIN_TEXT, Chart
 from labtui.report.scaling import metric_charts, resource_charts
+from labtui.report.tables import Table
 
 FORMATS = ("html", "png", "svg")
 
@@ -37,19 +38,21 @@ def charts_for(sessions: list[SessionData]) -> list[Chart]:
 
 
 def write_report(
-    db: str | os.PathLike[str], session_ids: list[str], out: Path, fmt: str = "html"
+    db: str | os.PathLike[str], session_ids: list[str], out: Path, fmt: str = "html",
+    side_by_side: Table | None = None,
 ) -> list[Path]:
-    """Write the report of one session (or two overlaid) into `out`; return the files written.
+    """Write the report of one session (or several overlaid) into `out`; return the files written.
 
-    Files are 0600 and directories created for them 0700; a write that fails
-    (a full disk) raises ExportError and leaves nothing of this report behind.
+    ``side_by_side`` is the sessions' side-by-side table (``labtui compare``'s, one column per session), which
+    the HTML page shows before the figures.  Files are 0600 and directories created for them 0700; a write
+    that fails (a full disk) raises ExportError and leaves nothing of this report behind.
     """
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     sessions = distinct_labels([load_session(db, sid) for sid in session_ids])
     charts = charts_for(sessions)
     if fmt == "html":
-        page = render_page(sessions, charts).encode("utf-8")
+        page = render_page(sessions, charts, side_by_side).encode("utf-8")
         with PrivateOutput(out) as output:
             return [output.write("report.html", lambda file: file.write(page))]
     if not charts:

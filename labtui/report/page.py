@@ -31,13 +31,16 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; } dt
 """
 
 
-def render_page(sessions: list[SessionData], charts: list[Chart]) -> str:
-    """The whole HTML document for one session, or two overlaid."""
+def render_page(sessions: list[SessionData], charts: list[Chart], side_by_side: Table | None = None) -> str:
+    """The whole HTML document for one session, or several overlaid (with their side-by-side table)."""
     title = " vs ".join(s.id for s in sessions)
     body = [f"<h1>labtui report: {escape(' vs '.join(s.label for s in sessions))}</h1>"]
     body.append(f"<p>sessions {escape(title)} · labtui {escape(__version__)}</p>")
     for s in sessions:
         body.append(_warnings(s, len(sessions) > 1))
+    if side_by_side is not None:
+        body.append("<h2>Side by side</h2>")
+        body.append(_table(side_by_side))
     body.append("<h2>Figures</h2>")
     body.append(_figures(charts) if charts else "<p>The sessions recorded no data to draw.</p>")
     for s in sessions:

@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 #: Names and values are data: '$...$' in a metric name is not mathtext (figures are built under this).
 PLAIN_TEXT: dict[RcKeyType, Any] = {"text.parse_math": False, "text.usetex": False}
-#: One colour per session in overlays; the first is used alone.
-SESSION_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+#: One colour per session in overlays (ten, so that a report of up to ten sessions tells each apart); the first is
+#: used alone.
+SESSION_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f",
+                  "#bcbd22", "#17becf")
 
 
 @dataclass
