@@ -90,4 +90,9 @@ def test_compare_sets_docker_and_unikraft_boot_times_side_by_side(runtime_dir: P
     assert table.returncode == 0, table.stderr
     assert f"A: {ids[0]} (docker-boot-scaling, docker" in table.stdout
     assert f"B: {ids[1]} (unikraft-boot-scaling, unikraft" in table.stdout
+    with duckdb.connect(str(db), read_only=True) as store:
+        (accel,) = store.execute("SELECT isolation FROM hosts WHERE session_id = ?", [ids[1]]).fetchone()  # type: ignore[misc]
+    assert accel in ("tcg-emulation", "hvm-kvm")
+    assert f"unikraft, local, {accel};" in table.stdout  # a TCG figure says so beside its session
+    assert compared["b"]["isolation"] == accel
     assert table.stdout.count("boot_time") == 2  # one row per step, both sessions in each

@@ -230,8 +230,9 @@ def _only_verdict(key: Key, side: str, other: dict[Key, Samples]) -> str:
 
 
 def session_about(path: Path, session_id: str) -> dict[str, Any]:
-    frame = fetch_frame(path, "SELECT session_id, suite, kind, backend, host, status, started_at, tags, note "
-                        "FROM sessions WHERE session_id = ?", [session_id])
+    frame = fetch_frame(path, "SELECT s.session_id, s.suite, s.kind, s.backend, s.host, h.isolation, s.status, "
+                        "s.started_at, s.tags, s.note FROM sessions s LEFT JOIN hosts h USING (session_id) "
+                        "WHERE s.session_id = ? LIMIT 1", [session_id])
     return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in frame.row(0, named=True).items()}
 
 
@@ -247,7 +248,7 @@ def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str =
     console = PipeConsole()
     for name, sessions in zip("AB", sides):
         for s in sessions:
-            about = ", ".join(str(s[k]) for k in ("suite", "backend", "host") if s[k])
+            about = ", ".join(str(s[k]) for k in ("suite", "backend", "host", "isolation") if s[k])  # tcg-emulation
             labels = "".join(f"  {key}={value}" for key, value in sorted(json.loads(s["tags"] or "{}").items()))
             note = f"  note: {s['note']}" if s["note"] else ""
             console.print(f"{name}: {s['session_id']} ({about}; {s['status']}){labels}{note}", highlight=False,
