@@ -9,7 +9,10 @@ LABTUI_ROLE, LABTUI_INSTANCE), which is how ``list`` finds them again after a
 crash and how ``destroy`` proves a pid is still ours before signalling it.
 An instance's handle is ``"<pid>:<instance>"``.  With ``capture_output`` the
 agent sends the instance's stdout to a file under ``{runtime_dir}/out``, read
-back and removed once the instance exited.  ``cpu_weight`` and ``cpu_cap``
+back and removed once the instance exited; without it, the instance's stdout
+and stderr go to its log, ``{runtime_dir}/logs/<session>/<instance>.log``
+(opened by the agent before the boot clock starts), which ``logs`` reads (the
+console's ``l``) and ``destroy`` removes.  ``cpu_weight`` and ``cpu_cap``
 go to the instance's cgroup (v2 ``cpu.weight``/``cpu.max``, else the v1 cpu
 controller's ``cpu.shares``/``cpu.cfs_quota_us``); a weight alone falls back to
 nice where neither is writable, a cap fails before anything starts.
@@ -67,6 +70,8 @@ HANDLE_BATCH = 256
 AGENT_CALLS = 8
 #: Time an agent call may take beyond the instance's own timeout.
 AGENT_SLACK_S = 30.0
+#: Most bytes of an instance's log `logs` reads (its end).
+LOG_LIMIT = 1 << 20
 #: Most bytes of a captured stdout read back.
 OUTPUT_LIMIT = 1 << 20
 #: What starts the agent's closing record on the stderr of ``exec``.
@@ -190,6 +195,20 @@ class ProcessBackend(Backend):
             raise self._agent_error("exec", result)
         return CommandResult(tuple(argv), int(fields[0]), result.stdout, stderr, int(fields[1]) / 1e9)
 
+    async def logs(self, instance: Instance) -> str | None:
+        """The end (LOG_LIMIT bytes) of the instance's stdout and stderr, from the log the agent keeps of it."""
+        _check_handles([instance])
+        path = f"{self._log_dir(instance.labels.session)}/{instance.labels.instance}.log"
+        result = await self._run_agent(["tail", "-c", str(LOG_LIMIT), path])
+        if not result.ok:
+            why = "its output went to its result" if instance.state == "exited" else last_line(result.stderr)
+            raise BackendError(f"process backend on host {self.host.name}: no log of {instance.name} at {path}: {why}")
+        return result.stdout
+
+    def _log_dir(self, session: str) -> str:
+        """Where the agent keeps the logs of a session's instances (one file each, named by the instance)."""
+        return f"{self.host.runtime_dir}/logs/{session}"
+
     async def isolation(self) -> str:
         """What spawn applies here, from the last spawn or a hello probe run once."""
         if not self._isolation:
@@ -217,6 +236,8 @@ class ProcessBackend(Backend):
         output_path = await self._output_path(first) if first.capture_output else None
         if output_path:
             argv += ["--stdout", output_path, *(["--stderr-too"] if first.capture_stderr else [])]
+        else:
+            argv += ["--log-dir", self._log_dir(first.labels.session)]
         if first.tool:  # a real tool may count on what a process that is not PID 1 gets (see the agent's --init)
             argv += ["--init"]
         for spec in specs:
@@ -244,7 +265,8 @@ class ProcessBackend(Backend):
 
     async def _kill(self, session: str, handles: list[str], force: bool) -> list[str]:
         """Kill one batch of handles; return the agent's refusals and failures."""
-        argv = [await self._agent(), "kill", "--grace", f"{self.stop_grace_s:g}", "--session", session]
+        argv = [await self._agent(), "kill", "--grace", f"{self.stop_grace_s:g}", "--session", session,
+                "--log-dir", self._log_dir(session)]
         argv += [*(["--force"] if force else []), *handles]
         result = await self._run_agent(argv, timeout=self.stop_grace_s + AGENT_SLACK_S)
         records = tab_records(result.stdout)

@@ -12,7 +12,7 @@
  *
  *   spawn --session S --role R --instance ID [--instance ID2 ...]
  *         [--cpus LIST] [--wait ready|exit] [--isolate auto|none]
- *         [--timeout SECONDS] [--stdout FILE [--stderr-too]] [--start-at WALL_NS] [--init]
+ *         [--timeout SECONDS] [--stdout FILE [--stderr-too] | --log-dir DIR] [--start-at WALL_NS] [--init]
  *         [--cpu-weight 1-10000] [--cpu-cap CPUS] -- PROGRAM [ARGS...]
  *       instance  ID  PID  WALL_NS  BOOT_NS  ISOLATION            (--wait ready)
  *       exit      ID  PID  WALL_NS  BOOT_NS  EXIT_CODE  ISOLATION (--wait exit)
@@ -30,7 +30,11 @@
  *     --stdout sends the instance's stdout to FILE (created 0600, truncated)
  *     instead of /dev/null; it takes a single --instance.  --stderr-too sends
  *     its stderr to that FILE as well, as one stream (real tools such as
- *     lmbench print their results on stderr).  --init runs the program as the
+ *     lmbench print their results on stderr).  --log-dir sends each
+ *     instance's stdout and stderr to DIR/ID.log instead (DIR created as by
+ *     mkdir -p, the file 0600 and truncated, opened before WALL_NS so that
+ *     BOOT_NS does not count it): the log `labtui` shows; kill --log-dir
+ *     removes it.  --init runs the program as the
  *     child of a reaping PID 1 instead of as PID 1 (see run_under_init).
  *     --start-at makes
  *     the instance wait until CLOCK_REALTIME reaches WALL_NS before exec, so
@@ -48,14 +52,15 @@
  *     One line per instance root: a labelled process whose parent does not
  *     carry the same session and instance.
  *
- *   kill [--grace SECONDS] [--force] [--session S] PID:INSTANCE...
+ *   kill [--grace SECONDS] [--force] [--session S] [--log-dir DIR] PID:INSTANCE...
  *       killed|gone  PID  INSTANCE
  *       refused|failed  PID  INSTANCE  REASON
  *     A process is touched only while its environment carries
  *     LABTUI_INSTANCE=INSTANCE.  SIGTERM, up to --grace seconds (default 2),
  *     then SIGKILL for whatever is left of the tree; --force skips SIGTERM.
  *     With --session, the cgroup of an instance whose root is already gone is
- *     emptied and removed too.  PID 0 names no process: the spawn of INSTANCE
+ *     emptied and removed too.  With --log-dir, the log spawn --log-dir kept of
+ *     each instance that ended or was gone is removed, and DIR once empty.  PID 0 names no process: the spawn of INSTANCE
  *     was cut short before it reported a pid (its instance may not have
  *     exec'd, so it carries no labels yet); with --session its cgroup is
  *     emptied and removed, and nothing else is touched ("gone 0 INSTANCE").
@@ -223,6 +228,35 @@ static int write_file(const char *path, const char *text)
 static int make_dir(const char *path)
 {
     return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* mkdir -p: every missing directory of path (0700: the logs are the user's alone). */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* DIR/ID.log: where --log-dir sends an instance's stdout and stderr; -1 for an ID that is not a file name. */
+static int log_path(const char *dir, const char *instance, char *out, size_t size)
+{
+    if (strchr(instance, '/') || !strcmp(instance, ".") || !strcmp(instance, "..")) {
+        errno = EINVAL;
+        return -1;
+    }
+    return snprintf(out, size, "%s/%s.log", dir, instance) < (int)size ? 0 : -1;
 }
 
 /* Labels and names are printed in tab-separated records: keep them on one field. */
@@ -929,11 +963,12 @@ static int cmd_kill(int argc, char **argv)
         {"grace", required_argument, NULL, 'g'},
         {"force", no_argument, NULL, 'f'},
         {"session", required_argument, NULL, 's'},
+        {"log-dir", required_argument, NULL, 'L'},
         {NULL, 0, NULL, 0},
     };
     double grace_s = 2.0;
     int force = 0, opt;
-    const char *session = NULL;
+    const char *session = NULL, *log_dir = NULL;
     while ((opt = getopt_long(argc, argv, "+", options, NULL)) != -1) {
         if (opt == 'g')
             grace_s = atof(optarg);
@@ -941,6 +976,8 @@ static int cmd_kill(int argc, char **argv)
             force = 1;
         else if (opt == 's')
             session = optarg;
+        else if (opt == 'L')
+            log_dir = optarg;
         else
             usage_error("kill: unknown option");
     }
@@ -979,11 +1016,18 @@ static int cmd_kill(int argc, char **argv)
             remove_cpu_cgroup(&t->labels);
         if (t->status == GONE && session)
             clean_named_cgroups(session, t->instance);
+        if (log_dir && (t->status == ENDED || t->status == GONE)) {
+            char path[PATH_MAX];
+            if (log_path(log_dir, t->instance, path, sizeof path) == 0)
+                unlink(path);
+        }
         status |= t->status == REFUSED || t->status == FAILED;
         print_target(t, "killed");
         if (t->pidfd >= 0)
             close(t->pidfd);
     }
+    if (log_dir)
+        rmdir(log_dir); /* only once empty: the session's other instances keep theirs */
     free(targets);
     return status;
 }
@@ -1082,6 +1126,8 @@ struct spawn_options {
     double timeout_s;
     const char *stdout_path; /* NULL: /dev/null */
     int stderr_too;          /* stderr to stdout_path as well */
+    const char *log_dir;     /* NULL: no log; else stdout and stderr to log_dir/ID.log */
+    int log_fd;              /* that log, opened by spawn_one for one instance; -1: none */
     int init;                /* PID 1 reaps, the program is its child */
     int64_t start_at_ns;     /* CLOCK_REALTIME to exec at; 0: at once */
     int cpu_weight;          /* cpu.weight scale, 1-10000; 0: none */
@@ -1207,6 +1253,11 @@ __attribute__((noreturn)) static void run_instance(const struct spawn_options *o
             report_failure(status_fd, "dup2", errno);
         close(out);
     }
+    if (o->log_fd >= 0) {
+        if (dup2(o->log_fd, 1) < 0 || dup2(o->log_fd, 2) < 0)
+            report_failure(status_fd, "dup2 log", errno);
+        close(o->log_fd);
+    }
     if (o->start_at_ns > 0) {
         struct timespec at = {(time_t)(o->start_at_ns / 1000000000), (long)(o->start_at_ns % 1000000000)};
         while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
@@ -1313,10 +1364,21 @@ static void collect_reports(int fd, struct report *started, struct report *faile
 }
 
 /* Start one instance and print its record; 0 on success, -1 after an error record. */
-static int spawn_one(const struct spawn_options *o, const char *id, enum cgroup_kind cgroup)
+static int spawn_one(const struct spawn_options *options, const char *id, enum cgroup_kind cgroup)
 {
+    struct spawn_options instance_options = *options;
+    const struct spawn_options *o = &instance_options;
     struct labels labels = o->labels;
     snprintf(labels.instance, LABEL_MAX, "%s", id);
+    if (o->log_dir) {
+        char path[PATH_MAX] = "";
+        if (log_path(o->log_dir, id, path, sizeof path) == 0)
+            instance_options.log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (instance_options.log_fd < 0) {
+            printf("error\t%s\topen log in %s: %s\n", field(id), field(o->log_dir), strerror(errno));
+            return -1;
+        }
+    }
     char cgroup_dir[PATH_MAX] = "";
     if (cgroup != CG_NONE) {
         cgroup_dir_for(cgroup, &labels, cgroup_dir, sizeof cgroup_dir);
@@ -1337,6 +1399,8 @@ static int spawn_one(const struct spawn_options *o, const char *id, enum cgroup_
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0) {
         printf("error\t%s\tpipe: %s\n", field(id), strerror(errno));
+        if (o->log_fd >= 0)
+            close(o->log_fd);
         return -1;
     }
     int cgroup_fd = cgroup == CG_V2 ? open(cgroup_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -1351,6 +1415,8 @@ static int spawn_one(const struct spawn_options *o, const char *id, enum cgroup_
     }
     if (cgroup_fd >= 0)
         close(cgroup_fd);
+    if (o->log_fd >= 0)
+        close(o->log_fd);
     close(fds[1]);
     struct report started = {0}, failed = {0};
     if (middle > 0)
@@ -1437,10 +1503,12 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         {"timeout", required_argument, NULL, 't'}, {"stdout", required_argument, NULL, 'o'},
         {"start-at", required_argument, NULL, 'S'}, {"cpu-weight", required_argument, NULL, 'W'},
         {"cpu-cap", required_argument, NULL, 'C'},  {"stderr-too", no_argument, NULL, 'E'},
-        {"init", no_argument, NULL, 'N'},          {NULL, 0, NULL, 0},
+        {"init", no_argument, NULL, 'N'},          {"log-dir", required_argument, NULL, 'L'},
+        {NULL, 0, NULL, 0},
     };
     int opt;
     memset(o, 0, sizeof *o);
+    o->log_fd = -1;
     o->isolate = 1;
     o->timeout_s = 60.0;
     o->instances = calloc((size_t)argc, sizeof *o->instances);
@@ -1467,6 +1535,7 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         case 't': o->timeout_s = atof(optarg); break;
         case 'o': o->stdout_path = optarg; break;
         case 'E': o->stderr_too = 1; break;
+        case 'L': o->log_dir = optarg; break;
         case 'N': o->init = 1; break;
         case 'S': o->start_at_ns = strtoll(optarg, NULL, 10); break;
         case 'W': o->cpu_weight = parse_weight(optarg); break;
@@ -1485,6 +1554,10 @@ static void parse_spawn(int argc, char **argv, struct spawn_options *o)
         usage_error("spawn: --stdout takes exactly one --instance");
     if (o->stderr_too && !o->stdout_path)
         usage_error("spawn: --stderr-too needs --stdout FILE");
+    if (o->log_dir && o->stdout_path)
+        usage_error("spawn: --log-dir and --stdout both name where the output goes; give one");
+    if (o->log_dir && make_dirs(o->log_dir) < 0)
+        usage_error("spawn: cannot create --log-dir %s: %s", o->log_dir, strerror(errno));
     if (o->start_at_ns < 0)
         usage_error("spawn: --start-at must be a CLOCK_REALTIME time in nanoseconds");
 }

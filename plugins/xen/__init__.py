@@ -10,6 +10,8 @@ unikernel build of the probe.  ``spec.args`` become the kernel command line (``e
 With ``[hosts.NAME.guests]`` in the lab config, ``image = "guest"`` boots that guest kernel with
 an address of its own and the backend can exec in the domain over SSH (``guests.py``).
 Commands are found through the host's PATH (``path`` in the lab config).
+``logs`` reads a domain's console as xenconsoled logs it, ``<console_log_dir>/guest-<domain>.log``
+(``/var/log/xen/console``, written when xenconsoled runs with ``--log=guest``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
     from labtui.backends.kit import Host
 
 QUERY_TIMEOUT_S = 60.0
+#: Most bytes of a console log `logs` reads (its end).
+LOG_LIMIT = 1 << 20
 #: Seconds between ``xl list`` polls while waiting for a domain to power off.
 POLL_S = 0.05
 DEFAULT_MEMORY_MB = 128
@@ -62,6 +66,9 @@ class XenBackend(Backend):
     name = "xen"
     capabilities = frozenset({PINNING, MEM_LIMIT, CPU_WEIGHT, CPU_LIMIT})
     max_parallel_creates = 4
+
+    #: Where xenconsoled writes each guest's console (its --log-dir); a guest's is guest-<domain>.log.
+    console_log_dir = "/var/log/xen/console"
 
     def __init__(self, host: Host) -> None:
         super().__init__(host)
@@ -254,6 +261,16 @@ class XenBackend(Backend):
         return used
 
     # -- inside guests (with [hosts.NAME.guests]) ----------------------------
+
+    async def logs(self, instance: Instance) -> str | None:
+        """The domain's console output so far (its end), from the log xenconsoled keeps of it."""
+        path = f"{self.console_log_dir}/guest-{instance.handle}.log"
+        result = await self._tools.run(["tail", "-c", str(LOG_LIMIT), path], time.monotonic() + QUERY_TIMEOUT_S)
+        if not result.ok:
+            raise BackendError(f"xen backend on host {self.host.name}: no console log of domain {instance.handle} at "
+                               f"{path} ({last_line(result.stderr)}); xenconsoled writes one only when it runs with "
+                               "--log=guest (XENCONSOLED_TRACE=guest in /etc/default/xencommons)")
+        return result.stdout
 
     async def exec(self, instance: Instance, argv: Sequence[str], *, timeout: float = 60.0) -> CommandResult:
         """Run argv in the domain's guest over SSH."""

@@ -9,12 +9,15 @@ way, which sleeps until then on the host's CLOCK_REALTIME.  Each phase is timed 
 ``Instance.details`` (configure_s, install_s, boot_s, creation_s, run_s).
 A failed phase undoes the earlier ones (uninstall -F, zonecfg delete -F), so nothing is left
 half-made.  Commands are found through the host's PATH (``path`` in the lab config).
+``logs`` reads the zone's console as zoneadmd keeps it, ``<zonepath>/logs/console.log`` (one
+bunyan JSON object a line: usr/src/cmd/zoneadmd/log.c), since ``zlogin -C`` is interactive.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shlex
 import tempfile
@@ -55,6 +58,8 @@ if TYPE_CHECKING:
 COMMAND_TIMEOUT_S = 3600.0
 #: Seconds for quick queries (list, info, kstat).
 QUERY_TIMEOUT_S = 60.0
+#: Most bytes of a console log `logs` reads (its end).
+LOG_LIMIT = 1 << 20
 
 
 class ZonesBackend(Backend):
@@ -276,6 +281,16 @@ class ZonesBackend(Backend):
         except HostError as exc:
             raise BackendError(f"zones backend on host {self.host.name}: zlogin {instance.handle}: {exc}") from exc
 
+    async def logs(self, instance: Instance) -> str | None:
+        """The zone's console output: the console stream of zoneadmd's ``<zonepath>/logs/console.log`` (its end)."""
+        zonepath = str(instance.details.get("zonepath") or f"{self.zonepath_base}/{instance.handle}")
+        path = f"{zonepath}/logs/console.log"
+        result = await self._tools.run(["tail", "-c", str(LOG_LIMIT), path], time.monotonic() + QUERY_TIMEOUT_S)
+        if not result.ok:
+            raise BackendError(f"zones backend on host {self.host.name}: no console log of zone {instance.handle} "
+                               f"at {path}: {last_line(result.stderr)}")
+        return console_text(result.stdout)
+
     # -- helpers -------------------------------------------------------------
 
     async def _entries(self) -> list[ZoneEntry]:
@@ -318,3 +333,20 @@ def _validate(spec: InstanceSpec) -> None:
         raise BackendError("zones backend: capture_output needs wait='exit'")
     if spec.start_at is not None and not spec.program:
         raise BackendError("zones backend: start_at needs spec.program, the probe whose start is held")
+
+
+def console_text(log: str) -> str:
+    """The console's output from zoneadmd's log lines: each console record's message, CR LF as LF.
+
+    Other streams (the log file's own open and close events) are left out, and so is a first line
+    cut by reading the file's end.
+    """
+    out = []
+    for line in log.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("stream") == "console":
+            out.append(str(record.get("msg", "")).replace("\r\n", "\n").replace("\r", ""))
+    return "".join(out)

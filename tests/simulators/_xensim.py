@@ -16,7 +16,9 @@ Formats follow Xen's sources:
   ``-d NAME -w W -c C`` sets them, with libxl_sched.c's range errors.
 - ``xl info``: ``%-23s: %s`` lines (tools/xl/xl_info.c output_xeninfo/output_physinfo).
 The guest is simulated: the config's ``kernel`` is run as a process with ``extra`` as its
-arguments; when it exits the domain powers off and, with on_poweroff="destroy", disappears.
+arguments, its output going to its console log as xenconsoled --log=guest writes it,
+``<log dir>/guest-<name>.log`` (the log dir: sim.json's ``console_log_dir``, else state/console);
+when it exits the domain powers off and, with on_poweroff="destroy", disappears.
 ``vcpu-pin`` sets the guest process's CPU affinity, and ``sched-credit`` puts it in a cpu cgroup
 (v1 ``cpu.shares`` = 4 x weight and CFS quota = cap, or v2 ``cpu.weight``/``cpu.max``) where one is
 writable, so that weights and caps take effect as on a credit scheduler.
@@ -230,8 +232,8 @@ def _create(tool: str, args: list[str]) -> int:
         st["domains"][name] = {"id": domid, "config": cfg, "pid": None, "start": None, "uuid": str(uuid.uuid4()),
                                "weight": 256, "cap": 0, "affinity": [], "paused": True}
     delay("create_s")
-    console = state_dir() / "console"
-    console.mkdir(exist_ok=True)
+    console = Path(knobs().get("console_log_dir") or state_dir() / "console")  # xenconsoled's --log-dir
+    console.mkdir(parents=True, exist_ok=True)
     with open(console / f"guest-{name}.log", "ab") as log:
         proc = subprocess.Popen([kernel, *shlex.split(cfg.get("extra", ""))], stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=log, start_new_session=True, cwd="/")

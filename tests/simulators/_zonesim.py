@@ -17,19 +17,30 @@ Formats, states and messages follow illumos-gate:
   non-interactive logins; ``login allowed only to running zones (NAME is 'STATE').``
 - ``kstat -p memory_cap:::rss``: the per-zone memory_cap kstats (instance = zone id,
   name = zone name cut to 30 characters), ``module:instance:name:statistic<TAB>value``.
+- the zone console log: zoneadmd (usr/src/cmd/zoneadmd/log.c, zcons.c) appends to
+  ``<zonepath>/logs/console.log`` one JSON object a line, bunyan's fields then the message:
+  ``{ "time": "...Z", "v": 0, "hostname": H, "name": "zoneadmd","pid": P, "level": 30, "msg":"...",
+  "stream":"console" }``; opening the log writes a ``"stream":"logfile"`` event (``"msg":"open"``).
+  A boot writes ``[NOTICE: Zone booting up]`` and the kernel's banner; a halt ``[NOTICE: Zone halted]``.
 Simulator-only behaviour (say so in any test that relies on it): zlogin refuses an absolute
-program path no ``fs`` resource of the zone (nor /usr, /bin, /sbin, /lib) makes visible.
+program path no ``fs`` resource of the zone (nor /usr, /bin, /sbin, /lib) makes visible; the zonepath
+is made (and the console log kept there) only where its parent directory exists, and uninstall
+removes what install made.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fnmatch
+import json
 import os
+import shutil
+import socket
 import signal
 import shlex
 import subprocess
 import sys
+import time
 import uuid
 
 from _simstate import delay, err, hang_if_asked, injected, knobs, locked, state_dir
@@ -311,9 +322,61 @@ def _finish(target: str, sub: str) -> int:
             "install": ("installed", None), "clone": ("installed", None), "boot": ("running", zone["id"]),
             "ready": ("ready", zone["id"]), "halt": ("installed", None), "uninstall": ("configured", None),
         }[sub]
+    if sub in ("install", "clone"):
+        _make_zonepath(zone["zonepath"])
+    elif sub == "uninstall":
+        _remove_zonepath(zone["zonepath"])
+    elif sub == "boot":
+        _console(zone["zonepath"], ["[NOTICE: Zone booting up]",
+                                    "SunOS Release 5.11 Version omnios-r151046 64-bit",
+                                    "Copyright (c) 1983, 2010, Oracle and/or its affiliates. All rights reserved.",
+                                    f"Hostname: {target}"])
+    elif sub == "halt":
+        _console(zone["zonepath"], ["[NOTICE: Zone halted]"])
     if sub == "install":
         print(f"       Image: Preparing at {zone['zonepath']}/root.\nDone: Installation completed in 1.0 seconds.")
     return 0
+
+
+# -- the zonepath and zoneadmd's console log ---------------------------------------------
+
+
+def _made_marker(zonepath: str) -> str:
+    return os.path.join(zonepath, ".simulated")
+
+
+def _make_zonepath(zonepath: str) -> None:
+    """What install leaves at the zonepath (only where its parent exists: see the module's docstring)."""
+    if os.path.isdir(os.path.dirname(zonepath)) and not os.path.exists(zonepath):
+        os.makedirs(os.path.join(zonepath, "root"), mode=0o700)
+        open(_made_marker(zonepath), "w").close()
+
+
+def _remove_zonepath(zonepath: str) -> None:
+    if os.path.exists(_made_marker(zonepath)):
+        shutil.rmtree(zonepath, ignore_errors=True)
+
+
+def _bunyan(stream: str, msg: str) -> str:
+    """One line of zoneadmd's log (log.c make_json(): the bunyan preamble, then the pairs)."""
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e9):09d}Z"
+    return (f'{{ "time": "{stamp}", "v": 0, "hostname": "{socket.gethostname()}", "name": "zoneadmd",'
+            f'"pid": {os.getpid()}, "level": 30, "msg":{json.dumps(msg)}, "stream":{json.dumps(stream)} }}\n')
+
+
+def _console(zonepath: str, lines: list[str]) -> None:
+    """Append console lines (each ending in CR LF, as the console writes them) to <zonepath>/logs/console.log."""
+    if not os.path.exists(_made_marker(zonepath)):
+        return
+    logs = os.path.join(zonepath, "logs")
+    path = os.path.join(logs, "console.log")
+    fresh = not os.path.exists(path)
+    os.makedirs(logs, mode=0o700, exist_ok=True)
+    with open(path, "a") as log:
+        if fresh:
+            log.write(_bunyan("logfile", "open"))
+        log.writelines(_bunyan("console", line + "\r\n") for line in lines)
 
 
 def _list(target: str | None, opts: list[str]) -> int:
