@@ -497,6 +497,7 @@ class LabApp(App[int]):
                 ("Instances: destroy selected", "ctrl+d (asks first)", inst.action_destroy),
                 ("Instances: describe the instance under the cursor", "d", inst.action_describe),
                 ("Instances: log of the instance under the cursor", "l", inst.action_log),
+                ("Instances: run a command in the instance under the cursor", "e", inst.action_exec),
                 ("Instances: sort by the next column", "o (O reverses)", inst.action_sort_next),
                 ("Instances: pause / resume the automatic refresh", "p", inst.action_toggle_pause),
                 ("Instances: clean up the session's stuck and orphaned instances", "c (asks first)",

@@ -41,6 +41,7 @@ LONGER = {
     "destroy": "destroy the selected instances (or the one under the cursor), after confirming",
     "describe": "describe the instance under the cursor: labels, backend, handle, host, times, its store rows",
     "log": "the log or console output of the instance under the cursor (where its backend keeps one)",
+    "exec": "run a command in the instance under the cursor (process, docker, zones; xen with guest logins)",
     "sort_next": "sort by the next column (or click a column's header; again reverses)",
     "sort_reverse": "reverse the order",
     "toggle_pause": "pause / resume the automatic refresh (the table's border says which)",

@@ -2,7 +2,9 @@
 
 It lists again every REFRESH_EVERY_S while it is shown (`p` pauses that), sorts
 by a column (click its header, or `o`; `O` reverses), and `d` describes and `l`
-shows the log of the instance under the cursor (labtui.ui.describe).
+shows the log of the instance under the cursor (labtui.ui.describe); `e` runs a
+command in it (Backend.exec) where its backend can, and says in one line where
+it cannot.
 
 An instance is flagged when it needs attention: "orphan" (no process runs its
 session), "stuck <state>" (still in a transitional state past STUCK_AFTER_S),
@@ -13,6 +15,7 @@ instance is gone).
 from __future__ import annotations
 
 import asyncio
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,13 +30,13 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
 from labtui.lifecycle.cleanup import CleanupPlan, Target, run_cleanup
-from labtui.backends.base import BackendError
+from labtui.backends.base import EXEC, BackendError
 from labtui.hosts import HostError, get_host
 from labtui.core.liveness import session_is_running
 from labtui.ui.describe import describe, instance_log, labels_line
 from labtui.ui.format import age, size
 from labtui.ui.inventory import Found, destroy_errors, flags, inventory, usable_backends
-from labtui.ui.modals import ConfirmScreen
+from labtui.ui.modals import AskScreen, ConfirmScreen
 from labtui.ui.text_screen import TextScreen
 from labtui.ui.tablesync import sync_rows
 from labtui.ui.rowtable import RowTable
@@ -45,6 +48,8 @@ FILTER_AFTER_S = 0.15
 REFRESH_EVERY_S = 3.0
 #: Columns the rows can be sorted by (`o` goes through them in this order).
 SORTABLE = COLUMNS[1:]
+#: Seconds a command run with `e` may take (the backend kills it after).
+EXEC_TIMEOUT_S = 60.0
 
 
 class InstancesView(Vertical):
@@ -61,6 +66,7 @@ class InstancesView(Vertical):
         Binding("space", "toggle_select", "select", id="instances.toggle_select"),
         Binding("d", "describe", "describe", id="instances.describe"),
         Binding("l", "log", "log", id="instances.log"),
+        Binding("e", "exec", "exec", id="instances.exec"),
         Binding("ctrl+d", "destroy", "destroy", id="instances.destroy"),
         Binding("c", "cleanup", "clean session", id="instances.cleanup"),
         Binding("o", "sort_next", "sort", id="instances.sort_next"),
@@ -368,6 +374,47 @@ class InstancesView(Vertical):
         title = f"log of {found.instance.name} ({found.backend.name}) · {labels_line(found.instance)}"
         self.app.push_screen(TextScreen(title, text))
 
+    # --- exec ----------------------------------------------------------------------------------
+
+    def action_exec(self) -> None:
+        """e: ask for a command and run it in the instance under the cursor, where its backend can."""
+        found = self._under_cursor()
+        if found is None:
+            return
+        backend, instance = found.backend, found.instance
+        if EXEC not in backend.capabilities:
+            why = f": {backend.exec_hint}" if backend.exec_hint else ""
+            self.notify(f"the {backend.name} backend cannot run commands in {instance.name}{why}", severity="error",
+                        markup=False, timeout=10)
+            return
+
+        def answered(command: str | None) -> None:
+            if command:
+                self.run_command(found, command)
+
+        self.app.push_screen(AskScreen(f"run in {instance.name} ({backend.name})", placeholder="a command, e.g. ps -ef",
+                                       hint=f"split as a shell would; killed after {EXEC_TIMEOUT_S:g} s"), answered)
+
+    def run_command(self, found: Found, command: str) -> None:
+        """Run one command line in an instance; its output is shown in a window, a failure in one line."""
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            self.notify(f"cannot split the command {command!r}: {exc}", severity="error", markup=False)
+            return
+        if argv:
+            self.run_worker(self._exec(found, argv), group="exec", exit_on_error=False)
+
+    async def _exec(self, found: Found, argv: list[str]) -> None:
+        name, shown = found.instance.name, shlex.join(argv)
+        try:
+            result = await found.backend.exec(found.instance, argv, timeout=EXEC_TIMEOUT_S)
+        except BackendError as exc:
+            self.notify(f"{name}$ {shown}: {exc}", severity="error", markup=False, timeout=10)
+            return
+        self.app.push_screen(TextScreen(f"{name}$ {shown} · exit {result.returncode} · {result.duration_s:.2f} s",
+                                        exec_text(result.stdout, result.stderr)))
+
     async def _destroy(self, targets: list[Target]) -> None:
         self.status(f"destroying {len(targets)} instance(s)...")
         report = await run_cleanup(CleanupPlan(targets=targets), self.db_path)
@@ -382,6 +429,14 @@ class InstancesView(Vertical):
         self.selected -= set(keys)
         await self._refresh()
         self.status(message)
+
+
+def exec_text(stdout: str, stderr: str) -> str:
+    """A command's output as shown: its stdout, then its stderr under a rule (when it wrote any)."""
+    parts = [stdout.rstrip("\n")] if stdout else []
+    if stderr:
+        parts.append("--- stderr ---\n" + stderr.rstrip("\n"))
+    return "\n".join(parts) or "(no output)"
 
 
 def _key(target: Target) -> str:

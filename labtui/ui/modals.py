@@ -1,4 +1,4 @@
-"""Modal screens: a confirmation that lists what will happen, and the key help."""
+"""Modal screens: a confirmation that lists what will happen, a one-line question, and the key help."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -141,3 +141,36 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(HELP, id="help-text")
+
+
+class AskScreen(ModalScreen[str | None]):
+    """One line of input under a title: enter gives the text (stripped), esc gives None."""
+
+    DEFAULT_CSS = """
+    AskScreen { align: center middle; }
+    AskScreen > Vertical { width: 90; max-width: 95%; height: auto; border: thick $primary;
+        background: $surface; padding: 1 2; }
+    AskScreen #ask-title { text-style: bold; margin-bottom: 1; }
+    AskScreen #ask-hint { color: $text-muted; margin-top: 1; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, title: str, placeholder: str = "", hint: str = "") -> None:
+        super().__init__()
+        self._title, self._placeholder, self._hint = title, placeholder, hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self._title, id="ask-title", markup=False)
+            yield Input(placeholder=self._placeholder, id="ask-input")
+            if self._hint:
+                yield Static(self._hint, id="ask-hint", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#ask-input").focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
