@@ -104,14 +104,22 @@ async def test_fork_and_disk_attackers_are_refused_with_the_reason(lab: Lab) -> 
     assert await lab.backend.list(spec.labels.session) == []
 
 
-def test_isolation_disk_is_refused_in_one_line_before_any_instance(runtime_dir: Path, tmp_path: Path) -> None:
-    db = tmp_path / "disk.duckdb"
-    run = labtui("run", "isolation-disk", "--backend", "unikraft", "--profile", "quick", "--db", str(db))
+@pytest.mark.parametrize(("suite", "refused"), [
+    ("isolation-disk", "attack-disk /var/tmp"),
+    ("isolation-syscall-fork", "attack-syscall fork /dev/shm"),
+])
+def test_an_isolation_suite_unikraft_cannot_run_is_refused_before_any_instance(
+    runtime_dir: Path, tmp_path: Path, suite: str, refused: str,
+) -> None:
+    db = tmp_path / "refused.duckdb"
+    run = labtui("run", suite, "--backend", "unikraft", "--profile", "quick", "--db", str(db))
     assert run.returncode != 0
     with duckdb.connect(str(db), read_only=True) as store:
         (message,) = store.execute("SELECT message FROM sessions WHERE status = 'failed'").fetchone()  # type: ignore[misc]
-        assert message.startswith("BackendError: unikraft backend cannot run probe attack-disk: an ELF loader")
-        assert store.execute("SELECT count(*) FROM instances").fetchone() == (0,)
+        assert message.startswith(f"BackendError: unikraft backend cannot run probe {refused}")
+        assert "\n" not in message
+        assert store.execute("SELECT count(*) FROM instances").fetchone() == (0,)  # not even the 'alone' worker
+        assert store.execute("SELECT count(*) FROM results").fetchone() == (0,)
 
 
 def test_isolation_suite_measures_the_worker_beside_a_unikraft_attacker(runtime_dir: Path, tmp_path: Path) -> None:

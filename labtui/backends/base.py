@@ -155,6 +155,12 @@ class Backend(abc.ABC):
     async def prepare(self, programs: Iterable[str]) -> None:
         """Build or fetch what the named programs need before a run (default: nothing)."""
 
+    def check_invocations(self, invocations: Iterable[tuple[str, tuple[str, ...]]]) -> None:
+        """BackendError in one line for a (program, args) this backend cannot run as meant (default: none).
+
+        Called before anything is built or started, so a suite that cannot run here stops at once.
+        """
+
     async def prepare_images(self, images: Iterable[str]) -> None:
         """Build or find every image a run names, so a missing one fails before any instance starts.
 

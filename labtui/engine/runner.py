@@ -110,6 +110,7 @@ class SessionRunner:
             kind = experiment_kind(ctx.suite.kind)
             check_worker_runs(ctx.suite, ctx.backend)
             await self._record_facts()
+            ctx.backend.check_invocations(_invocations(ctx.suite))
             await ctx.backend.prepare(_programs(ctx.suite))
             await ctx.backend.prepare_images(_images(ctx.suite))
             sampler = asyncio.create_task(self._sample_forever())
@@ -233,6 +234,10 @@ def _images(suite: Suite) -> list[str]:
 
 
 def _programs(suite: Suite) -> list[str]:
+    return sorted({name for name, _ in _invocations(suite)})
+
+
+def _invocations(suite: Suite) -> list[tuple[str, tuple[str, ...]]]:
+    """Each probe the suite runs, with its arguments (worker, background, attacker)."""
     programs = (suite.worker, suite.background, suite.attacker)
-    names = [p.program for p in programs if p is not None and p.program]
-    return sorted(set(names))
+    return [(p.program, tuple(p.args)) for p in programs if p is not None and p.program]

@@ -122,6 +122,12 @@ class UnikraftBackend(Backend):
         if self.mode == "kraft":
             await asyncio.gather(*(self.kraft_mode.kraft.runnable_kernel(k) for k in kernels))
 
+    def check_invocations(self, invocations: Iterable[tuple[str, tuple[str, ...]]]) -> None:
+        """Refuse a probe Unikraft cannot run as meant (fork, a disk attacker) before anything is built."""
+        for name, args in invocations:
+            if not is_test_kernel(name):
+                check_supported(name, args)
+
     async def prepare_images(self, images: Iterable[str]) -> None:
         """Check every image (description, kernel, initrd) exists before any instance starts."""
         for image in images:
