@@ -329,21 +329,28 @@ class Tmux:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "bench")
 
+    def pid(self) -> int:
+        """The window's process: the launch script's shell, then (the same pid) the Python it execs."""
+        return int(self.tmux("display-message", "-p", "-t", "bench", "#{pane_pid}"))
+
     def kill(self) -> None:
         subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
 
 
-def panes_time(argv: list[str], panes: tuple[str, ...], tmp: Path) -> tuple[float, int]:
-    """Seconds from exec until every text of `panes` is on the screen; and how many of the screens read over
-    HOLD_S after that missed one of them (a pane drawn, then blanked)."""
+def panes_time(argv: list[str], panes: tuple[str, ...], tmp: Path) -> tuple[float, float, int]:
+    """Seconds from exec until every text of `panes` is on the screen; the process's CPU seconds by then (read
+    as the screen is, so it can hold up to a poll's worth of what the process did after drawing them); and how
+    many of the screens read over HOLD_S after that missed one of them (a pane drawn, then blanked)."""
     term = Tmux(tmp)
     try:
         stamp = term.start(argv, env_for(tmp))
+        pid = term.pid()
         deadline = time.monotonic() + 60
         while True:
             screen = term.screen()
             seen = time.time()
             if all(text in screen for text in panes):
+                cpu = cpu_seconds(pid)
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{panes} not all on screen within 60 s; the screen:\n{screen}")
@@ -356,14 +363,21 @@ def panes_time(argv: list[str], panes: tuple[str, ...], tmp: Path) -> tuple[floa
                 blanked += 1
                 print(f"a pane was blanked; the screen:\n{screen}", file=sys.stderr)
             time.sleep(0.05)
-        return shown, blanked
+        return shown, cpu, blanked
     finally:
         term.kill()
 
 
-def panes_pairs(tmp: Path, pairs: int) -> list[tuple[float, float, int]]:
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def panes_pairs(tmp: Path, pairs: int) -> list[tuple[float, float, int, float, float]]:
     """Per pair, started alternately: labtui's seconds to its Run view's panes, the bare app's to its
-    panes, and the screens on which a labtui pane it had drawn was missing."""
+    panes, the screens on which a labtui pane it had drawn was missing, and the CPU seconds each had
+    used by then."""
     lab_argv = [sys.executable, "-m", "labtui", "--db", str(tmp / "lab.duckdb")]
     bare_argv = [sys.executable, "-c", BARE]
     out = []
@@ -372,7 +386,7 @@ def panes_pairs(tmp: Path, pairs: int) -> list[tuple[float, float, int]]:
         if k % 2:
             order.reverse()  # neither always goes first, after the other's exit
         got = {name: panes_time(argv, panes, tmp) for name, argv, panes in order}
-        out.append((got["lab"][0], got["bare"][0], got["lab"][1]))
+        out.append((got["lab"][0], got["bare"][0], got["lab"][2], got["lab"][1], got["bare"][1]))
     return out
 
 
@@ -451,6 +465,11 @@ def main() -> int:
             ratio = statistics.median(ratios)
             report("labtui Run view panes vs a bare Textual app (median of per-pair ratios)", ratio, "x",
                    f"target 1.5x, ratios {min(ratios):.2f}-{max(ratios):.2f}", ratio / 1.5, ratio <= 1.5)
+            print(f"labtui, CPU time by then: {spread([p[3] for p in pairs])}")
+            print(f"bare Textual, CPU time by then: {spread([p[4] for p in pairs])}")
+            cpu_ratio = statistics.median(p[3] / p[4] for p in pairs if p[4] > 0)
+            report("labtui CPU to its panes vs the bare app's (median of per-pair ratios; a loaded machine "
+                   "stretches wall times, not this)", cpu_ratio, "x", "no target")
             blanked = sum(p[2] for p in pairs)
             report(f"screens missing a drawn labtui pane over {HOLD_S:g} s after the panes showed", blanked, "",
                    "target 0", None, blanked == 0)
