@@ -144,6 +144,25 @@ def test_missing_sources_and_unknown_apps_are_one_line_errors(tmp_path: Path, mo
         build.recipe("nginx")
 
 
+
+def test_an_installed_labtui_finds_the_sources_beside_the_clone_it_runs_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Installed from a clone (pip install .), the bundled suites sit in site-packages; the vendored
+    sources are found beside the clone the working directory is in."""
+    monkeypatch.delenv(sources.SOURCES_ENV, raising=False)
+    installed = tmp_path / "venv" / "site-packages" / "labtui" / "_bundled" / "suites"
+    installed.mkdir(parents=True)
+    monkeypatch.setattr(sources, "bundled_dir", lambda name: installed)
+    clone = tmp_path / "work" / "labtui" / "docs"
+    clone.mkdir(parents=True)
+    vendored = tmp_path / "work" / "shared" / "vendor" / "unikraft"
+    monkeypatch.chdir(clone)
+    assert sources.default_dir() == installed.parent.parent / "shared" / "vendor" / "unikraft"  # none yet: named
+    vendored.mkdir(parents=True)
+    assert sources.default_dir() == vendored
+
+
 # -- the ELF loader running the host's own servers -------------------------------------------------
 
 

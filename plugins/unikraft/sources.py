@@ -5,8 +5,9 @@ archive ``<repo>-<version>.tar.gz`` whose files sit under ``<repo>/`` (what
 ``git archive --prefix=<repo>/`` makes) or an unpacked checkout ``<repo>/``;
 lwIP's own sources are a ``fork-lwip-*.zip`` (what lib-lwip's Makefile.uk
 would download).  The default is ``shared/vendor/unikraft`` beside the
-repository (``../shared/vendor/unikraft`` from a checkout); ``LABTUI_UNIKRAFT_SOURCES``
-names another (a newer release, a user's own checkouts).
+repository (``../shared/vendor/unikraft`` from a checkout, or from the working directory's
+parents when labtui is installed); ``LABTUI_UNIKRAFT_SOURCES`` names another (a newer release, a
+user's own checkouts).
 """
 
 from __future__ import annotations
@@ -25,9 +26,16 @@ SOURCES_ENV = "LABTUI_UNIKRAFT_SOURCES"
 _VERSION = re.compile(r"^unikraft-(?P<version>[0-9][0-9A-Za-z.+-]*)\.tar\.gz$")
 
 
+_VENDORED = Path("shared") / "vendor" / "unikraft"
+
+
 def default_dir() -> Path:
-    """``shared/vendor/unikraft`` beside the repository (the source checkout labtui runs from)."""
-    return bundled_dir("suites").resolve().parent.parent / "shared" / "vendor" / "unikraft"
+    """``shared/vendor/unikraft`` beside the repository: the checkout labtui runs from, else the one the
+    working directory is in (an installed labtui run inside its clone), else the checkout's path for the
+    error that names it."""
+    candidates = [bundled_dir("suites").resolve().parent.parent / _VENDORED]
+    candidates += [parent / _VENDORED for parent in Path.cwd().resolve().parents]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
 
 
 def sources_dir() -> Path:
