@@ -68,6 +68,9 @@ def test_boot_scaling_boots_unikrafts_hello_world(runtime_dir: Path, tmp_path: P
         version, isolation = store.execute("SELECT backend_version, isolation FROM hosts").fetchone()  # type: ignore[misc]
         accel = version.rsplit("; accel ", 1)[1]
         assert (accel, isolation) in (("kvm", "hvm-kvm"), ("tcg", "tcg-emulation"))
+    said = " ".join((run.stdout + run.stderr).split())  # rich may wrap the line
+    assert ("measured under QEMU's TCG emulation (no KVM)" in said) == (accel == "tcg")  # the table says so
+    with duckdb.connect(str(db), read_only=True) as store:
         steps = store.execute("SELECT background, value FROM results WHERE metric = 'boot_time' ORDER BY background"
                               ).fetchall()
         assert {b for b, _ in steps} == {0, 5, 10} and all(v > 0 for _, v in steps)

@@ -13,7 +13,7 @@ from labtui.commands.render_fairshare import render_fairshare
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z, Trust, trust
 from labtui.core.units import MISSING, display_unit, number, quantity, share_pct, signed_pct
 from labtui.report.data import FIGURE_KEY, repetition_samples
-from labtui.store import StoreError, slowdown_frame
+from labtui.store import StoreError, fetch_frame, slowdown_frame
 
 MAX_SUMMARY_ROWS = 21
 #: The widest a table printed into a file or a pipe may grow.
@@ -36,6 +36,9 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
     if frame.is_empty():
         console.print("no results recorded")
         return
+    if _emulated(db, session_id):
+        console.print(Text("measured under QEMU's TCG emulation (no KVM): every figure is slower than under "
+                           "hardware virtualization", "yellow"))
     groups = frame.group_by(["benchmark", "metric"], maintain_order=True)
     bootstrap = sum(min(rows.height, MAX_SUMMARY_ROWS) for _, rows in groups) <= MAX_BOOTSTRAP_ROWS
     if not bootstrap:
@@ -95,6 +98,12 @@ def _print_whole(console: Console, table: Table) -> None:
         console.print(table)
     finally:
         console.width = width
+
+
+def _emulated(db: Path, session_id: str) -> bool:
+    """Whether the session's host facts record QEMU's TCG emulation (the unikraft backend without KVM)."""
+    found = fetch_frame(db, "SELECT isolation FROM hosts WHERE session_id = ?", [session_id])
+    return "tcg-emulation" in found["isolation"].to_list()
 
 
 def _samples_by_figure(db: Path, session_id: str) -> dict[tuple, list[float]]:
