@@ -73,12 +73,15 @@ def encode(event: Event) -> tuple[str, str]:
 
 
 def decode(kind: str, body: str) -> Event:
-    """The event of one journal row; StoreError for a kind this labtui does not know."""
+    """The event of one journal row; StoreError for a kind this labtui does not know or a body it cannot read."""
     cls = EVENT_TYPES.get(kind)
     if cls is None:
         raise StoreError(f"journal row of unknown kind {kind!r}")
     known = {f.name for f in dataclasses.fields(cls)}  # a field a newer labtui added is left out, not fatal
-    event: Event = cls(**{name: value for name, value in json.loads(body).items() if name in known})
+    try:
+        event: Event = cls(**{name: value for name, value in json.loads(body).items() if name in known})
+    except (ValueError, TypeError, AttributeError) as exc:  # not JSON, not an object, a field missing
+        raise StoreError(f"journal row of kind {kind} unreadable: {exc}") from None
     return event
 
 
