@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import re
+import sqlite3
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -12,14 +15,30 @@ from pathlib import Path
 import pytest
 from test_store import full_session, result, started
 
-from labtui.core.events import InstanceDestroying, InstanceReady, Result, StepEnded
+from labtui.core.events import (
+    InstanceCreating,
+    InstanceDestroyed,
+    InstanceDestroying,
+    InstanceReady,
+    Result,
+    SessionEnded,
+    StepEnded,
+)
 from labtui.core.liveness import session_lock
 from labtui.session import feeder as feeder_module
 from labtui.session.feeder import StoreFeeder
 from labtui.store import StoreError, StoreWriter, run_sql
 from labtui.store import feed as feed_module
-from labtui.store.feed import feed, sync_store
-from labtui.store.journal import Journal, adopted, journal_paths, read_events
+from labtui.store.feed import Synced, feed, sync_store
+from labtui.store.journal import (
+    Journal,
+    adopted,
+    journal_dir,
+    journal_paths,
+    lock_path,
+    pending,
+    read_events,
+)
 
 
 def counts(db: Path) -> tuple:
@@ -263,3 +282,207 @@ async def test_a_journal_that_cannot_take_a_sample_still_ends_the_session_and_te
     assert status == "failed" and isinstance(runner.ctx.lost, StoreError)
     assert isinstance(seen[-1], SessionEnded) and "disk is full" in seen[-1].message
     assert await backend.list(runner.session_id) == []
+
+
+# --- appending: counts, failures, ownership ------------------------------------------------------------------
+
+
+def test_the_journal_counts_the_rows_this_process_appended(tmp_path: Path) -> None:
+    journal = journal_of(tmp_path / "lab.duckdb", [])
+    try:
+        assert journal.appended == 0
+        journal.append(started())
+        journal.append_all([result(1.0, 0), result(2.0, 0)])
+        assert journal.appended == 3
+    finally:
+        journal.close()
+
+
+def test_a_failed_batch_leaves_no_transaction_open_behind_it(tmp_path: Path) -> None:
+    """append_all rolls back a batch that failed half-way: the next append is committed on its own."""
+    journal = journal_of(tmp_path / "lab.duckdb", [])
+    try:
+        with pytest.raises(TypeError):
+            journal.append_all([started(), object()])  # type: ignore[list-item]
+        journal.append(result(1.0, 0))
+        assert [type(event).__name__ for _, event in read_events(journal.path, 0, 10)] == ["Result"]
+    finally:
+        journal.close()
+
+
+def test_a_journal_takes_appends_from_another_thread(tmp_path: Path) -> None:
+    journal = journal_of(tmp_path / "lab.duckdb", [])
+    try:
+        worker = threading.Thread(target=journal.append, args=(started(),))
+        worker.start()
+        worker.join()
+        assert [event for _, event in read_events(journal.path, 0, 10)] == [started()]
+    finally:
+        journal.close()
+
+
+def test_an_append_that_sqlite_refuses_is_a_store_error_naming_the_journal(tmp_path: Path) -> None:
+    journal = journal_of(tmp_path / "lab.duckdb", [started()])
+    journal.close()
+    with pytest.raises(StoreError, match=f"^cannot append to the journal {re.escape(str(journal.path))}: "):
+        journal.append(result(1.0, 0))
+
+
+def test_a_journal_that_cannot_be_created_is_a_store_error_saying_why(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    db = tmp_path / "file" / "lab.duckdb"
+    with pytest.raises(StoreError) as failed:
+        Journal.create(db, "s1")
+    assert str(failed.value) == f"cannot create the journal {db}.journals/s1.sqlite: a file is in the way"
+
+
+def test_a_session_journal_is_owned_by_one_writer_only(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    journal = journal_of(db, [])
+    try:
+        with pytest.raises(StoreError, match="^cannot create the journal .*s1.sqlite: "):
+            Journal.create(db, "s1")
+    finally:
+        journal.close()
+
+
+def test_the_lock_and_the_write_ahead_log_are_private_too(tmp_path: Path) -> None:
+    journal = journal_of(tmp_path / "lab.duckdb", [started()])
+    try:
+        wal = journal.path.with_name(journal.path.name + "-wal")
+        assert lock_path(journal.path).stat().st_mode & 0o777 == 0o600
+        assert wal.exists() and wal.stat().st_mode & 0o777 == 0o600
+    finally:
+        journal.close()
+
+
+def test_closing_twice_closes_nothing_else(tmp_path: Path) -> None:
+    """The second close finds the lock already let go: it must not close a descriptor it no longer owns."""
+    journal = journal_of(tmp_path / "lab.duckdb", [started()])
+    journal.close()
+    spare = [os.dup(0), os.dup(1)]
+    try:
+        journal.close(delete=True)
+        for fd in (0, 1, 2, *spare):
+            os.fstat(fd)  # still open
+        assert journal.path.exists()  # a closed journal is no longer ours to delete
+    finally:
+        for fd in spare:
+            os.close(fd)
+
+
+# --- reading: missing and half-made journals -----------------------------------------------------------------
+
+
+def test_reading_a_missing_journal_fails_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "gone.sqlite"
+    with pytest.raises(sqlite3.Error):
+        read_events(missing, 0, 10)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_journal_its_writer_is_still_creating_reads_as_empty(tmp_path: Path) -> None:
+    half_made = tmp_path / "s1.sqlite"
+    sqlite3.connect(half_made).close()  # the file exists, its table not yet
+    assert read_events(half_made, 0, 10) == []
+
+
+def test_a_journal_whose_lock_file_is_gone_is_not_adopted(tmp_path: Path) -> None:
+    journal = journal_of(tmp_path / "lab.duckdb", [started()])
+    journal.close()
+    lock_path(journal.path).unlink()  # removed by whoever fed it last
+    with adopted(journal.path) as mine:
+        assert mine is False
+
+
+# --- what the journals tell reconcile and cleanup (pending) --------------------------------------------------
+
+
+def _journal(db: Path, session: str, events: list) -> Journal:
+    journal = Journal.create(db, session)
+    journal.append_all(events)
+    return journal
+
+
+def test_pending_follows_each_instance_row_from_its_intent_to_its_end(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    journal = _journal(db, "s1", [
+        started(),
+        InstanceCreating("s1", "i1", "hostA", "process", "probe", "probe-1"),
+        InstanceCreating("s1", "i2", "hostB", "docker", "probe", "probe-2"),
+        InstanceCreating("s1", "i3", "hostC", "process", "probe", "probe-3"),
+        InstanceCreating("s1", "i4", "", "process", "probe", "probe-4"),
+        InstanceReady("s1", "i1", 1.0, 2.0, 1.0, "running"),
+        InstanceReady("s1", "i2", 1.0, 2.0, 1.0, "exited"),
+        InstanceDestroying("s1", "i3"),
+        InstanceReady("s1", "i9", 1.0, 2.0, 1.0, "running"),  # no intent journalled: no row to move on
+        InstanceDestroying("s1", "i8"),
+        InstanceDestroyed("s1", "i4"),
+    ])
+    try:
+        found = pending(db)
+    finally:
+        journal.close()
+    assert found.statuses == {"s1": "running"}
+    assert found.open_rows == {("s1", "i1"): ("hostA", "process", "running"),
+                               ("s1", "i3"): ("hostC", "process", "destroying")}
+    assert found.recorded == {("s1", "i1"), ("s1", "i2"), ("s1", "i3"), ("s1", "i4")}
+    assert found.closed == {("s1", "i4")}
+    assert found.hosts == {"hostA", "hostC"}
+    assert found.crashed == set()  # its writer holds the journal
+
+
+def test_pending_calls_a_session_crashed_only_when_its_writer_is_gone_before_its_end(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    _journal(db, "s1", [started("s1")]).close()  # the writer died before the end
+    _journal(db, "s2", [started("s2"), SessionEnded("s2", "completed")]).close()
+    _journal(db, "s3", [SessionEnded("s3", "failed")]).close()  # its start in no journal: not this one's session
+    live = _journal(db, "s4", [started("s4")])
+    try:
+        found = pending(db)
+    finally:
+        live.close()
+    assert found.statuses == {"s1": "running", "s2": "completed", "s3": "failed", "s4": "running"}
+    assert found.crashed == {"s1"}
+
+
+def test_pending_skips_journals_it_cannot_read_and_reads_the_others(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    _journal(db, "s1", [started("s1")]).close()
+    unknown = _journal(db, "s2", [started("s2")])
+    unknown.close()
+    con = sqlite3.connect(unknown.path)
+    con.execute("INSERT INTO events (kind, body) VALUES ('SessionEnded', '{\"ended\": 1}')")  # its fields missing
+    con.commit()
+    con.close()
+    (journal_dir(db) / "s3.sqlite").write_text("not a database")
+    sqlite3.connect(journal_dir(db) / "s4.sqlite").close()  # a journal being created
+    assert set(pending(db).statuses) == {"s1"}
+
+
+def test_a_feed_of_a_journal_it_cannot_read_is_a_store_error_naming_it(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    journal = journal_of(db, [started()])
+    try:
+        con = sqlite3.connect(journal.path)
+        con.execute("INSERT INTO events (kind, body) VALUES ('NoSuchEvent', '{}')")
+        con.commit()
+        con.close()
+        with pytest.raises(StoreError, match=f"^cannot read the journal {re.escape(str(journal.path))}: "):
+            feed(StoreWriter.open(db), [journal.path], wait=10)
+    finally:
+        journal.close()
+
+
+def test_a_sync_counts_what_it_moved_and_the_journals_left_to_their_writers(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
+    db = tmp_path / "lab.duckdb"
+    StoreWriter.open(db)
+    assert sync_store(db, wait=10) == Synced(0, 0, [], 0)
+    live = _journal(db, "s1", [started("s1")])
+    try:
+        assert sync_store(db, wait=10) == Synced(0, 0, [], 1)
+        _journal(db, "s2", [started("s2"), result(1.0, 0, session_id="s2"), SessionEnded("s2", "completed")]).close()
+        assert sync_store(db, wait=10) == Synced(1, 2, [], 1)  # its session row (started, then ended) and result
+    finally:
+        live.close()
