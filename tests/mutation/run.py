@@ -10,6 +10,7 @@ exec``, then a summary: mutants, killed, survived, and each survivor's diff.
     python tests/mutation/run.py                 # every target
     python tests/mutation/run.py stats cleanup   # some
     python tests/mutation/run.py --list
+    python tests/mutation/run.py --sample 40 --budget 900 stats-core   # a seeded sample, cut at 15 min
 
 Needs cosmic-ray (``pip install cosmic-ray``).  docs/testing.md has the figures
 of the last run and why each survivor left is equivalent or harmless.
@@ -21,6 +22,7 @@ import argparse
 import ast
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -60,6 +62,16 @@ RECONCILE_UNIT = (
     "tests/test_reconcile.py::test_reconcile_leaves_an_ended_session_alone_while_its_lock_is_held",
 )
 
+#: the journal's and the feed's in-process tests (not the feeder's, which wait on timers and a held store)
+JOURNAL_UNIT = ("tests/test_journal.py", "-k", "not feeder and not cannot_take_a_sample")
+
+#: the parsers, one target per module; their tests read real outputs of the tools (tests/data/parsers)
+PARSERS = ("common", "probe", "wrk", "redis_benchmark", "stream", "unixbench", "aim9", "lmbench", "sysbench",
+           "stress_ng")
+PARSER_TESTS = ("tests/test_parsers.py", "tests/test_edges.py::test_every_wrk_time_suffix_is_read_in_ms",
+                "tests/test_edges.py::test_every_wrk_size_suffix_is_read_in_mib",
+                "tests/test_edges.py::test_every_stress_ng_duration_unit_is_read_in_seconds")
+
 TARGETS = {t.name: t for t in (
     Target("stats", "labtui/core/stats.py", ("tests/test_stats.py", "tests/test_stats_mutation.py")),
     # the functions every table, pane, report and `labtui compare` reads (not the scipy wrappers, not the
@@ -96,6 +108,21 @@ TARGETS = {t.name: t for t in (
                       "StoreWriter._session_started", "StoreWriter._session_ended", "StoreWriter._step_started",
                       "StoreWriter._step_ended", "StoreWriter._instance_creating", "StoreWriter._instance_ready",
                       "StoreWriter._instance_destroyed", "StoreWriter._instance_destroying")),
+    # a session's journal: encoding, appends, reading back, adoption, deletion, and what the journals tell
+    # reconcile and cleanup (pending); the feeder tests (a held store, a timer) are left out: seconds each
+    Target("store-journal", "labtui/store/journal.py", JOURNAL_UNIT),
+    # moving journals into the store exactly once (watermarks, batches, sync of finished journals)
+    Target("store-feed", "labtui/store/feed.py", JOURNAL_UNIT),
+    # crash marking: this machine's running sessions whose running-lock nobody holds
+    Target("store-crashes", "labtui/store/crashes.py",
+           ("tests/test_store.py", "tests/test_journal.py", "-k", "crashed or killed_writer or round_trip")),
+    *(Target(f"parser-{name}", f"labtui/parsers/{name}.py", PARSER_TESTS) for name in PARSERS),
+    # the engine's measuring: the adaptive-runs loop, the worker's spec, the backend check, the CV, one run's results
+    Target("engine-measure", "labtui/engine/measure.py",
+           ("tests/test_adaptive_repetitions.py", "tests/test_measure.py",
+            "tests/test_real_tools.py::test_every_real_tool_output_has_a_parser_that_names_the_tool",
+            "tests/test_real_tools.py::test_a_backend_that_cannot_run_the_tool_is_refused_before_anything_starts"),
+           functions=("measure_worker", "worker_spec", "check_worker_runs", "worst_cv", "record_run")),
     Target("docker-label-filter", "plugins/docker/__init__.py",
            ("tests/test_docker_backend.py::test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_"
             "labelled_containers",), functions=("DockerBackend.list",)),
@@ -166,12 +193,54 @@ def prepare(work: Path) -> None:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD"], check=True, capture_output=True).stdout
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+    (work / COMMIT_FILE).write_text(commit + "\n")
+    print(f"mutating the tree of {commit[:10]}", flush=True)
     shutil.copytree(ROOT / "tests", work / "tests", dirs_exist_ok=True)
 
 
-def run_target(target: Target, work: Path, out: Path) -> dict:
+@dataclass(frozen=True)
+class Limits:
+    """How much of a target to run: a seeded random sample of its mutants, and a time budget for the run."""
+
+    #: run this many of the mutants that pass the filters (all when None), chosen with the target's name as seed
+    sample: int | None = None
+    #: seconds `cosmic-ray exec` may take; the mutants not reached by then stay pending and are reported as such
+    budget: float | None = None
+
+
+NOT_SAMPLED = "Not in the sample"
+#: the commit the copy of the tree was taken from, written into the copy
+COMMIT_FILE = ".mutation-commit"
+
+
+def keep_sample(session: Path, size: int, seed: str) -> None:
+    """Mark all but a seeded random `size` of the pending mutants skipped: an unbiased estimate of the score
+    (a cut by time alone runs the top of the file only)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        pending = sorted(item.job_id for item in db.pending_work_items)
+        if len(pending) <= size:
+            return
+        kept = set(random.Random(seed).sample(pending, size))
+        for job in pending:
+            if job not in kept:
+                db.set_result(job, WorkResult(output=NOT_SAMPLED, worker_outcome=WorkerOutcome.SKIPPED))
+
+
+def restore(work: Path, path: str) -> None:
+    """Put the committed `path` back in the copy of the tree (the commit `prepare` copied)."""
+    commit = (work / COMMIT_FILE).read_text().strip()
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], check=True, capture_output=True)
+    (work / path).write_bytes(source.stdout)
+
+
+def run_target(target: Target, work: Path, out: Path, limits: Limits = Limits()) -> dict:
     cfg, session, sock = out / f"{target.name}.toml", out / f"{target.name}.sqlite", out / f"{target.name}.sock"
     session.unlink(missing_ok=True)
     sock.unlink(missing_ok=True)
@@ -182,14 +251,15 @@ def run_target(target: Target, work: Path, out: Path) -> dict:
                               stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None and server.stdout.readline().strip() == "ready", "the fork server did not start"
-        return _run_target(target, work, cfg, session, env, started)
+        return _run_target(target, work, cfg, session, env, started, limits)
     finally:
         server.kill()
         server.wait()
         sock.unlink(missing_ok=True)
 
 
-def _run_target(target: Target, work: Path, cfg: Path, session: Path, env: dict[str, str], started: float) -> dict:
+def _run_target(target: Target, work: Path, cfg: Path, session: Path, env: dict[str, str], started: float,
+                limits: Limits) -> dict:
     def step(*argv: str) -> None:
         subprocess.run(argv, cwd=work, env=env, check=True)
 
@@ -197,13 +267,24 @@ def _run_target(target: Target, work: Path, cfg: Path, session: Path, env: dict[
     step(cosmic("cr-filter-operators"), str(session), str(cfg))
     if target.functions:
         step(cosmic("cr-filter-lines"), "--config", str(cfg), str(session))
+    if limits.sample is not None:
+        keep_sample(session, limits.sample, target.name)
     base = subprocess.run(f"{json.loads(toml_cmd(cfg))}", shell=True, cwd=work, env=env, capture_output=True, text=True)
     if base.returncode != 0:
         log = Path(str(cfg.with_suffix(".sock")) + ".last.log")
         shown = log.read_text()[-3000:] if log.exists() else ""
         raise SystemExit(f"{target.name}: the tests fail without any mutation:\n{shown}{base.stdout[-2000:]}"
                          f"{base.stderr[-2000:]}")
-    step(cosmic("cosmic-ray"), "exec", str(cfg), str(session))
+    execute = subprocess.Popen([cosmic("cosmic-ray"), "exec", str(cfg), str(session)], cwd=work, env=env,
+                               start_new_session=True)
+    try:
+        execute.wait(timeout=limits.budget)
+    except subprocess.TimeoutExpired:  # the budget is spent: stop the mutant under test and cosmic-ray with it
+        os.killpg(execute.pid, 9)
+        execute.wait()
+        restore(work, target.path)  # cosmic-ray may have been cut with a mutant in the file
+    if execute.returncode not in (0, -9):
+        raise SystemExit(f"{target.name}: cosmic-ray exec failed with status {execute.returncode}")
     summary = summarize(target, session)
     summary["seconds"] = round(time.monotonic() - started)
     return summary
@@ -220,12 +301,12 @@ def summarize(target: Target, session: Path) -> dict:
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
-    counts = {"mutants": 0, "killed": 0, "survived": 0, "incompetent": 0, "skipped": 0}
+    counts = {"mutants": 0, "killed": 0, "survived": 0, "incompetent": 0, "skipped": 0, "not_sampled": 0}
     survivors = []
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
             if result.worker_outcome == WorkerOutcome.SKIPPED:
-                counts["skipped"] += 1
+                counts["not_sampled" if result.output == NOT_SAMPLED else "skipped"] += 1
                 continue
             counts["mutants"] += 1
             if result.test_outcome == TestOutcome.SURVIVED:
@@ -246,7 +327,9 @@ def report(summary: dict) -> str:
     scored = summary["mutants"] - summary["incompetent"]
     score = 100.0 * (scored - summary["survived"]) / scored if scored else 100.0
     where = summary["path"] + (f" ({', '.join(summary['functions'])})" if summary["functions"] else "")
-    head = (f"{summary['target']}: {where}: {summary['mutants']} mutants, {summary['killed']} killed, "
+    left = summary["pending"] + summary["not_sampled"]
+    of = f" of {summary['mutants'] + left} ({summary['not_sampled']} not sampled, {summary['pending']} not reached)"
+    head = (f"{summary['target']}: {where}: {summary['mutants']}{of if left else ''} mutants, {summary['killed']} killed, "
             f"{summary['survived']} survived, {summary['incompetent']} incompetent, score {score:.1f}% "
             f"in {summary.get('seconds', '?')} s")
     body = [f"  line {s['line']}: {s['operator']}\n" + "".join(f"      {d}\n" for d in s["diff"].splitlines()
@@ -261,6 +344,10 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the targets and their tests")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "labtui-mutation",
                         help="where the copy of the tree and the sessions go")
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="run a seeded random N of each target's mutants (all by default)")
+    parser.add_argument("--budget", type=float, metavar="SECONDS",
+                        help="stop each target's run after this long; mutants not reached are reported as such")
     args = parser.parse_args()
     if args.list:
         for t in TARGETS.values():
@@ -274,7 +361,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     summaries = []
     for name in args.targets or list(TARGETS):
-        summary = run_target(TARGETS[name], tree, out)
+        summary = run_target(TARGETS[name], tree, out, Limits(args.sample, args.budget))
         (out / f"{name}.json").write_text(json.dumps(summary, indent=1))
         print(report(summary), flush=True)
         summaries.append(summary)
