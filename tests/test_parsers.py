@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -490,3 +491,36 @@ def test_stress_ng_unsuccessful_run_without_its_fail_lines() -> None:
     assert "unsuccessful run completed" in kept and "cpu " in kept
     with pytest.raises(ParseError, match="^stress-ng: unsuccessful run completed$"):
         parse_stress_ng(kept)
+
+
+# --- the probe's errors, exactly (mutation survivors) ----------------------------------------------------------
+
+GOOD_PROBE_LINE = '{"benchmark":"x","metric":"m","value":1,"unit":"s","better":"lower"}'
+
+
+def test_probe_errors_name_the_line_counted_from_one() -> None:
+    with pytest.raises(ParseError, match=r"^line 3: not JSON: "):
+        parse_probe_output(f"chatter\n{GOOD_PROBE_LINE}\n{{oops\n")
+
+
+def test_probe_output_without_a_reading_is_quoted_up_to_200_characters() -> None:
+    text = "x" * 300
+    with pytest.raises(ParseError) as failed:
+        parse_probe_output(text)
+    assert str(failed.value) == "no JSON reading line in the output: " + repr("x" * 200)
+
+
+@pytest.mark.parametrize("key", ["benchmark", "metric", "unit"])
+@pytest.mark.parametrize("bad", ["", 7])
+def test_probe_names_must_be_non_empty_strings(key: str, bad: object) -> None:
+    record = {"benchmark": "x", "metric": "m", "value": 1, "unit": "s", "better": "lower", key: bad}
+    with pytest.raises(ParseError, match=f"^line 1: {key} must be a non-empty string$"):
+        parse_probe_output(json.dumps(record))
+
+
+def test_a_reading_is_hashable_and_cannot_be_changed() -> None:
+    """Readings are values: kept in sets and dict keys, never changed in place."""
+    reading = parse_probe_output(GOOD_PROBE_LINE)[0]
+    assert {reading, Reading("x", "m", 1.0, "s", "lower")} == {reading}
+    with pytest.raises(AttributeError):
+        reading.value = 2.0  # type: ignore[misc]
