@@ -26,7 +26,7 @@ from labtui.core.events import (
     StepStarted,
 )
 from labtui.report import SESSION_TABLES, charts_for, load_session, write_report
-from labtui.report.data import with_placement
+from labtui.report.data import distinct_labels, with_placement
 from labtui.report.alerts import session_warnings
 from labtui.store import record_events
 
@@ -80,8 +80,7 @@ def test_html_report_is_true_to_the_store(lab, tmp_path):
     text = html_text(page)
     assert sid in text
     assert "boot: boot_time (lower is better)" in text
-    assert "host resources available against background instances (higher is better)" in text
-    assert text.count("data:image/png;base64,") == 2  # self-contained: the figures are inline
+    assert text.count("data:image/png;base64,") == 1  # self-contained: the figure, resources beside it, is inline
     # the hosts' facts as gathered
     (kernel, cpu, cores, version), = query(
         lab["db"], "SELECT kernel, cpu_model, cores, backend_version FROM hosts WHERE session_id = ?", sid)
@@ -108,7 +107,7 @@ def test_png_and_svg_figures_decode(lab, tmp_path):
         files = sorted(out.iterdir())
         assert [str(f) for f in files] == sorted(printed.split())
         names = {f.stem for f in files}
-        assert {"memory-host_mem_used", "memory-mem_per_instance", "resources"} <= names
+        assert {"memory-host_mem_used", "memory-mem_per_instance"} <= names and "resources" not in names
         for f in files:
             if fmt == "png":
                 image = imread(f)
@@ -123,9 +122,11 @@ def test_overlay_of_two_sessions_of_one_suite(lab, tmp_path):
     first, second = lab["boot"]
     sessions = [load_session(lab["db"], first), load_session(lab["db"], second)]
     written = write_report(lab["db"], [first, second], tmp_path, "png")
-    assert {p.name for p in written} == {"boot-boot_time.png", "resources.png"}
+    assert {p.name for p in written} == {"boot-boot_time.png"}
     charts = {c.slug: c for c in charts_for(sessions)}
-    absolute, normalized = charts["boot-boot_time"].figure.axes
+    absolute, normalized, *beside = charts["boot-boot_time"].figure.axes
+    panels = [ax.get_title().partition(": system resource")[0] for ax in beside]
+    assert panels == [s.label for s in distinct_labels(sessions)]  # one resource panel per session
     # one line per session on each panel, each true to that session's slowdown view
     for ax, column in ((absolute, "mean"), (normalized, "normalized")):
         lines = [line for line in ax.get_lines() if len(line.get_xdata()) > 2]
@@ -139,6 +140,53 @@ def test_overlay_of_two_sessions_of_one_suite(lab, tmp_path):
     ok(labtui("report", first, second, "--out", str(tmp_path / "h"), "--db", str(lab["db"]), env=lab["env"]))
     text = html_text(tmp_path / "h" / "report.html")
     assert first in text and second in text
+
+
+def _availability_by_background(db: Path, sid: str) -> dict[str, dict[int, float]]:
+    """Per resource (cpu, mem, swap): the mean of the raw samples taken while a step of each background ran."""
+    steps = query(db, "SELECT background, started_at, ended_at FROM steps WHERE session_id = ?", sid)
+    samples = query(db, "SELECT ts, cpu_avail, mem_avail, swap_avail FROM resources WHERE session_id = ?", sid)
+    found: dict[str, dict[int, list[float]]] = {"cpu": {}, "mem": {}, "swap": {}}
+    for background, start, end in steps:
+        for ts, *values in samples:
+            if start <= ts <= end:
+                for name, value in zip(("cpu", "mem", "swap"), values):
+                    if value is not None:
+                        found[name].setdefault(background, []).append(value)
+    return {name: {b: sum(v) / len(v) for b, v in by.items()} for name, by in found.items()}
+
+
+def test_resources_are_drawn_beside_the_curve_they_explain_normalized(lab):
+    """Study 001 Figs 4.2, 4.5, 4.7, 4.9 (§4.2.1 to §4.4): per platform, the benchmark's figure normalized to its
+    first run and the CPU, RAM and swap availability as fractions of the host, in one panel against the background
+    instances, beside the curve (the same figure, one x axis)."""
+    db, sid = lab["db"], lab["boot"][0]
+    chart = {c.slug: c for c in charts_for([load_session(db, sid)])}["boot-boot_time"]
+    absolute, normalized, beside = chart.figure.axes
+    assert beside.get_shared_x_axes().joined(beside, absolute) and beside.get_xlim() == absolute.get_xlim()
+    assert beside.get_title().startswith("boot-scaling · process: system resource availability (normalized)")
+    lines = {line.get_label(): line for line in beside.get_lines()}
+    # the curve: each repetition's median boot, their mean by background, over the first background's
+    by_rep = query(db, "SELECT background, repetition, median(value) FROM results WHERE session_id = ? "
+                       "AND metric = 'boot_time' GROUP BY background, repetition", sid)
+    means = {b: sum(v for bb, _, v in by_rep if bb == b) / sum(1 for bb, _, _ in by_rep if bb == b)
+             for b in sorted({b for b, _, _ in by_rep})}
+    first = means[min(means)]
+    curve = lines["boot_time (normalized)"]
+    assert list(curve.get_xdata()) == sorted(means)
+    assert list(curve.get_ydata()) == pytest.approx([means[b] / first for b in sorted(means)])
+    # the availabilities: the raw samples of each step's window, in fractions of the host (not %)
+    raw = _availability_by_background(db, sid)
+    assert len(raw["cpu"]) > 1
+    for name, column in (("CPU", "cpu"), ("RAM", "mem"), ("swap", "swap")):
+        if not raw[column]:
+            assert f"{name} availability" not in lines and "no swap" in beside.get_title()
+            continue
+        line = lines[f"{name} availability"]
+        assert list(line.get_xdata()) == sorted(raw[column])
+        assert list(line.get_ydata()) == pytest.approx([raw[column][b] for b in sorted(raw[column])])
+        assert all(0.0 <= y <= 1.0 for y in line.get_ydata())
+    assert beside.get_ylim()[1] == pytest.approx(max(1.0, max(curve.get_ydata())) * 1.1)
 
 
 def test_export_round_trip(lab, tmp_path):

@@ -4,6 +4,7 @@
 - study 000 §5.1.2: Δ% and d% are positive when better, also for a lower-is-better time;
 - study 004 §5.1, Table 3: weight and cap stay separate points and rows, SMP shares per CPU;
 - study 004 §4.4, Fig 7: overall performance is n / max(t_i);
+- study 000 §4.3.2.1, §5.2.2: S_n = Σ R_in and D_n = S_n / R_11, each chart labelled with the formula its metric uses;
 - docs/suites.md maps each suite to the figures its ``reproduces`` names, and no others.
 """
 
@@ -23,9 +24,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from labtui.core.stats import aggregate_metric
 from labtui.engine.concurrent import finish_rate
 from labtui.report import charts_for, load_session, write_report
-from labtui.report.scaling import aggregate_of
 from labtui.report.tables import share_tables, slowdown_tables
 from labtui.core.units import display_unit
 from labtui.store import fetch_frame
@@ -183,19 +184,66 @@ def test_fig_7_overall_performance_is_n_over_the_last_finish(lab) -> None:
     charts = {c.slug: c for c in charts_for([load_session(db, sid)])}
     fig7 = charts["sqlite-inserts_1000_s_finish_rate"]
     assert "overall performance of inserts_1000_s" in fig7.title
-    assert "n / max t_i" in fig7.figure.axes[0].get_title()
+    assert fig7.figure.axes[0].get_title().startswith("n / max t_in per second, t_in = inserts_1000_s")
     line = fig7.figure.axes[0].get_lines()[0]
     by_n = recorded.group_by("background").agg(pl.col("value").mean()).sort("background")
     assert list(line.get_ydata()) == pytest.approx(by_n["value"].to_list())
-    # the sum of 1/t_i is an aggregate throughput, not the zones study's S_n = ΣR_i of rates
+    # the sum of 1/t_i is S_n of the rate each time implies, not a sum of the times
     rate_sum = charts["sqlite-inserts_1000_s_rate_sum"].figure.axes[0].get_title()
-    assert "ΣR_i" not in rate_sum and "Σ 1/t_i" in rate_sum
-    assert aggregate_of("int_mops_sum") == ("aggregate S_n of int_mops", "S_n = ΣR_i, study 000 §4.3.2.1")
+    assert rate_sum.startswith("S_n = Σ 1/t_in per second, t_in = inserts_1000_s of instance i")
 
 
 def test_reports_of_the_runs_write(lab) -> None:
     written = write_report(lab["db"], [lab["fairshare"]], lab["root"] / "report", "html")
     assert "% of one CPU" in written[0].read_text()
+
+
+# --- 4b. study 000 §4.3.2.1: S_n = Σ R_in, labelled with the formula its metric uses -----------------------
+
+
+@pytest.fixture(scope="module")
+def zones(tmp_path_factory) -> dict:
+    """zone-concurrent's quick profile on the process backend twice: with its arithmetic probe (a rate, int_mops)
+    and with the fork probe (a time, fork_us), the two kinds of R_in the aggregate is taken of."""
+    root = tmp_path_factory.mktemp("zones")
+    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(root / "runtime"), "COLUMNS": "200"}
+    db = root / "lab.duckdb"
+    sessions = {}
+    for name, args in (("rate", ()), ("time", ("--set", "worker.program=proc", "--set", 'worker.args=["fork", "1"]'))):
+        labtui(env, "run", "zone-concurrent", "--profile", "quick", "--backend", "process", *args,
+               "--set", "sampling.quiet_timeout_s=0", "--db", str(db))
+        sessions[name] = frame(db, "SELECT session_id FROM sessions ORDER BY started_at DESC")["session_id"][0]
+    return {"db": db, **sessions}
+
+
+@pytest.mark.parametrize(("kind", "bench", "metric", "unit", "formula"), [
+    ("rate", "arith", "int_mops", "Mops/s", "S_n = Σ R_in, R_in = int_mops of instance i"),
+    ("time", "proc", "fork_us", "us", "S_n = Σ 1/t_in per second, t_in = fork_us of instance i"),
+])
+def test_zone_concurrent_chart_names_the_formula_of_its_metric(zones, kind, bench, metric, unit, formula) -> None:
+    db, sid = zones["db"], zones[kind]
+    raw = results(db, sid, bench, metric)
+    per_step = raw.group_by(["repetition", "background"]).agg(
+        n=pl.len(), s=pl.col("value").sum() if kind == "rate" else (1 / (pl.col("value") * 1e-6)).sum())
+    assert (per_step["n"] == per_step["background"]).all()  # R_in of every instance i = 1..n of step n
+    s_n = per_step.group_by("background").agg(pl.col("s").mean()).sort("background")
+    assert s_n["background"].to_list() == [1, 2]
+
+    aggregate = aggregate_metric(metric, unit, "higher" if kind == "rate" else "lower", [1.0])
+    assert aggregate is not None and aggregate.how == ("sum" if kind == "rate" else "rate_sum")
+    chart = {c.slug: c for c in charts_for([load_session(db, sid)])}[f"{bench}-{aggregate.metric}"]
+    absolute, normalized, *_ = chart.figure.axes
+    title = absolute.get_title()
+    assert title.startswith(formula) and "study 000 §4.3.2.1" in title
+    assert ("1/t" in title) == (kind == "time")  # a rate is summed as it is, a time as its rate 1/t
+    assert chart.title == f"{bench}: S_n of {'1/' if kind == 'time' else ''}{metric} (higher is better)"
+    shown, factor = display_unit(aggregate.unit)
+    line = absolute.get_lines()[0]
+    assert list(line.get_xdata()) == [1, 2] and absolute.get_xlabel() == "concurrent instances n"
+    assert list(line.get_ydata()) == pytest.approx((s_n["s"] / factor).to_list())
+    # study 000 §5.2.2: D_n = S_n / R_11, R_11 the one zone's result at n = 1
+    assert normalized.get_title().startswith("D_n = S_n / R_11")
+    assert list(normalized.get_lines()[0].get_ydata()) == pytest.approx((s_n["s"] / s_n["s"][0]).to_list())
 
 
 # --- 5. docs/suites.md's mapping of suites to the studies' figures ------------------------------------

@@ -13,7 +13,7 @@ from labtui.report.extra import creation_charts, share_charts
 from labtui.report.isolation import isolation_charts
 from labtui.report.page import render_page
 from labtui.report.plotting import PLAIN_TEXT, Chart
-from labtui.report.scaling import metric_charts, resource_charts
+from labtui.report.scaling import metric_charts
 from labtui.report.tables import Table
 
 FORMATS = ("html", "png", "svg")
@@ -30,7 +30,6 @@ def charts_for(sessions: list[SessionData]) -> list[Chart]:
     with rc_context(PLAIN_TEXT):
         return [
             *metric_charts(sessions),
-            *resource_charts(sessions),
             *isolation_charts(sessions),
             *creation_charts(sessions),
             *share_charts(sessions),

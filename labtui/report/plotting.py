@@ -41,10 +41,17 @@ def _metadata(fmt: str) -> dict[str, Any]:
     return {"Date": None} if fmt == "svg" else {"Software": "labtui"}
 
 
-def new_figure(title: str, panels: int = 1) -> tuple[Figure, list[Any]]:
-    """A figure with `panels` axes side by side and a bold title."""
-    fig = Figure(figsize=(5.6 * panels + 0.6, 4.4), layout="constrained")
-    axes = [fig.add_subplot(1, panels, i + 1) for i in range(panels)]
+def new_figure(title: str, panels: int = 1, grid: tuple[int, int] | None = None,
+               spans: list[tuple[int, slice]] | None = None) -> tuple[Figure, list[Any]]:
+    """A figure with a bold title, `panels` panel widths wide: `panels` axes side by side or, with `grid` (rows,
+    columns), one axes per (row, columns) of `spans`."""
+    rows, columns = grid or (1, panels)
+    fig = Figure(figsize=(5.6 * panels + 0.6, 4.4 if rows == 1 else 3.8 * rows), layout="constrained")
+    if spans is None:
+        axes = [fig.add_subplot(1, panels, i + 1) for i in range(panels)]
+    else:
+        layout = fig.add_gridspec(rows, columns)
+        axes = [fig.add_subplot(layout[row, cols]) for row, cols in spans]
     fig.suptitle(title, fontsize=12, fontweight="bold")
     for ax in axes:
         ax.grid(True, color="#dddddd", linewidth=0.7)

@@ -1,43 +1,75 @@
-"""Figures of a metric against background instances (Fig 4.1, 4.4, 4.6, 4.8), and S_n against n."""
+"""Figures of a metric against background instances (study 001 Fig 4.1, 4.4, 4.6, 4.8) with the host's resources
+beside them (Fig 4.2, 4.5, 4.7, 4.9), and S_n against n (study 000 §4.3.2.1)."""
 
 from __future__ import annotations
 
-from typing import cast
+from dataclasses import dataclass
+from typing import Any, cast
 
 import polars as pl
+from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from labtui.report.data import METRIC_KEY, SessionData
+from labtui.report.resources import draw_resources, has_resources
 from labtui.report.plotting import SESSION_COLORS, Chart, better_text, new_figure, slug
 from labtui.core.units import display_unit
 
 
 def x_label(sessions: list[SessionData]) -> str:
-    """The x axis of step-wise figures: concurrent instances or background instances."""
-    if all(s.kind == "concurrent" for s in sessions):
+    """The x axis of step-wise figures: concurrent instances (concurrent runs, creation runs that run the
+    benchmark in every instance) or background instances."""
+    if all(s.kind == "concurrent" or (s.config.get("creation") or {}).get("where") == "all" for s in sessions):
         return "concurrent instances n"
     return "background instances"
 
 
-#: Each aggregate of instances that ran at once, by its metric's suffix: what it is named and how it is computed.
+@dataclass(frozen=True)
+class AggregateLabel:
+    """How a figure names an aggregate of instances that ran at once, and the formula it really computes."""
+
+    #: The metric's suffix (``labtui.core.stats.aggregate_metric``, ``labtui.engine.concurrent``).
+    suffix: str
+    #: What the aggregate is, of the per-instance metric {m}.
+    name: str
+    #: Its formula over the n instances' readings of {m}, and where the study defines it.
+    formula: str
+
+
+#: Study 000 defines S_n = Σ_{i=1..n} R_in, R_in the result of the benchmark (AIM9: a rate) in the i-th of n
+#: concurrent zones (§4.3.2.1), and D_n = S_n / R_11 (§5.2.2).  A rate is summed as it is; a time t of one unit of
+#: work is summed as the rate it implies, R_in = 1/t_in per second; study 004's overall performance is n / max t_in.
 #: ``_rate_sum`` comes before ``_sum``, which it ends with.
 AGGREGATES = (
-    ("_rate_sum", "aggregate throughput of {}", "Σ 1/t_i over the n instances"),
-    ("_finish_rate", "overall performance of {}", "n / max t_i, study 004 §4.4 Fig 7"),
-    ("_sum", "aggregate S_n of {}", "S_n = ΣR_i, study 000 §4.3.2.1"),
+    AggregateLabel("_rate_sum", "S_n of 1/{m}",
+                   "S_n = Σ 1/t_in per second, t_in = {m} of instance i\n(study 000 §4.3.2.1's S_n = Σ R_in, "
+                   "R_in = 1/t_in)"),
+    AggregateLabel("_finish_rate", "overall performance of {m}",
+                   "n / max t_in per second, t_in = {m} of instance i\n(study 004 §4.4, Fig 7)"),
+    AggregateLabel("_sum", "S_n of {m}", "S_n = Σ R_in, R_in = {m} of instance i\n(study 000 §4.3.2.1)"),
 )
 
 
 def aggregate_of(metric: str) -> tuple[str, str] | None:
     """The figure's name and formula when metric is an aggregate (``labtui.engine.concurrent``), else None."""
-    for suffix, name, formula in AGGREGATES:
-        if metric.endswith(suffix):
-            return name.format(metric[: -len(suffix)]), formula
+    for label in AGGREGATES:
+        if metric.endswith(label.suffix):
+            of = metric[: -len(label.suffix)]
+            return label.name.format(m=of), label.formula.format(m=of)
     return None
 
 
+def normalized_title(metric: str, from_one: bool) -> str:
+    """The normalized panel's title: study 000's D_n = S_n / R_11 (§5.2.2) for S_n whose every curve starts at n = 1,
+    else the first step."""
+    if from_one and not metric.endswith("_finish_rate") and aggregate_of(metric):
+        return "D_n = S_n / R_11, normalized to n = 1 (study 000 §5.2.2)"
+    return "normalized to the first step"
+
+
 def metric_charts(sessions: list[SessionData]) -> list[Chart]:
-    """One two-panel chart (absolute, normalized to the first step) per metric of the sessions."""
+    """One chart per metric of the sessions: absolute and normalized to the first step, and below them, for each
+    session that sampled the host, its resource availability beside the normalized curve (study 001, Fig 4.2)."""
     frames = [s.scaling() for s in sessions]
     keys = pl.concat([f.select(METRIC_KEY) for f in frames]).unique(maintain_order=True)
     charts = []
@@ -54,7 +86,8 @@ def _metric_chart(sessions: list[SessionData], key: dict, parts: list[pl.DataFra
     aggregate = aggregate_of(metric)
     name = aggregate[0] if aggregate else metric
     title = f"{key['benchmark']}: {name} {better_text(better)}"
-    fig, (ax_abs, ax_norm) = new_figure(title, panels=2)
+    beside = [(s, p) for s, p in zip(sessions, parts) if not p.is_empty() and has_resources(s)]
+    fig, ax_abs, ax_norm, ax_res = _layout(title, len(beside))
     shown, factor = display_unit(unit)
     for i, (session, part) in enumerate(zip(sessions, parts)):
         if part.is_empty():
@@ -72,51 +105,33 @@ def _metric_chart(sessions: list[SessionData], key: dict, parts: list[pl.DataFra
         ax_norm.plot(x, norm, "o-", color=color, markersize=3.5, label=label)
         ax_norm.fill_between(x, norm - norm_std, norm + norm_std, color=color, alpha=0.18, label=band)
     ax_norm.axhline(1.0, color="#555555", linewidth=0.8, linestyle="--")
-    ax_abs.set_title(f"absolute ({aggregate[1] + ', ' if aggregate else ''}mean ± 1 std over repetitions)", fontsize=10)
-    ax_norm.set_title("normalized to the first step", fontsize=10)
+    how = "mean ± 1 std over repetitions"
+    ax_abs.set_title(f"{aggregate[1]}; {how}" if aggregate else f"absolute ({how})", fontsize=10)
+    firsts = {int(p["background"][0]) for p in parts if not p.is_empty()}
+    ax_norm.set_title(normalized_title(metric, firsts == {1}), fontsize=10)
     ax_abs.set_ylabel(f"{metric} ({shown})")
     ax_norm.set_ylabel(f"{metric} / {metric} at first step")
-    for ax in (ax_abs, ax_norm):
+    for ax, (session, part) in zip(ax_res, beside):
+        draw_resources(ax, session, metric, part)
+    for ax in (ax_abs, ax_norm, *ax_res):
         ax.set_xlabel(x_label(sessions))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(loc="best", fontsize=9)
+        ax.legend(loc="best", fontsize=8 if ax in ax_res else 9)
     # polars types a Series' max as any scalar: these columns hold floats
     top = max((cast(float, (p["mean"] + p["std"].fill_null(0.0)).max()) or 0.0) for p in parts)
     ax_abs.set_ylim(0, top / factor * 1.15 or 1.0)  # headroom above the band for the legend
     return Chart(slug(key["benchmark"], metric), title, fig)
 
 
-def resource_charts(sessions: list[SessionData]) -> list[Chart]:
-    """CPU, RAM and swap availability against instances (Fig 4.2, 4.5, 4.7, 4.9)."""
-    usable = [s for s in sessions if s.resources["background"].n_unique() > 1 and s.isolation().is_empty()]
-    if not usable:
-        return []
-    title = f"host resources available against {x_label(usable)} (higher is better)"
-    fig, (ax,) = new_figure(title)
-    styles = ("-", "--", ":", "-.")
-    for i, session in enumerate(usable):
-        for h, (host, frame) in enumerate(session.resources.sort("background").group_by("host", maintain_order=True)):
-            x = frame["background"].to_numpy()
-            for name, column in (("CPU", "cpu"), ("RAM", "mem"), ("swap", "swap")):
-                if frame[column].null_count() == len(frame):
-                    continue
-                mean = frame[column].fill_null(float("nan")).to_numpy() * 100
-                std = frame[f"{column}_std"].fill_null(0.0).to_numpy() * 100
-                who = [session.label] if len(usable) > 1 else []
-                if session.resources["host"].n_unique() > 1:
-                    who.append(str(host[0]))
-                label = " · ".join([name, *who])
-                color = _RESOURCE_COLOR[name]
-                ax.plot(x, mean, styles[(i + h) % len(styles)], marker="o", markersize=3, color=color, label=label)
-                ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.12)
-    no_swap = all(s.resources["swap"].null_count() == len(s.resources) for s in usable)
-    ax.set_title("mean ± 1 std of the samples in each step" + ("; the host has no swap" if no_swap else ""), fontsize=10)
-    ax.set_ylim(0, 105)
-    ax.set_xlabel(x_label(usable))
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel("available (% of host)")
-    fig.legend(loc="outside lower center", ncol=3 if len(usable) == 1 else 2, fontsize=9)
-    return [Chart("resources", title, fig)]
-
-
-_RESOURCE_COLOR = {"CPU": "#1f77b4", "RAM": "#2ca02c", "swap": "#ff7f0e"}
+def _layout(title: str, beside: int) -> tuple[Figure, Any, Any, list[Any]]:
+    """The figure, its absolute and normalized panels and, in a row below them, `beside` resource panels, every
+    panel on one shared x axis."""
+    if not beside:
+        fig, (ax_abs, ax_norm) = new_figure(title, panels=2)
+        return fig, ax_abs, ax_norm, []
+    fig, axes = new_figure(title, panels=max(2, beside), grid=(2, 2 * beside), spans=[
+        (0, slice(0, beside)), (0, slice(beside, 2 * beside)), *((1, slice(2 * i, 2 * i + 2)) for i in range(beside))])
+    ax_abs, ax_norm, *ax_res = axes
+    for ax in (ax_norm, *ax_res):
+        ax.sharex(ax_abs)
+    return fig, ax_abs, ax_norm, ax_res
