@@ -106,7 +106,7 @@ def _metric_chart(sessions: list[SessionData], key: dict, parts: list[pl.DataFra
         ax_norm.fill_between(x, norm - norm_std, norm + norm_std, color=color, alpha=0.18, label=band)
     ax_norm.axhline(1.0, color="#555555", linewidth=0.8, linestyle="--")
     how = "mean ± 1 std over repetitions"
-    ax_abs.set_title(f"{aggregate[1]}; {how}" if aggregate else f"absolute ({how})", fontsize=10)
+    ax_abs.set_title(f"{aggregate[1]}\n{how}" if aggregate else f"absolute ({how})", fontsize=10)
     firsts = {int(p["background"][0]) for p in parts if not p.is_empty()}
     ax_norm.set_title(normalized_title(metric, firsts == {1}), fontsize=10)
     ax_abs.set_ylabel(f"{metric} ({shown})")
