@@ -524,3 +524,14 @@ def test_a_reading_is_hashable_and_cannot_be_changed() -> None:
     assert {reading, Reading("x", "m", 1.0, "s", "lower")} == {reading}
     with pytest.raises(AttributeError):
         reading.value = 2.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ('"SET","fast"', "SET rps: expected a number, got 'fast'"),
+    ('"GET","1000.0","slow"', "GET avg_latency_ms: expected a number, got 'slow'"),
+])
+def test_redis_benchmark_value_that_is_not_a_number_names_its_test_and_column(row: str, message: str) -> None:
+    header = '"test","rps"' if row.count(",") == 1 else '"test","rps","avg_latency_ms"'
+    with pytest.raises(ParseError) as failed:
+        parse_redis_benchmark_csv(f"{header}\n{row}\n")
+    assert str(failed.value) == message
