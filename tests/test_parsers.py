@@ -535,3 +535,10 @@ def test_redis_benchmark_value_that_is_not_a_number_names_its_test_and_column(ro
     with pytest.raises(ParseError) as failed:
         parse_redis_benchmark_csv(f"{header}\n{row}\n")
     assert str(failed.value) == message
+
+
+def test_lat_mmap_sizes_are_named_in_mib_when_whole_and_in_kib_otherwise() -> None:
+    """lat_mmap prints sizes in MB of 10^6 bytes; 1 GiB must be named 1024m, not 1048575k or 1025m."""
+    bare = "0.524288 10\n1.048576 20\n1.572864 30\n1073.741824 40\n"
+    assert [r.metric for r in parse_lat_mmap(bare)] == ["mmap_512k_us", "mmap_1m_us", "mmap_1536k_us",
+                                                         "mmap_1024m_us"]
