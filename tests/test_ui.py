@@ -745,3 +745,22 @@ asyncio.run(main())
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+async def test_run_view_keys_work_in_the_first_frame(tmp_path: Path) -> None:
+    """`s` opens the start dialog before the chart, table and log are mounted (the view holds the focus)."""
+    from textual import events
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.start_dialog import StartDialog
+
+    class FirstFrame(LabApp):
+        def on_ready(self, event: events.Ready) -> None:  # stay in the first frame: nothing mounted or loaded after it
+            event.prevent_default()  # LabApp's on_ready is not called
+            self.views_loaded.set()
+
+    app = FirstFrame(tmp_path / "lab.duckdb", idle_sampling=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert not app.query("#live") and app.focused is app.run_view
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, StartDialog), 10, "the start dialog")

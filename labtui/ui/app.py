@@ -115,7 +115,7 @@ class LabApp(App[int]):
     def on_mount(self) -> None:
         self._read_keys()
         self.view_classes["tab-run"] = RunView
-        self.focus_view("tab-run")
+        self.run_view.focus()  # its keys work from the first frame; its table takes the focus once mounted
 
     def on_ready(self) -> None:
         """Once the first frame is drawn and nothing waits to be redrawn: the rest of the Run view, then the
@@ -128,8 +128,6 @@ class LabApp(App[int]):
     async def _after_first_frame(self) -> None:
         await self.run_view.after_first_frame()
         await self.mount(CommandLine(id="command-line"), before=self.query_one(Footer))
-        if self.current_tab() == "tab-run" and self.focused is None:
-            self.focus_view("tab-run")
         self._load_views()
 
     def _read_keys(self) -> None:

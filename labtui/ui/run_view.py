@@ -101,6 +101,8 @@ class RunView(Vertical):
     def __init__(self, db_path: Path, backend: str, host: str, *, idle_sampling: bool = True,
                  id: str | None = None) -> None:
         super().__init__(id=id)
+        #: The view takes the focus itself until its table is mounted, so that its keys work from the first frame.
+        self.can_focus = True
         self.db_path, self.backend_name, self.host_name = db_path, backend, host
         self.idle_sampling = idle_sampling
         self.suite_name, self.manual = DEFAULT_SUITE, False
@@ -146,6 +148,9 @@ class RunView(Vertical):
         log = RichLog(id="log", max_lines=2000, wrap=False)
         log.border_title = "events"
         await self.mount(SlowdownPanel(lazy_chart=True, id="live"), log)
+        if self.has_focus:
+            self.query_one("#live DataTable").focus()
+        self.can_focus = False
         for line in self._early_log:
             log.write(line)
         self._early_log.clear()
