@@ -245,6 +245,8 @@ def test_every_stress_ng_duration_unit_is_read_in_seconds(unit: str) -> None:
     assert parse_stress_ng(_stress_ng(f"2 {unit}s", set_s))  # ran the whole time set: a figure
     with pytest.raises(ParseError, match="ran .* of the 2 .* run it was set to"):
         parse_stress_ng(_stress_ng(f"2 {unit}s", 0.9 * set_s))  # stopped short: no figure
+    with pytest.raises(ParseError, match="ran .* of the 2 .* run it was set to"):  # 10 ms short of 95 %
+        parse_stress_ng(_stress_ng(f"2 {unit}s", 0.95 * set_s - 0.01))
 
 
 # --- the warm-up path of every measure kind ---------------------------------------------------------------
