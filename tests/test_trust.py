@@ -15,15 +15,15 @@ from rich.console import Console
 from labtui.commands.render import render_summary
 from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, SINGLE, modes, modified_z_scores, outliers, trust
-from labtui.core.units import number, shown
+from labtui.core.units import number, share_pct, shown
+from labtui.figures import repetition_samples, session_figures, with_trust
 from labtui.report.alerts import session_warnings
 from labtui.report.data import load_session
 from labtui.report.tables import slowdown_tables
 from labtui.store import StoreWriter, fetch_frame, slowdown_frame
-from labtui.report.data import repetition_samples
 from labtui.ui.live import RESULT_COLUMNS, RunModel
 from labtui.ui.render import SLOWDOWN_HEADERS, slowdown_cells
-from labtui.ui.series import slowdown_rows, trusted_slowdown, with_trust
+from labtui.ui.series import slowdown_rows, trusted_slowdown
 
 
 def test_modified_z_scores_by_hand() -> None:
@@ -226,3 +226,27 @@ def test_without_bootstrap_the_interval_is_students_t() -> None:
     t = trust(values, bootstrap=False)
     assert t.ci.method == "t"
     assert t.ci.high - t.summary.mean == pytest.approx(t.summary.ci95)
+
+
+def test_the_faces_draw_one_figures_table(tmp_path: Path) -> None:
+    """The run table, the report's table and the console's slowdown table show the same mean, median, 95%
+    interval, CoV and flags for one session: each draws labtui.figures' table, none assembles trust itself."""
+    db = _store(tmp_path / "lab.duckdb", SAMPLES)
+    figures = {r["background"]: r for r in session_figures(db, "s1").iter_rows(named=True)}
+    out = io.StringIO()
+    render_summary(Console(file=out, width=250), db, "s1")
+    cli = {int(line.split("│")[1]): [c.strip() for c in line.split("│")[2:-1]]
+           for line in out.getvalue().splitlines() if line.startswith("│ ") and line.split("│")[1].strip().isdigit()}
+    (table,) = slowdown_tables(load_session(db, "s1"))
+    report = {int(row[0]): dict(zip(table.headers, row)) for row in table.rows}
+    console = {int(cells[1].plain): dict(zip(SLOWDOWN_HEADERS, (c.plain for c in cells)))
+               for cells in map(slowdown_cells, slowdown_rows(session_figures(db, "s1")).values())}
+    assert set(cli) == set(report) == set(console) == set(figures) == set(SAMPLES)
+    for background, f in figures.items():
+        mean, median, low, high = (number(f[k], "s") for k in ("mean", "median", "ci_low", "ci_high"))
+        assert cli[background][:4] == [mean, median, f"{low} – {high}", share_pct(f["cv"])]
+        assert cli[background][-1] == f["flags"]
+        assert [report[background][k] for k in ("mean (ms)", "median (ms)", "95% CI (ms)", "trust")] == [
+            mean, median, f"{low} – {high}", f["flags"]]
+        assert [console[background][k] for k in ("mean", "median", "95% CI", "CoV", "trust")] == [
+            f"{mean} ms", f"{median} ms", f"{low}–{high} ms", share_pct(f["cv"]), f["flags"]]

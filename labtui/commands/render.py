@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from labtui.commands.render_fairshare import render_fairshare
-from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z, Trust, trust
+from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z
 from labtui.core.units import MISSING, display_unit, number, quantity, share_pct, signed_pct
-from labtui.report.data import FIGURE_KEY, repetition_samples
+from labtui.figures import bootstrap_allowed, repetition_samples, with_trust
 from labtui.store import StoreError, fetch_frame, slowdown_frame
 
 MAX_SUMMARY_ROWS = 21
@@ -29,7 +30,7 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
         if render_fairshare(console, db, session_id):
             return
         frame = slowdown_frame(db, session_id)
-        samples = _samples_by_figure(db, session_id)
+        samples = repetition_samples(db, session_id)
     except StoreError as exc:
         console.print(Text.assemble(("cannot read results:", "red"), " ", str(exc)))
         return
@@ -39,15 +40,18 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
     if _emulated(db, session_id):
         console.print(Text("measured under QEMU's TCG emulation (no KVM): every figure is slower than under "
                            "hardware virtualization", "yellow"))
-    groups = frame.group_by(["benchmark", "metric"], maintain_order=True)
-    bootstrap = sum(min(rows.height, MAX_SUMMARY_ROWS) for _, rows in groups) <= MAX_BOOTSTRAP_ROWS
-    if not bootstrap:
+    totals: dict[tuple, int] = {}
+    parts = []
+    for (benchmark, metric), rows in frame.group_by(["benchmark", "metric"], maintain_order=True):
+        totals[(benchmark, metric)] = rows.height
+        rows = rows.sort(["step", "background"])
+        parts.append(rows[_evenly_spaced(rows.height, MAX_SUMMARY_ROWS)])
+    figures = with_trust(pl.concat(parts), samples)
+    if not bootstrap_allowed(figures.height):
         console.print(f"95% intervals are Student's t (more than {MAX_BOOTSTRAP_ROWS} rows: no bootstrap)",
                       highlight=False, markup=False)
-    for (benchmark, metric), rows in frame.group_by(["benchmark", "metric"], maintain_order=True):
-        rows = rows.sort(["step", "background"])
+    for (benchmark, metric), rows in figures.group_by(["benchmark", "metric"], maintain_order=True):
         placed = any(rows["placement"].fill_null(""))
-        shown = _evenly_spaced(rows.height, MAX_SUMMARY_ROWS)
         unit = rows["unit"][0]
         better = rows["better"][0]
         shown_unit = ", ".join(filter(None, (display_unit(unit)[0], f"{better} is better")))
@@ -58,28 +62,26 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
             # In a narrow terminal a cell wraps, or a number folds, onto a second line rather than end in "…".
             table.add_column(col, justify="left" if worded else "right", overflow="ellipsis" if worded else "fold")
         notes: list[str] = []
-        for i in shown:
-            r = rows.row(i, named=True)
-            t = trust(samples.get((benchmark, metric, unit, better, r["placement"] or "", r["background"]), [r["mean"]]),
-                      bootstrap=bootstrap)
+        for r in rows.iter_rows(named=True):
             table.add_row(
                 *((Text(r["placement"] or ""),) if placed else ()),
                 str(r["background"]),
                 number(r["mean"], unit),
-                number(t.summary.median, unit),
-                f"{number(t.ci.low, unit)} – {number(t.ci.high, unit)}" if t.ci else MISSING,  # narrow, it wraps at a space
-                share_pct(t.cov),
+                number(r["median"], unit),
+                # narrow, it wraps at a space
+                f"{number(r['ci_low'], unit)} – {number(r['ci_high'], unit)}" if r["ci_low"] is not None else MISSING,
+                share_pct(r["cv"]),
                 str(r["n"]),
                 signed_pct(r["slowdown_pct"]),
-                Text(", ".join(t.flags()), style="yellow"),
+                Text(r["flags"], style="yellow"),
             )
-            notes += _notes(t, r["placement"] or f"background {r['background']}", unit)
+            notes += _notes(r, r["placement"] or f"background {r['background']}", unit)
         _print_whole(console, table)
         for note in notes:
             console.print(Text("  warning: " + note, style="yellow"))
-        if len(shown) < rows.height:
+        if rows.height < totals[(benchmark, metric)]:
             console.print(
-                f"showing {len(shown)} of {rows.height} background counts; all of them: "
+                f"showing {rows.height} of {totals[(benchmark, metric)]} background counts; all of them: "
                 f"labtui sql \"select * from slowdown where session_id = '{session_id}' and metric = '{metric}'\"",
                 highlight=False, markup=False,
             )
@@ -106,20 +108,14 @@ def _emulated(db: Path, session_id: str) -> bool:
     return "tcg-emulation" in found["isolation"].to_list()
 
 
-def _samples_by_figure(db: Path, session_id: str) -> dict[tuple, list[float]]:
-    """Each figure's per-repetition values, keyed like the slowdown view's rows."""
-    frame = repetition_samples(db, session_id)
-    return {tuple(r[k] for k in FIGURE_KEY): r["samples"] for r in frame.iter_rows(named=True)}
-
-
-def _notes(t: Trust, where: str, unit: str) -> list[str]:
+def _notes(figure: dict, where: str, unit: str) -> list[str]:
     """Sentences naming a figure's outliers and modes (its CoV is in the table)."""
     found = []
-    if t.outliers:
+    if figure["outliers"]:
         found.append(f"{where}: outlier(s) by modified Z-score > {OUTLIER_Z}: "
-                     + ", ".join(quantity(v, unit) for v in t.outliers))
-    if t.modes:
-        found.append(f"{where}: bimodal, two groups around {quantity(t.modes[0], unit)} and {quantity(t.modes[1], unit)}")
+                     + ", ".join(quantity(v, unit) for v in figure["outliers"]))
+    if modes := figure["modes"]:
+        found.append(f"{where}: bimodal, two groups around {quantity(modes[0], unit)} and {quantity(modes[1], unit)}")
     return found
 
 

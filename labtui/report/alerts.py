@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from labtui.core.stats import OUTLIER_Z, SINGLE, SPREAD_LIMIT, modes, outliers
+from labtui.core.stats import OUTLIER_Z, SINGLE, SPREAD_LIMIT
 from labtui.core.units import quantity
+from labtui.figures import with_trust
 from labtui.report.data import SessionData
 
 #: Coefficient of variation above which a step's numbers are flagged.
@@ -29,9 +30,8 @@ def session_warnings(data: SessionData) -> list[str]:
             for r in failed.iter_rows(named=True)
         ]
         found.append(f"{len(where)} failed step(s): " + _listing(where))
-    cv = data.slowdown.filter(pl.col("std").is_not_null() & (pl.col("mean") != 0)).with_columns(
-        cv=pl.col("std") / pl.col("mean").abs()
-    ).filter(pl.col("cv") > CV_LIMIT)
+    figures = with_trust(data.slowdown, data.samples)
+    cv = figures.filter(pl.col("cv") > CV_LIMIT)
     if not cv.is_empty():
         where = [
             f"{r['benchmark']}/{r['metric']} at {_at(r)}: {r['cv'] * 100:.0f}%"
@@ -41,7 +41,7 @@ def session_warnings(data: SessionData) -> list[str]:
             f"coefficient of variation above {CV_LIMIT:.0%} at {len(where)} step(s): " + _listing(where)
         )
     found += _single(data.slowdown)
-    found += _doubtful_samples(data.samples)
+    found += _doubtful(figures)
     if data.min_swap is not None and data.min_swap < 1.0:
         found.append(f"swap in use: swap availability fell to {data.min_swap * 100:.1f}%")
     for r in data.problems.head(_LISTED).iter_rows(named=True):
@@ -61,14 +61,14 @@ def _single(slowdown: pl.DataFrame) -> list[str]:
             "outlier or mode check is possible (run more repetitions): " + _listing(where)]
 
 
-def _doubtful_samples(samples: pl.DataFrame) -> list[str]:
-    """Outliers (modified Z-score) and bimodal samples among the figures' per-repetition values."""
+def _doubtful(figures: pl.DataFrame) -> list[str]:
+    """Outliers (modified Z-score) and bimodal samples among the figures' per-repetition values (their trust)."""
     odd, split = [], []
-    for r in samples.iter_rows(named=True):
+    for r in figures.iter_rows(named=True):
         name = f"{r['benchmark']}/{r['metric']} at {_at(r)}"
-        if far := outliers(r["samples"]):
+        if far := r["outliers"]:
             odd.append(f"{name}: " + ", ".join(quantity(v, r["unit"]) for v in far))
-        if two := modes(r["samples"]):
+        if two := r["modes"]:
             split.append(f"{name}: around {quantity(two[0], r['unit'])} and {quantity(two[1], r['unit'])}")
     found = []
     if odd:

@@ -10,12 +10,8 @@ from typing import Any
 import polars as pl
 
 from labtui.engine.fairshare import cpu_list_size
-from labtui.store import REPETITION_VALUES, StoreError, fetch_frame, list_sessions, resolve_session, slowdown_frame
-
-#: Metric identity: one figure and one table per key.
-METRIC_KEY = ["benchmark", "metric", "unit", "better"]
-#: A figure's identity: a slowdown row, and the key of its samples (repetition_samples).
-FIGURE_KEY = (*METRIC_KEY, "placement", "background")
+from labtui.figures import METRIC_KEY, repetition_samples
+from labtui.store import StoreError, fetch_frame, list_sessions, resolve_session, slowdown_frame
 
 _RESOURCES_BY_STEP = """
 SELECT r.host, s.background, count(*) AS samples,
@@ -45,14 +41,6 @@ FROM results r
 LEFT JOIN instances i ON i.session_id = r.session_id AND i.instance_id = r.instance_id
 WHERE r.session_id = ? AND r.metric IN ('requested_share', 'achieved_share')
 """
-
-#: Each figure's samples: its repetitions' values (REPETITION_VALUES), grouped as the slowdown view groups them (its n).
-_SAMPLES = f"""
-SELECT benchmark, metric, unit, better, placement, background, list(value ORDER BY repetition) AS samples
-FROM ({REPETITION_VALUES}) WHERE session_id = ?
-GROUP BY benchmark, metric, unit, better, placement, background
-"""
-
 
 @dataclass(frozen=True)
 class SessionData:
@@ -150,12 +138,6 @@ def load_session(db: str | os.PathLike[str], session_id: str) -> SessionData:
         ),
         samples=repetition_samples(db, session_id),
     )
-
-
-def repetition_samples(db: str | os.PathLike[str], session_id: str) -> pl.DataFrame:
-    """Per figure (benchmark, metric, unit, better, placement, background) the list of its
-    repetitions' values: the independent samples the slowdown view's mean, std and n are of."""
-    return fetch_frame(db, _SAMPLES, [session_id])
 
 
 def with_placement(slowdown: pl.DataFrame) -> pl.DataFrame:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 from matplotlib.ticker import MaxNLocator
 
+from labtui.core.units import display_unit
 from labtui.report.data import SessionData, share_points, share_unit
 from labtui.report.plotting import SESSION_COLORS, Chart, new_figure
-from labtui.core.units import display_unit
 
 #: Study 000's creation time (section 4.4.1): Tcreate(n) = Tstart(n) - Tend(n-1), as the creation kind records it.
 TCREATE = ("creation", "tcreate_s")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from labtui.report.data import METRIC_KEY, SessionData
-from labtui.report.plotting import SESSION_COLORS, Chart, better_text, new_figure, slug
 from labtui.core.units import display_unit
+from labtui.figures import METRIC_KEY
+from labtui.report.data import SessionData
+from labtui.report.plotting import SESSION_COLORS, Chart, better_text, new_figure, slug
 from labtui.suites.model import PLACEMENTS
 
 #: How the study names each placement.

@@ -9,10 +9,10 @@ from html import escape
 
 from labtui import __version__
 from labtui.core.units import MISSING
+from labtui.report.alerts import session_warnings
 from labtui.report.data import SessionData
 from labtui.report.plotting import Chart
 from labtui.report.tables import Table, host_table, share_tables, slowdown_tables
-from labtui.report.alerts import session_warnings
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; padding: 0 1em; }

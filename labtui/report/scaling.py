@@ -10,10 +10,11 @@ import polars as pl
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from labtui.report.data import METRIC_KEY, SessionData
-from labtui.report.resources import draw_resources, has_resources
-from labtui.report.plotting import SESSION_COLORS, Chart, better_text, new_figure, slug
 from labtui.core.units import display_unit
+from labtui.figures import METRIC_KEY
+from labtui.report.data import SessionData
+from labtui.report.plotting import SESSION_COLORS, Chart, better_text, new_figure, slug
+from labtui.report.resources import draw_resources, has_resources
 
 
 def x_label(sessions: list[SessionData]) -> str:

@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from labtui.core.stats import MAX_BOOTSTRAP_ROWS, trust
-from labtui.report.data import FIGURE_KEY, METRIC_KEY, SessionData, share_points, share_unit
+from labtui.core.units import MISSING, display_unit
+from labtui.core.units import shown as fmt
+from labtui.core.units import signed_pct as fmt_pct
+from labtui.figures import METRIC_KEY, with_trust
+from labtui.report.data import SessionData, share_points, share_unit
 from labtui.report.isolation import placement_name, placement_order
 from labtui.report.plotting import better_text
-from labtui.core.units import MISSING, display_unit, shown as fmt, signed_pct as fmt_pct
 
 
 @dataclass(frozen=True)
@@ -24,11 +26,9 @@ class Table:
 
 def slowdown_tables(data: SessionData) -> list[Table]:
     """One table per metric (Table 5.1 for isolation runs): mean, median, 95% interval, std, n, CV, normalized,
-    slowdown and trust flags, each from labtui.core.stats.trust of the figure's repetitions (as the CLI's run table)."""
+    slowdown and trust flags: the figures table (labtui.figures.with_trust), as the CLI's run table draws it."""
     tables = []
-    frame = data.slowdown
-    samples = {tuple(r[k] for k in FIGURE_KEY): r["samples"] for r in data.samples.iter_rows(named=True)}
-    bootstrap = frame.height <= MAX_BOOTSTRAP_ROWS
+    frame = with_trust(data.slowdown, data.samples)
     for key in frame.select(METRIC_KEY).unique(maintain_order=True).iter_rows(named=True):
         part = frame.filter(*(pl.col(k) == v for k, v in key.items()))
         isolation = (part["placement"] != "").any()
@@ -45,13 +45,12 @@ def slowdown_tables(data: SessionData) -> list[Table]:
         rows = []
         for r in part.iter_rows(named=True):
             where = placement_name(r["placement"]) if isolation else str(r["background"])
-            t = trust(samples.get(tuple(r[k] for k in FIGURE_KEY)) or [r["mean"]], bootstrap=bootstrap)
             rows.append([
-                where, fmt(r["mean"] / factor), fmt(t.summary.median / factor),
-                f"{fmt(t.ci.low / factor)} – {fmt(t.ci.high / factor)}" if t.ci else fmt(None),
+                where, fmt(r["mean"] / factor), fmt(r["median"] / factor),
+                f"{fmt(r['ci_low'] / factor)} – {fmt(r['ci_high'] / factor)}" if r["ci_low"] is not None else fmt(None),
                 fmt(None if r["std"] is None else r["std"] / factor),
-                str(r["n"]), fmt(None if t.cov is None else t.cov * 100), fmt(r["normalized"]),
-                fmt_pct(r["slowdown_pct"]), ", ".join(t.flags()),
+                str(r["n"]), fmt(None if r["cv"] is None else r["cv"] * 100), fmt(r["normalized"]),
+                fmt_pct(r["slowdown_pct"]), r["flags"],
             ])
         caption = f"{key['benchmark']}: {key['metric']} {better_text(key['better'])}"
         tables.append(Table(caption, headers, rows))

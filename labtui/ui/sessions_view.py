@@ -17,16 +17,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Input
 
-from labtui.report.data import repetition_samples
-from labtui.store import list_sessions, slowdown_frame
+from labtui.figures import session_figures
+from labtui.store import list_sessions
 from labtui.ui.export import open_in_desktop
 from labtui.ui.format import cell, plain
 from labtui.ui.panes import SlowdownPanel
 from labtui.ui.replay import replay_availability
-from labtui.ui.series import with_trust
+from labtui.ui.rowtable import RowTable
 from labtui.ui.sql_view import SqlPane
 from labtui.ui.tablesync import sync_rows
-from labtui.ui.rowtable import RowTable
 
 
 class SessionsView(Horizontal):
@@ -123,7 +122,7 @@ class SessionsView(Horizontal):
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
     def _replay(self, session_id: str) -> None:
         try:
-            slow = with_trust(slowdown_frame(self.db_path, session_id), repetition_samples(self.db_path, session_id))
+            slow = session_figures(self.db_path, session_id)
             avail = replay_availability(self.db_path, session_id)
         except Exception as exc:  # shown in the status line
             self.app.call_from_thread(self.status, f"cannot open {session_id}: {exc}", True)
