@@ -7,8 +7,6 @@ like tests/test_unikraft_source.py's images, so a CI run builds each once.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,27 +15,16 @@ import duckdb
 import pytest
 
 from labtui.backends.base import BackendError, InstanceSpec, Labels
-from plugins.unikraft import elfprobes, sources
+from plugins.unikraft import elfprobes
 from tests.backend_lab import Lab, open_lab
+from tests.unikraft_needs import needs_unikraft
 
 REPO = Path(__file__).resolve().parent.parent
 #: Unikraft 0.16.3's codename, printed under its banner.
 RELEASE = "Telesto 0.16.3"
 
 
-def _missing() -> str:
-    if shutil.which("qemu-system-x86_64") is None:
-        return "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
-    if not (sources.sources_dir() / "SHA256SUMS").is_file() and not os.environ.get(sources.SOURCES_ENV):
-        return f"no Unikraft sources at {sources.sources_dir()} (the vendored release beside the repository)"
-    if not Path("/usr/include/sqlite3.h").exists():
-        return "no libsqlite3-dev (the sqlite probe links libsqlite3.a)"
-    return ""
-
-
-if _missing() and os.environ.get("LABTUI_CI"):
-    raise RuntimeError(f"CI must run the Unikraft probe tests: {_missing()}")
-pytestmark = pytest.mark.skipif(bool(_missing()), reason=_missing() or "-")
+pytestmark = needs_unikraft("Unikraft probe tests", sqlite=True)
 
 
 @pytest.fixture

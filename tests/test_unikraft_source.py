@@ -24,22 +24,13 @@ from labtui.programs.native import ProgramUnavailable
 from plugins.unikraft import build, probe, rootfs, sources
 from plugins.unikraft.qemu import command_line
 from tests.backend_lab import Lab, open_lab
+from tests.unikraft_needs import needs_unikraft
 
 #: Unikraft 0.16.3's codename, printed under its banner.
 RELEASE = "Telesto 0.16.3"
 
 
-def _missing() -> str:
-    if shutil.which("qemu-system-x86_64") is None:
-        return "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
-    if not (sources.sources_dir() / "SHA256SUMS").is_file() and not os.environ.get(sources.SOURCES_ENV):
-        return f"no Unikraft sources at {sources.sources_dir()} (the vendored release beside the repository)"
-    return ""
-
-
-if _missing() and os.environ.get("LABTUI_CI"):
-    raise RuntimeError(f"CI must run the Unikraft source tests: {_missing()}")
-pytestmark = pytest.mark.skipif(bool(_missing()), reason=_missing() or "-")
+pytestmark = needs_unikraft("Unikraft source tests")
 
 
 @pytest.fixture

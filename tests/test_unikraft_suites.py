@@ -18,23 +18,13 @@ import duckdb
 import pytest
 
 from labtui.suites import load_suite
-from plugins.unikraft import sources
+from tests.unikraft_needs import needs_unikraft
 
 REPO = Path(__file__).resolve().parent.parent
 MIB = 1 << 20
 
 
-def _missing() -> str:
-    if shutil.which("qemu-system-x86_64") is None:
-        return "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
-    if not (sources.sources_dir() / "SHA256SUMS").is_file() and not os.environ.get(sources.SOURCES_ENV):
-        return f"no Unikraft sources at {sources.sources_dir()} (the vendored release beside the repository)"
-    return ""
-
-
-if _missing() and os.environ.get("LABTUI_CI"):
-    raise RuntimeError(f"CI must run the Unikraft suite tests: {_missing()}")
-pytestmark = pytest.mark.skipif(bool(_missing()), reason=_missing() or "-")
+pytestmark = needs_unikraft("Unikraft suite tests")
 
 
 def labtui(*args: str) -> subprocess.CompletedProcess[str]:
