@@ -84,6 +84,8 @@ TARGETS = {t.name: t for t in (
            functions=("_t975", "_t", "_check_df", "t_sf", "t_cdf", "t_two_sided_p", "t_pdf", "t_quantile",
                       "skewness", "Interval.contains", "bootstrap_diff_ci", "bootstrap_mean_ci", "modified_z_scores",
                       "outliers", "modes", "Trust.wide", "Trust.flags", "trust", "aggregate")),
+    # the figures table every face draws: trust columns added to slowdown rows, one interval policy
+    Target("figures", "labtui/figures/table.py", ("tests/test_trust.py",)),
     Target("reconcile", "labtui/lifecycle/reconcile.py",
            (*RECONCILE_UNIT, "tests/test_cleanup_selection.py")),
     Target("reconcile-selection", "labtui/lifecycle/reconcile.py", (*RECONCILE_UNIT, "tests/test_cleanup_selection.py"),
