@@ -406,11 +406,12 @@ def test_sessions_listing_and_prefixes(tmp_path: Path) -> None:
 # --- what the store-writer mutation run (tests/mutation, target store-writer) found untested ---------
 
 
-def test_the_session_config_is_stored_with_sorted_keys(tmp_path: Path) -> None:
+def test_the_session_config_and_tags_are_stored_with_sorted_keys(tmp_path: Path) -> None:
     """Two runs of one suite store the same config text, whatever order the dict was built in."""
     db = tmp_path / "lab.duckdb"
-    record_events(db, [replace(started(), config={"b": 1, "a": {"d": 2, "c": 3}})])
+    record_events(db, [replace(started(), config={"b": 1, "a": {"d": 2, "c": 3}}, tags={"rig": "b", "os": "a"})])
     assert one(db, "SELECT config FROM sessions") == ('{"a": {"c": 3, "d": 2}, "b": 1}',)
+    assert one(db, "SELECT tags FROM sessions") == ('{"os": "a", "rig": "b"}',)  # so are its tags
 
 
 def test_a_flush_leaves_no_batch_registered_on_its_connection(tmp_path: Path) -> None:
