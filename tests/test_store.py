@@ -428,3 +428,16 @@ def test_a_flush_leaves_no_batch_registered_on_its_connection(tmp_path: Path) ->
         writer.close()
 
 
+
+
+def test_a_flush_counts_every_buffered_row_and_stores_the_sessions_note(tmp_path: Path) -> None:
+    """`pending` and flush's count are what a feed reports as rows moved; the note is the user's --note."""
+    db = tmp_path / "lab.duckdb"
+    with StoreWriter.open(db) as writer:
+        writer.add(replace(started(), note="after the BIOS update"))
+        writer.add(result(1.0, 0))
+        writer.add(result(2.0, 4))
+        assert writer.pending == 3
+        assert writer.flush() == 3
+        assert writer.pending == 0
+    assert one(db, "SELECT note FROM sessions") == ("after the BIOS update",)
