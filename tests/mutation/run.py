@@ -92,7 +92,7 @@ TARGETS = {t.name: t for t in (
            functions=("StoreView.ended", "reconcile", "_active", "_row_finding")),
     Target("cleanup", "labtui/lifecycle/cleanup.py", ("tests/test_cleanup_selection.py",)),
     Target("suite-validator", "labtui/suites/model.py",
-           ("tests/test_suites.py", "-k", "not run_with and not suites_command")),
+           ("tests/test_suites.py", "tests/test_suite_validator.py", "-k", "not run_with and not suites_command")),
     # the loader's checks of values, keys and overrides (the tests that start no run)
     Target("suite-keys", "labtui/suites/keys.py",
            ("tests/test_suites.py", "-k", "not run_with and not suites_command"),
