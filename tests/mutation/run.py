@@ -90,7 +90,8 @@ TARGETS = {t.name: t for t in (
            (*RECONCILE_UNIT, "tests/test_cleanup_selection.py")),
     Target("reconcile-selection", "labtui/lifecycle/reconcile.py", (*RECONCILE_UNIT, "tests/test_cleanup_selection.py"),
            functions=("StoreView.ended", "reconcile", "_active", "_row_finding")),
-    Target("cleanup", "labtui/lifecycle/cleanup.py", ("tests/test_cleanup_selection.py",)),
+    Target("cleanup", "labtui/lifecycle/cleanup.py",
+           ("tests/test_cleanup_selection.py", "tests/test_cleanup_store_busy.py")),
     Target("suite-validator", "labtui/suites/model.py",
            ("tests/test_suites.py", "tests/test_suite_validator.py", "-k", "not run_with and not suites_command")),
     # the loader's checks of values, keys and overrides (the tests that start no run)
