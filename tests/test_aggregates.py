@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from labtui.core.stats import TIME_UNITS, aggregate_metric, aggregate_readings, is_work_time, rate_sum, slowdown_pct
 from labtui.engine.concurrent import record_aggregates, record_sums
 from labtui.parsers import Reading
-from labtui.core.stats import TIME_UNITS, aggregate_metric, aggregate_readings, is_work_time, rate_sum, slowdown_pct
 
 SHM = "/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from simulators.fakehost import FakeHost, write_lab
+from test_zones_backend import foreign_intact, illumos, keys, needs_sshd, seeded  # noqa: F401 (fixtures)
 
 from labtui.commands.instances import cleanup_hosts
-from test_zones_backend import foreign_intact, illumos, keys, needs_sshd, seeded  # noqa: F401 (fixtures)
 from plugins.zones.listing import parse_zoneadm_list
-from simulators.fakehost import FakeHost, write_lab
 
 
 def _labtui(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:

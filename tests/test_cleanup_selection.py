@@ -18,10 +18,10 @@ import duckdb
 import pytest
 
 from labtui.backends.base import Availability, Backend, BackendError, Instance, InstanceSpec, Labels
-from labtui.lifecycle.cleanup import CleanupPlan, Target, plan_cleanup, run_cleanup
 from labtui.core.events import InstanceCreating, InstanceReady, SessionStarted
-from labtui.hosts.local import LocalHost
 from labtui.core.liveness import session_lock
+from labtui.hosts.local import LocalHost
+from labtui.lifecycle.cleanup import CleanupPlan, Target, plan_cleanup, run_cleanup
 from labtui.store import record_events
 
 

@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from test_ui import destroy_session, wait_for
 
 from labtui.backends.base import Instance, InstanceSpec, Labels, open_backend
 from labtui.cli import main
 from labtui.hosts import get_host
 from labtui.ui.command_line import COMMANDS, CommandError, complete, parse
-from test_ui import destroy_session, wait_for
 
 SIZE = (120, 40)
 DATA = Path(__file__).parent / "data" / "compare_brandz_native.csv"

@@ -20,21 +20,19 @@ from types import SimpleNamespace
 
 import duckdb
 import pytest
+from simulators.fakehost import FakeHost, start_fake_host, write_lab
+from sshd_fixture import sshd_available, write_key
 
 from labtui.backends.base import Instance, Labels, open_backend
-from labtui.engine.creation import Benchmark
-from labtui.engine import SessionRunner, StepGate
 from labtui.core.events import Event, InstanceCreating, InstanceReady, Log, Result, SessionEnded, StepEnded
+from labtui.engine import SessionRunner, StepGate
+from labtui.engine.creation import Benchmark
 from labtui.hosts import get_host
 from labtui.hosts.base import CommandResult, Host
 from labtui.hosts.local import LocalHost
 from labtui.suites import SuiteError, load_suite
 from labtui.suites.model import Suite
 from plugins.zones.listing import parse_zoneadm_list
-
-from simulators.fakehost import FakeHost, start_fake_host, write_lab
-from sshd_fixture import sshd_available, write_key
-
 
 needs_sshd = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")
 

@@ -19,8 +19,8 @@ import aiodocker
 import pytest
 
 from labtui.backends.base import Backend, BackendError, open_backend
-from labtui.engine import SessionRunner
 from labtui.core.events import Event, Result, SessionEnded
+from labtui.engine import SessionRunner
 from labtui.hosts.local import LocalHost
 from labtui.programs.native import ensure_program, probe_source
 from labtui.programs.runat import NAME as RUNAT_NAME

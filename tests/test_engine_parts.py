@@ -5,9 +5,9 @@ import signal
 
 import pytest
 
-from labtui.engine import Aborted, EventBus, StepGate
 from labtui.core.events import Log
 from labtui.core.liveness import session_is_running, session_lock
+from labtui.engine import Aborted, EventBus, StepGate
 
 
 async def test_gate_auto_passes_and_manual_waits_for_next():

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from simulators.fakehost import FakeHost, start_fake_host, write_lab
+from sshd_fixture import sshd_available, write_key
 
 from labtui.backends.base import (
     PINNING,
@@ -32,19 +34,16 @@ from labtui.backends.base import (
     load_backend_class,
     open_backend,
 )
+from labtui.core.events import InstanceCreating, InstanceReady, SessionEnded
 from labtui.engine import SessionRunner
 from labtui.engine.fairshare import _check_together, plan
 from labtui.engine.hostclock import host_clock_ns
-from labtui.programs.runat import NAME as RUNAT_NAME
-from labtui.core.events import InstanceCreating, InstanceReady, SessionEnded
 from labtui.hosts import get_host
 from labtui.hosts.base import CommandResult
 from labtui.hosts.local import LocalHost
+from labtui.programs.runat import NAME as RUNAT_NAME
 from labtui.suites import SuiteError, load_suite
 from labtui.suites.model import Fairshare
-
-from simulators.fakehost import FakeHost, start_fake_host, write_lab
-from sshd_fixture import sshd_available, write_key
 from tests.backend_lab import Lab, open_lab
 
 V1_CPU = Path("/sys/fs/cgroup/cpu")

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from labtui.suites import SuiteError, load_suite
 
+
 def labtui(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=timeout)
 

@@ -23,10 +23,10 @@ import pytest
 from sshd_fixture import Sshd, host_table, sshd_available, start_sshd, write_key
 
 from labtui.backends.base import open_backend
-from labtui.engine import SessionRunner
 from labtui.core.events import Log, SessionEnded, StepStarted
-from labtui.hosts import get_host
 from labtui.core.liveness import sessions_of
+from labtui.engine import SessionRunner
+from labtui.hosts import get_host
 from labtui.suites import load_suite
 
 pytestmark = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")

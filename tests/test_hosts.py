@@ -2,8 +2,7 @@ import os
 
 import pytest
 
-from labtui.hosts import CommandTimeout, HostError, get_host
-from labtui.hosts import linux
+from labtui.hosts import CommandTimeout, HostError, get_host, linux
 from labtui.hosts.local import LocalHost
 
 MEMINFO = """MemTotal:        1000 kB

@@ -12,8 +12,8 @@ import pytest
 
 from labtui.engine.topology import Cpu, parse_cpu_list, parse_smt_control, parse_topology, plan_placements, read_topology
 from labtui.hosts.local import LocalHost
-from labtui.store.schema import SCHEMA_VERSION, ensure_schema
 from labtui.store import run_sql, slowdown_frame
+from labtui.store.schema import SCHEMA_VERSION, ensure_schema
 from labtui.suites import SuiteError, load_suite
 from labtui.suites.model import PLACEMENTS
 

@@ -124,8 +124,8 @@ def test_cleanup_plan_and_reconcile_report_print_names_as_text() -> None:
     plan = SimpleNamespace(targets=[target], notes=[f"note {CLOSE}"], reconciliation=reconciliation)
     out = io.StringIO()
     console = Console(file=out, width=250)
-    instances._print_plan(console, plan)  # noqa: SLF001
-    instances._print_reconciliation(console, plan, dry_run=True)  # noqa: SLF001
+    instances._print_plan(console, plan)
+    instances._print_reconciliation(console, plan, dry_run=True)
     _has_all(out.getvalue(), BOLD, LINK, f"orphan {CLOSE}", f"note {CLOSE}", f"gone {CLOSE}")
 
 
@@ -183,7 +183,7 @@ def test_host_check_prints_errors_as_text(capsys: pytest.CaptureFixture[str], mo
                 hosts.HostReport(LINK, reachable=True, os=CLOSE, usable=[BOLD], unusable=[f"docker: {CLOSE}"])]
 
     monkeypatch.setattr(hosts, "_check_all", reports)
-    assert hosts._check(["x"]) == 1  # noqa: SLF001
+    assert hosts._check(["x"]) == 1
     _has_all(capsys.readouterr().out, BOLD, f"no refused {CLOSE}", LINK, f"docker: {CLOSE}")
 
 
@@ -362,7 +362,7 @@ def test_sql_pane_status_and_schema_tree_show_names_as_text(tmp_path: Path) -> N
         app = Host()
         async with app.run_test() as pilot:
             pane = app.query_one(SqlPane)
-            pane._show_schema([(CLOSE, BOLD, LINK), (CLOSE, "[bold", "INTEGER")])  # noqa: SLF001
+            pane._show_schema([(CLOSE, BOLD, LINK), (CLOSE, "[bold", "INTEGER")])
             pane.status(f"error: no table {CLOSE} {BOLD}", True)
             await pilot.pause()
             status = str(pane.query_one("#sql-status", Static).render())
@@ -398,7 +398,7 @@ def test_instances_view_shows_names_and_status_as_text(tmp_path: Path) -> None:
             view.show(found, [CLOSE], [f"note {BOLD}"])
             await pilot.pause()
             row = [str(c) for c in view.table.get_row(found[0].key)]
-            rendered = [str(r) for r in view.table._get_row_renderables(0).cells]  # noqa: SLF001  (as drawn)
+            rendered = [str(r) for r in view.table._get_row_renderables(0).cells]
             return row + rendered, str(view.query_one("#inst-status", Static).render())
 
     cells, status = asyncio.run(scenario())

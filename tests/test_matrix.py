@@ -20,14 +20,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from simulators.fakehost import start_fake_host, write_lab
+from simulators.guest import make_guest_image
+from sshd_fixture import free_port, sshd_available, write_key
 
 from labtui.engine import scaling
 from labtui.store import fetch_frame, slowdown_frame
 from labtui.suites import list_suites, load_suite
 from labtui.ui.series import SLOWDOWN_COLUMNS, slowdown
-from simulators.fakehost import start_fake_host, write_lab
-from simulators.guest import make_guest_image
-from sshd_fixture import free_port, sshd_available, write_key
 
 SUITES = sorted(info.name for info in list_suites())
 #: Simulated hosts of this module (addresses no other test module uses).

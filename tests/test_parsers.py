@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from labtui.core.stats import slowdown_pct
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.aim9 import (
     AIM9_CATEGORIES,
@@ -23,7 +24,6 @@ from labtui.parsers.stress_ng import parse_stress_ng
 from labtui.parsers.sysbench import parse_sysbench
 from labtui.parsers.unixbench import parse_unixbench, unixbench_slug
 from labtui.parsers.wrk import parse_wrk
-from labtui.core.stats import slowdown_pct
 
 DATA = Path(__file__).parent / "data" / "parsers"
 

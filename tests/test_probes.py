@@ -63,7 +63,7 @@ PROBES = [
 
 
 @pytest.fixture
-async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:  # noqa: F811 - the fixture above
+async def lab(runtime_dir: Path) -> AsyncIterator[Lab]:
     async for lab in open_lab("process", "probe"):
         yield lab
 

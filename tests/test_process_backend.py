@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import replace
 import re
 import secrets
 import shutil
 import subprocess
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
 from labtui.hosts.local import LocalHost
-from tests.backend_lab import Lab, open_lab
 from labtui.programs.native import ProgramUnavailable, ensure_program, probe_source
+from tests.backend_lab import Lab, open_lab
 
 AGENT_SOURCE = builtin_plugins_dir() / "process" / "agent.c"
 
@@ -43,7 +43,7 @@ def labelled_pids(session: str, instance: str) -> list[int]:
     return found
 
 
-def wait_for(predicate, timeout: float = 60.0) -> bool:  # noqa: ANN001 - any callable
+def wait_for(predicate, timeout: float = 60.0) -> bool:
     """True once predicate holds; the timeout only catches a condition that never comes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

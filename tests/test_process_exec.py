@@ -19,8 +19,8 @@ import pytest
 from sshd_fixture import host_table, sshd_available, start_sshd, write_key
 
 from labtui.backends.base import EXEC, BackendError, Instance, InstanceSpec, Labels, builtin_plugins_dir, open_backend
-from labtui.engine import SessionRunner
 from labtui.core.events import Event, InstanceCreating, Result, SessionEnded
+from labtui.engine import SessionRunner
 from labtui.hosts import get_host
 from labtui.hosts.local import LocalHost
 from labtui.programs.native import ensure_program

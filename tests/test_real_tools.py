@@ -17,14 +17,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from simulators.fakehost import start_fake_host, write_lab
+from sshd_fixture import sshd_available, write_key
 
 from labtui.backends.base import BackendError, InstanceSpec, Labels, open_backend
 from labtui.engine.measure import PARSERS, check_worker_runs
 from labtui.hosts.local import LocalHost
 from labtui.suites import SuiteError, load_suite
 from labtui.suites.model import WORKER_OUTPUTS
-from simulators.fakehost import start_fake_host, write_lab
-from sshd_fixture import sshd_available, write_key
 
 STRESS_NG = shutil.which("stress-ng") or "/usr/bin/stress-ng"
 SSH_HOST, SSH_ADDRESS = "toolssh", "127.0.0.73"

@@ -26,8 +26,8 @@ from labtui.core.events import (
     StepStarted,
 )
 from labtui.report import SESSION_TABLES, charts_for, load_session, write_report
-from labtui.report.data import distinct_labels, with_placement
 from labtui.report.alerts import session_warnings
+from labtui.report.data import distinct_labels, with_placement
 from labtui.store import record_events
 
 SMALL = ["--set", "scale.steps=3", "--set", "scale.per_step=5", "--set", "suite.repetitions=2"]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from labtui.programs import runat
 from labtui.hosts.local import LocalHost
+from labtui.programs import runat
 
 
 def test_the_closing_line_is_read_alone() -> None:

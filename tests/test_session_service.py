@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
+from interrupted_run import check_torn_down, interrupt_run, open_rows, session_row
 
 from labtui.backends.base import open_backend
 from labtui.engine import plan_for
 from labtui.hosts.local import LocalHost
 from labtui.session import LabRun, RunRefused, RunRequest
 from labtui.suites import list_suites, load_suite
-from interrupted_run import check_torn_down, interrupt_run, open_rows, session_row
 
 #: Big batches, so that a signal often lands while one is being created.
 BATCHY = ["--set", "scale.steps=30", "--set", "scale.per_step=25", "--set", "suite.repetitions=1",

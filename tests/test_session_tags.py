@@ -96,9 +96,10 @@ def test_sessions_rm_never_deletes_a_running_session(tmp_path: Path, runtime_dir
 
 
 def test_an_exact_id_is_never_taken_for_the_prefix_of_a_longer_one(tmp_path: Path) -> None:
+    from test_store import started
+
     from labtui.core.events import SessionEnded
     from labtui.store import record_events
-    from test_store import started
 
     db = tmp_path / "lab.duckdb"
     record_events(db, [started("s1", pid=1), SessionEnded("s1", "completed"),

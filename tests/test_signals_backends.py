@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from labtui.backends.base import open_backend
-from labtui.hosts import get_host
 from interrupted_run import check_torn_down, interrupt_run, open_rows
 from simulators.fakehost import start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
+
+from labtui.backends.base import open_backend
+from labtui.hosts import get_host
 
 #: Hosts of this module (addresses no other test module uses).
 SSH_HOST, SSH_ADDRESS = "sigssh", "127.0.0.71"

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from interrupted_run import open_rows, open_store, session_row
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key

@@ -125,8 +125,8 @@ def test_bad_timeout_is_one_line_exit_2(store: Path, capsys: pytest.CaptureFixtu
 def test_timeout_option_on_the_command_line(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from labtui.cli import build_parser, main
 
-    sql_parser = build_parser()._subparsers._group_actions[0].choices["sql"]  # noqa: SLF001
-    if not any("--timeout" in action.option_strings for action in sql_parser._actions):  # noqa: SLF001
+    sql_parser = build_parser()._subparsers._group_actions[0].choices["sql"]
+    if not any("--timeout" in action.option_strings for action in sql_parser._actions):
         pytest.skip("labtui/cli.py has no `sql --timeout` yet")
     assert main(["sql", SLOW_SQL, "--timeout", "0.3", "--db", str(store)]) == 1
     assert "ran longer than 0.3 s" in capsys.readouterr().err

@@ -18,15 +18,13 @@ from pathlib import Path
 import asyncssh
 import duckdb
 import pytest
+from sshd_fixture import Sshd, host_table, sshd_available, start_sshd, write_key
 
 from labtui.backends.base import InstanceSpec, Labels, open_backend
-from labtui.hosts import CommandTimeout, HostError, get_host, known_hosts
-from labtui.hosts import hostkeys, illumos, remote_sampler, ssh, ssh_transfer
+from labtui.hosts import CommandTimeout, HostError, get_host, hostkeys, illumos, known_hosts, remote_sampler, ssh, ssh_transfer
 from labtui.hosts.config import ConfigError, load_lab_config
 from labtui.hosts.local import LocalHost
 from labtui.hosts.ssh import MAX_CHANNELS, SSHHost, remote_command
-
-from sshd_fixture import Sshd, host_table, sshd_available, start_sshd, write_key
 
 pytestmark = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")
 

@@ -204,7 +204,7 @@ def test_readers_and_the_writer_in_one_process_take_turns(tmp_path: Path) -> Non
         try:
             while not done.is_set():
                 counts.append(_count(db))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # StoreError, duckdb.Error, ...: reported by the main thread
             errors.append(exc)
 
     readers = [threading.Thread(target=read) for _ in range(2)]

@@ -25,10 +25,10 @@ import polars as pl
 import pytest
 
 from labtui.core.stats import aggregate_metric
+from labtui.core.units import display_unit
 from labtui.engine.concurrent import finish_rate
 from labtui.report import charts_for, load_session, write_report
 from labtui.report.tables import share_tables, slowdown_tables
-from labtui.core.units import display_unit
 from labtui.store import fetch_frame
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import io
-import math
 import json
+import math
 import time
 from pathlib import Path
 
@@ -12,11 +12,17 @@ import polars as pl
 import pytest
 
 from labtui.core.events import (
-    InstanceCreating, InstanceDestroyed, InstanceReady, ResourceSample, Result, SessionStarted, StepStarted,
+    InstanceCreating,
+    InstanceDestroyed,
+    InstanceReady,
+    ResourceSample,
+    Result,
+    SessionStarted,
+    StepStarted,
 )
+from labtui.core.units import MISSING, quantity
 from labtui.ui.chart import figure_data, x_limits
 from labtui.ui.export import export, result_frame
-from labtui.core.units import MISSING, quantity
 from labtui.ui.format import age, cell, count_rows, pct, size, sparkline
 from labtui.ui.history import History
 from labtui.ui.live import RunModel

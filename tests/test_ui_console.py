@@ -8,11 +8,11 @@ import secrets
 from pathlib import Path
 
 import pytest
+from test_ui import SIZE, destroy_session, start_run, wait_for
 
 from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.ui.inventory import STUCK_AFTER_S, Found, destroy_errors, flags
-from test_ui import SIZE, destroy_session, start_run, wait_for
 
 
 @pytest.fixture

@@ -58,10 +58,11 @@ async def test_a_crash_during_a_run_aborts_it_and_tears_it_down(tmp_path: Path,
     import asyncio
     import time
 
+    from test_ui import SIZE, start_run
+
     from labtui.backends.base import open_backend
     from labtui.hosts import get_host
     from labtui.store import list_sessions
-    from test_ui import SIZE, start_run
 
     monkeypatch.setenv("LABTUI_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("LABTUI_STATE_DIR", str(tmp_path / "state"))

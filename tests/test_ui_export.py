@@ -8,10 +8,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from test_ui import SIZE, make_store, wait_for
 
 from labtui.core.outputs import ExportError
 from labtui.ui.export import export, export_format, result_frame
-from test_ui import SIZE, make_store, wait_for
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from test_console_commands import lab  # noqa: F401  # the fixture: a small store, dirs in tmp
+from test_ui import destroy_session, wait_for
 
 from labtui.backends.base import Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.ui.inventory import Found
-from test_console_commands import lab  # noqa: F401  # the fixture: a small store, dirs in tmp
-from test_ui import destroy_session, wait_for
 
 SIZE = (120, 40)
 
@@ -35,7 +35,7 @@ async def made() -> AsyncIterator[tuple[Instance, Instance]]:
         await destroy_session(session)
 
 
-async def open_instances(app, pilot, instances: list[Instance]):  # noqa: ANN001, ANN201
+async def open_instances(app, pilot, instances: list[Instance]):
     """The Instances view showing exactly these instances (its own refresh paused), the cursor on the first."""
     from labtui.ui.instances_view import InstancesView
 
@@ -50,7 +50,7 @@ async def open_instances(app, pilot, instances: list[Instance]):  # noqa: ANN001
     return view
 
 
-async def read_window(app, pilot) -> str:  # noqa: ANN001
+async def read_window(app, pilot) -> str:
     """The text window's title and text, then close it."""
     from labtui.ui.text_screen import TextScreen
 

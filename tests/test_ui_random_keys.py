@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from test_ui import SIZE, destroy_session, quick_suite, wait_for
 
 SEEDS = (1, 2, 3, 4, 5)
@@ -61,8 +60,8 @@ def ours(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
     those.  Only the process backend is asked (the others' listings are
     host-wide too).
     """
-    import labtui.ui.inventory
     import labtui.ui.instances_view
+    import labtui.ui.inventory
 
     sessions: set[str] = set()
     listing = labtui.ui.instances_view.inventory

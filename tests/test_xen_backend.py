@@ -16,16 +16,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from simulators.fakehost import FakeHost, start_fake_host, write_lab
+from sshd_fixture import sshd_available, write_key
 
 from labtui.backends.base import Backend, BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.hosts.ssh import SSHHost
 from plugins.xen.domconfig import DomainConfig, domain_name, labels_from_name, render
 from plugins.xen.listing import XL_HEADER, parse_info, parse_list, parse_long
-
-from simulators.fakehost import FakeHost, start_fake_host, write_lab
-from sshd_fixture import sshd_available, write_key
-
 
 ADDRESS = "127.0.0.22"
 needs_sshd = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")

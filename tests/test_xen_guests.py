@@ -18,6 +18,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from simulators.fakehost import FakeHost, start_fake_host, write_lab
+from simulators.guest import GuestImage, make_guest_image
+from sshd_fixture import free_port, sshd_available, write_key
 
 from labtui.backends.base import EXEC, Backend, BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
@@ -25,11 +28,6 @@ from labtui.hosts.config import ConfigError, GuestLogin, load_lab_config
 from labtui.hosts.local import LocalHost
 from labtui.hosts.ssh import SSHHost
 from plugins.xen.guests import Guests, guest_addresses
-
-from simulators.fakehost import FakeHost, start_fake_host, write_lab
-from simulators.guest import GuestImage, make_guest_image
-from sshd_fixture import free_port, sshd_available, write_key
-
 
 ADDRESS = "127.0.0.24"
 POOL = "127.0.9.0/29"

@@ -39,7 +39,6 @@ from plugins.zones.zonecfg import (
     parse_attrs,
 )
 
-
 ADDRESS = "127.0.0.21"
 needs_sshd = pytest.mark.skipif(not sshd_available(), reason="needs OpenSSH sshd (apt install openssh-server)")
 

@@ -42,7 +42,6 @@ import time
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
-from labtui.programs import runat
 from labtui.backends.base import (
     CPU_LIMIT,
     CPU_WEIGHT,
@@ -61,12 +60,13 @@ from labtui.backends.base import (
     InstanceSpec,
     Labels,
 )
+from labtui.core.paths import bundled_dir
 from labtui.hosts.base import CommandResult, CommandTimeout, Host, HostError
 from labtui.hosts.config import GuestLogin, HostConfig
 from labtui.hosts.illumos import parse_kstat
+from labtui.programs import runat
 from labtui.programs.kernels import ensure_kernel
 from labtui.programs.native import ProgramUnavailable, cached_name, ensure_program, probe_source
-from labtui.core.paths import bundled_dir
 
 __all__ = [
     "CPU_LIMIT",

@@ -49,7 +49,7 @@ async def usable_backends(backends: list[Backend]) -> list[Backend]:
     async def usable(backend: Backend) -> tuple[bool, str]:
         try:
             availability = await asyncio.wait_for(backend.check(), CHECK_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - kept: its own listing says what fails
+        except Exception:  # kept: its own listing says what fails
             return True, ""
         return availability.usable, availability.reason
 

@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from labtui.commands.compare import (
-    ALPHA, REPETITIONS, SESSIONS, Key, Samples, condition_order, finite, load_samples, session_about,
+    ALPHA,
+    REPETITIONS,
+    SESSIONS,
+    Key,
+    Samples,
+    condition_order,
+    finite,
+    load_samples,
+    session_about,
 )
 from labtui.commands.listing import PipeConsole, write_rows
 from labtui.core.errors import UsageError

@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.text import Text
 
 from labtui.backends.base import Backend, Instance
-from labtui.lifecycle.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
 from labtui.commands.common import backends_for, db_path, usable_backends
 from labtui.commands.listing import Column, PipeConsole, print_table, write_rows
 from labtui.core.errors import LabError, UsageError
 from labtui.hosts import get_host, known_hosts
+from labtui.lifecycle.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
 from labtui.store import StoreError, fetch_frame
 from labtui.store.journal import pending
 

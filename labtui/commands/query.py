@@ -11,12 +11,13 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+
 from labtui import __version__
 from labtui.commands.common import db_path
 from labtui.commands.listing import Column, write_record, write_rows
 from labtui.core.errors import UsageError
-from labtui.core.paths import bundled_dir
 from labtui.core.liveness import session_is_running
+from labtui.core.paths import bundled_dir
 from labtui.store import QueryResult, StoreError, connect_readonly, fetch_frame, list_sessions, resolve_session, run_sql
 from labtui.store.delete import delete_sessions
 from labtui.store.reader import read_statement
@@ -128,7 +129,7 @@ class _SqlQuery:
             finally:
                 reader.close()
             self.result = QueryResult(columns, rows[: self.limit], len(rows) > self.limit, len(rows))
-        except BaseException as exc:  # noqa: BLE001 - StoreError, duckdb.Error, ...: reported by the main thread
+        except BaseException as exc:  # reported below
             self._error = exc
         finally:
             self._done.set()

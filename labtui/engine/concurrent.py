@@ -22,14 +22,14 @@ an instance that lags pulls it down.
 
 from __future__ import annotations
 
+from labtui.core.events import StepEnded, StepStarted
+from labtui.core.stats import TIME_UNITS, aggregate_readings, is_work_time
 from labtui.engine.context import RunContext
-from labtui.suites.model import Suite
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.measure import record_run, worker_spec
 from labtui.engine.scaling import wait_for_quiet_host
-from labtui.core.events import StepEnded, StepStarted
 from labtui.parsers import Reading
-from labtui.core.stats import TIME_UNITS, aggregate_readings, is_work_time
+from labtui.suites.model import Suite
 
 
 async def run_concurrent(ctx: RunContext) -> None:

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from labtui.backends.base import Backend, BackendError, Instance, InstanceSpec, Labels
-from labtui.engine.bus import EventBus
-from labtui.engine.gate import StepGate
 from labtui.core.events import (
     Better,
     Event,
@@ -25,11 +23,13 @@ from labtui.core.events import (
     InstanceDestroying,
     InstanceReady,
     Log,
-    Result,
     ResourceSample,
+    Result,
     SessionEnded,
 )
 from labtui.core.record import Recorder, Unrecorded
+from labtui.engine.bus import EventBus
+from labtui.engine.gate import StepGate
 from labtui.hosts.base import Host
 from labtui.suites.model import Program, Suite
 

@@ -40,20 +40,20 @@ import time
 from dataclasses import dataclass
 
 from labtui.backends.base import EXEC, BackendError, Instance
+from labtui.backends.kit import last_line
+from labtui.core.events import StepEnded, StepStarted
 from labtui.engine.concurrent import record_sums
 from labtui.engine.context import RunContext
-from labtui.suites.model import Suite
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.scaling import measure_memory, wait_for_quiet_host
-from labtui.core.events import StepEnded, StepStarted
 from labtui.hosts.base import CommandResult, HostError
-from labtui.programs.native import ensure_program, probe_source
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.probe import parse_probe_output
-from labtui.backends.kit import last_line
+from labtui.programs.native import ensure_program, probe_source
 from labtui.programs.runat import NAME as RUNAT_NAME
 from labtui.programs.runat import build as build_runat
 from labtui.programs.runat import closing_line, program_stderr
+from labtui.suites.model import Suite
 
 #: The synchronized start the Xen study asked of its UDP trigger (section 4.2.1): 0.01 s.
 START_SPREAD_GOAL_MS = 10.0

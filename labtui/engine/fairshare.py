@@ -46,12 +46,12 @@ from labtui.backends.base import (
     Instance,
     InstanceSpec,
 )
+from labtui.core.events import StepEnded, StepStarted
 from labtui.engine.context import RunContext
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.measure import record_run
 from labtui.engine.scaling import wait_for_quiet_host
-from labtui.core.events import StepEnded, StepStarted
-from labtui.suites.model import DEFAULT_CPU_WEIGHT, Fairshare, Program, Worker, Suite
+from labtui.suites.model import DEFAULT_CPU_WEIGHT, Fairshare, Program, Suite, Worker
 
 BENCHMARK = "fairshare"
 #: What each method needs the backend to honour.

@@ -8,9 +8,9 @@ like the probes) prints the host's CLOCK_REALTIME.
 
 from __future__ import annotations
 
-from labtui.programs import runat
 from labtui.backends.base import BackendError
 from labtui.hosts.base import Host, HostError
+from labtui.programs import runat
 
 #: Seconds a clock reading may take (an SSH round trip, not a build: the build is bounded on its own).
 READ_TIMEOUT_S = 30.0

@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from labtui.backends.base import HOST_TOOL, STDERR, Backend, BackendError, Instance, InstanceSpec
+from labtui.core.stats import summarize
 from labtui.engine.context import RunContext
 from labtui.engine.load import measure_load
 from labtui.parsers import ParseError, Reading
@@ -28,7 +29,6 @@ from labtui.parsers.probe import parse_probe_output
 from labtui.parsers.stress_ng import parse_stress_ng
 from labtui.parsers.sysbench import parse_sysbench
 from labtui.parsers.unixbench import parse_unixbench
-from labtui.core.stats import summarize
 from labtui.suites.model import Suite, Worker
 
 #: worker.output -> the parser of what the worker printed.  A real tool's readings carry its own

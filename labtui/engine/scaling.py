@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 
 from labtui.backends.base import Instance
+from labtui.core.events import StepEnded, StepStarted
 from labtui.engine.context import RunContext
 from labtui.engine.measure import measure_worker
-from labtui.core.events import StepEnded, StepStarted
 from labtui.suites.model import Suite
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
-import shutil
 import secrets
+import shutil
 import signal
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 from labtui.core.events import ResourceSample
+from labtui.core.paths import local_runtime_dir
 from labtui.hosts import linux
 from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
-from labtui.core.paths import local_runtime_dir
 
 
 class LocalHost(Host):

@@ -34,9 +34,9 @@ import asyncssh
 
 from labtui.core.events import ResourceSample
 from labtui.hosts import hostkeys, illumos, linux, remote_sampler, ssh_transfer
-from labtui.hosts.ssh_runner import RUNNER_SCRIPT, Runner, RunnerError, one_line_command
 from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
 from labtui.hosts.config import HostConfig
+from labtui.hosts.ssh_runner import RUNNER_SCRIPT, Runner, RunnerError, one_line_command
 
 #: Concurrent sessions per connection (OpenSSH's MaxSessions defaults to 10).
 MAX_CHANNELS = 8

@@ -17,9 +17,9 @@ import secrets
 import weakref
 from pathlib import Path
 
+from labtui.core.paths import bundled_dir
 from labtui.hosts.base import CommandTimeout, Host, HostError
 from labtui.programs.native import ProgramUnavailable
-from labtui.core.paths import bundled_dir
 
 FLAGS = (
     "-m32", "-ffreestanding", "-nostdlib", "-fno-pic", "-no-pie", "-static", "-O2",

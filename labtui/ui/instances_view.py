@@ -29,17 +29,17 @@ from textual.coordinate import Coordinate
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
-from labtui.lifecycle.cleanup import CleanupPlan, Target, run_cleanup
 from labtui.backends.base import EXEC, BackendError
-from labtui.hosts import HostError, get_host
 from labtui.core.liveness import session_is_running
+from labtui.hosts import HostError, get_host
+from labtui.lifecycle.cleanup import CleanupPlan, Target, run_cleanup
 from labtui.ui.describe import describe, instance_log, labels_line
 from labtui.ui.format import age, size
 from labtui.ui.inventory import Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.modals import AskScreen, ConfirmScreen
-from labtui.ui.text_screen import TextScreen
-from labtui.ui.tablesync import sync_rows
 from labtui.ui.rowtable import RowTable
+from labtui.ui.tablesync import sync_rows
+from labtui.ui.text_screen import TextScreen
 
 COLUMNS = ("sel", "name", "backend", "host", "role", "session", "state", "age", "memory", "flag")
 #: The rows follow the filter this long after the last typed character (10,000 rows take a while to filter).

@@ -6,9 +6,8 @@ import asyncio
 from dataclasses import dataclass
 
 from labtui.backends.base import Backend, BackendError, Instance, backend_names, open_backend
-from labtui.hosts.base import Host
 from labtui.core.liveness import session_is_running
-
+from labtui.hosts.base import Host
 
 #: States an instance only passes through; one still in such a state after STUCK_AFTER_S is stuck.
 TRANSITIONAL = frozenset({"creating", "created", "starting", "restarting", "stopping", "removing", "destroying",

@@ -16,8 +16,8 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from labtui.ui.render import SLOWDOWN_HEADERS, slowdown_cells
-from labtui.ui.tablesync import sync_rows
 from labtui.ui.rowtable import RowTable
+from labtui.ui.tablesync import sync_rows
 
 if TYPE_CHECKING:
     import polars as pl

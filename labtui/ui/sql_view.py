@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -28,8 +29,6 @@ from labtui.core.units import MISSING
 from labtui.ui.completion import Catalog, Completion, complete, word_before
 from labtui.ui.history import History
 from labtui.ui.sql_statements import statement_at
-
-from rich.text import Text
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -71,12 +70,11 @@ def cap_line(shown: int, truncated: bool, cap: int) -> str:
 
 def query_arrow(db: Path, sql: str, cap: int) -> tuple[pa.Table, bool]:
     """One read-only statement (labtui.store's guard) as an Arrow table of at most cap rows; True when cut."""
+    import duckdb
     import pyarrow as pa
 
     from labtui.store import StoreError
     from labtui.store.reader import connect_readonly, read_statement
-
-    import duckdb
 
     con = connect_readonly(db)
     try:

@@ -45,8 +45,8 @@ from .images import BUILT, check_image, test_kernel_launch
 from .kraft import Kraft, parse_handle
 from .kraft_mode import KraftMode
 from .probe import kvm_verdict
-from .rootfs import APPS, app, ensure_rootfs
 from .qemu import QEMU, Launch, decode_exit, qemu_argv
+from .rootfs import APPS, app, ensure_rootfs
 from .state import StateDir, check_labels, labels_from_name, root, vm_name
 
 #: Which accelerator to use: "auto" (KVM when /dev/kvm is usable and Unikraft boots under it), "kvm" or "tcg".

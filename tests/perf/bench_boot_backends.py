@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from labtui.backends.base import Backend, InstanceSpec, Labels, open_backend  # noqa: E402
-from labtui.hosts.local import LocalHost  # noqa: E402
+from labtui.backends.base import Backend, InstanceSpec, Labels, open_backend
+from labtui.hosts.local import LocalHost
 
 
 @dataclass

@@ -39,8 +39,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import duckdb  # noqa: E402
-from common import report  # noqa: E402
+import duckdb
+from common import report
 
 REPO = Path(__file__).resolve().parents[2]
 #: The issue's goal for the median CoV per level.

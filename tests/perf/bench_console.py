@@ -25,16 +25,16 @@
 from __future__ import annotations
 
 import argparse
-import ctypes
 import asyncio
+import ctypes
 import fcntl
 import itertools
 import os
 import pty
-import signal
 import select
 import shlex
 import shutil
+import signal
 import statistics
 import struct
 import subprocess

@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
-from common import report  # noqa: E402
+from common import report
 
-from labtui.backends.base import InstanceSpec, Labels, open_backend  # noqa: E402
-from labtui.hosts.local import LocalHost  # noqa: E402
+from labtui.backends.base import InstanceSpec, Labels, open_backend
+from labtui.hosts.local import LocalHost
 
 IMAGE = "labtui/sleeper"
 

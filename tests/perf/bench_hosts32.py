@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
 
-import duckdb  # noqa: E402
-from common import report  # noqa: E402
-from sshd_fixture import Sshd, host_table, start_sshd, write_key  # noqa: E402
+import duckdb
+from common import report
+from sshd_fixture import Sshd, host_table, start_sshd, write_key
 
 HOSTS = 32
 FIRST_ADDRESS = 10  # 127.0.0.10 .. 127.0.0.41

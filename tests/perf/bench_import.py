@@ -32,10 +32,10 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
-from common import report  # noqa: E402
+from common import report
 
-from labtui.cli import main as labtui_main  # noqa: E402
-from labtui.store import StoreWriter  # noqa: E402
+from labtui.cli import main as labtui_main
+from labtui.store import StoreWriter
 
 REPO = Path(__file__).resolve().parents[2]
 COLUMNS = ("benchmark", "metric", "value", "unit", "better", "step", "background", "repetition", "host")

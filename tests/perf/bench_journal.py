@@ -29,10 +29,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
 
-from labtui.session import LabRun, RunRequest  # noqa: E402
-from labtui.store import run_sql  # noqa: E402
-from labtui.store.journal import Journal  # noqa: E402
-from labtui.suites import load_suite  # noqa: E402
+from labtui.session import LabRun, RunRequest
+from labtui.store import run_sql
+from labtui.store.journal import Journal
+from labtui.suites import load_suite
 
 
 class Clock:

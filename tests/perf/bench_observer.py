@@ -23,10 +23,10 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
-from common import report  # noqa: E402
+from common import report
 
-from labtui.hosts.local import LocalHost  # noqa: E402
-from labtui.programs.native import ensure_program, probe_source  # noqa: E402
+from labtui.hosts.local import LocalHost
+from labtui.programs.native import ensure_program, probe_source
 
 SUITE = """
 [suite]

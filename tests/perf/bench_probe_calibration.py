@@ -54,9 +54,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from labtui.hosts.local import LocalHost  # noqa: E402
-from labtui.programs.native import ensure_program, probe_source  # noqa: E402
-from labtui.parsers.probe import parse_probe_output  # noqa: E402
+from labtui.hosts.local import LocalHost
+from labtui.parsers.probe import parse_probe_output
+from labtui.programs.native import ensure_program, probe_source
 
 
 @dataclass

@@ -32,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
 
-from common import median_time, report  # noqa: E402
-from sshd_fixture import Sshd, host_table, start_sshd, write_key  # noqa: E402
+from common import median_time, report
+from sshd_fixture import Sshd, host_table, start_sshd, write_key
 
-from labtui.hosts.config import HostConfig, load_lab_config  # noqa: E402
-from labtui.hosts.fanout import run_on_hosts  # noqa: E402
-from labtui.hosts.ssh import SSHHost  # noqa: E402
+from labtui.hosts.config import HostConfig, load_lab_config
+from labtui.hosts.fanout import run_on_hosts
+from labtui.hosts.ssh import SSHHost
 
 HOSTS = 8
 REPO = Path(__file__).resolve().parents[2]

@@ -27,11 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import duckdb  # noqa: E402
-from common import report  # noqa: E402
-from simulators.fakehost import start_fake_host, write_lab  # noqa: E402
-from simulators.guest import make_guest_image  # noqa: E402
-from sshd_fixture import free_port, write_key  # noqa: E402
+import duckdb
+from common import report
+from simulators.fakehost import start_fake_host, write_lab
+from simulators.guest import make_guest_image
+from sshd_fixture import free_port, write_key
 
 REPO = Path(__file__).resolve().parents[2]
 #: The issue's goal for the spread of one round's starts.

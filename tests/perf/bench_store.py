@@ -25,10 +25,10 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's labtui, not an installed one
-from common import median_time, report  # noqa: E402
+from common import median_time, report
 
-from labtui.core.events import InstanceCreating, ResourceSample, Result, SessionStarted, StepEnded, StepStarted  # noqa: E402
-from labtui.store import StoreWriter, run_sql  # noqa: E402
+from labtui.core.events import InstanceCreating, ResourceSample, Result, SessionStarted, StepEnded, StepStarted
+from labtui.store import StoreWriter, run_sql
 
 
 def make_events(n: int) -> list:
@@ -168,10 +168,10 @@ def flush_costs(db: Path, flushes: int) -> dict[str, float]:
     for step in range(flushes, 2 * flushes):
         for event in step_events(step):
             writer.add(event)
-        appends, upserts = writer._appends, writer._upserts  # noqa: SLF001 - the old way, for comparison
-        writer._appends, writer._upserts, writer._pending = {}, {}, 0  # noqa: SLF001
+        appends, upserts = writer._appends, writer._upserts  # the old way, for comparison
+        writer._appends, writer._upserts, writer._pending = {}, {}, 0
         wall, cpu = time.perf_counter(), time.process_time()
-        writer._write(held, appends, upserts)  # noqa: SLF001
+        writer._write(held, appends, upserts)
         held_walls.append(time.perf_counter() - wall)
         held_cpus.append(time.process_time() - cpu)
     held.close()

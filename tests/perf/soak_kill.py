@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # this checkout's labtui, not an installed one
 from labtui.core.events import Result, StepEnded  # noqa: E402
 from labtui.store.journal import journal_paths, read_events  # noqa: E402
+
 DOCKER_SOCKET = Path("/var/run/docker.sock")
 SMALL = ["--set", "suite.repetitions=2", "--set", "sampling.quiet_timeout_s=0", "--set", "sampling.interval_s=0.2"]
 RUNS = {

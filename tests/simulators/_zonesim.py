@@ -34,10 +34,10 @@ import contextlib
 import fnmatch
 import json
 import os
-import shutil
-import socket
-import signal
 import shlex
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncssh
-
 from sshd_fixture import SSHD, write_key
 
 KERNEL = """#!/bin/sh
