@@ -242,6 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     with _lab_config(getattr(args, "config", None)):
         if args.command is None:
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                print("labtui: the console needs a terminal on standard input and output; in a script or a pipe "
+                      "use a command (labtui run, sessions, sql, ...: labtui --help)", file=sys.stderr)
+                return 2
             from labtui.ui import open_console
 
             return open_console(Path(args.db) if args.db else None)

@@ -4,6 +4,7 @@ when the command still had output to write, as git, docker and kubectl do, or 0 
 from __future__ import annotations
 
 import os
+import pty
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,3 +80,24 @@ def test_a_large_csv_into_head_2_is_cut_after_two_lines(store: tuple[Path, dict[
                            "--format csv | head -2"], env=store[1], capture_output=True, text=True, timeout=120)
     assert proc.stdout.splitlines() == ["range", "0"]
     assert proc.stderr == "" and proc.returncode == EXIT_CLOSED_PIPE, proc.stderr
+
+
+@pytest.mark.parametrize("terminal", ["stdin", "stdout"])
+def test_the_console_without_a_terminal_says_so_instead_of_drawing_into_a_file(tmp_path: Path, terminal: str) -> None:
+    """`labtui > file` (or `labtui < /dev/null`, as in cron) used to draw the console's escape codes into the
+    file for ever; with only one of its two streams on a terminal it now ends at once, in one line, status 2."""
+    env = {**os.environ, "LABTUI_DB": str(tmp_path / "lab.duckdb")}
+    out = tmp_path / "out.txt"
+    leader, follower = pty.openpty()
+    try:
+        with open(out, "wb") as file, open(os.devnull, "rb") as nothing:
+            streams = {"stdin": follower, "stdout": file} if terminal == "stdin" else {"stdin": nothing,
+                                                                                       "stdout": follower}
+            done = subprocess.run([sys.executable, "-m", "labtui"], stderr=subprocess.PIPE, env=env, timeout=60,
+                                  **streams)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert done.returncode == 2 and out.read_bytes() == b""
+    assert done.stderr.decode().strip().startswith("labtui: the console needs a terminal")
+    assert not (tmp_path / "lab.duckdb").exists()  # nothing opened
