@@ -86,6 +86,25 @@ async def test_colon_completes_and_switches_view(lab: Path) -> None:
         assert all(palette.get(c.help, "").startswith(f":{c.name}") for c in COMMANDS)
 
 
+async def test_colon_sql_leaves_the_keys_in_the_sql_editor(lab: Path) -> None:
+    """`:sql` from another view, then typing: the letters go into the editor (they used to reach the Sessions
+    table, whose keys took them as refresh, open and so on), and Tab completes a table name."""
+    from labtui.ui.app import LabApp
+    from labtui.ui.sql_view import SqlEditor
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")  # the Instances view first, as a user would come from it
+        await wait_for(pilot, lambda: app.current_tab() == "tab-instances", 5, "the Instances view")
+        await pilot.press("colon", *"sql", "enter")
+        await wait_for(pilot, lambda: isinstance(app.focused, SqlEditor), 5, "the SQL editor's focus")
+        editor = app.focused
+        editor.text = ""
+        await pilot.press(*"select * from res", "tab")
+        await pilot.pause(0.3)
+        assert editor.text.startswith("select * from results")
+
+
 async def test_report_command_writes_the_report(lab: Path) -> None:
     from labtui.ui.app import LabApp
     from labtui.ui.command_line import CommandLine

@@ -350,8 +350,12 @@ class LabApp(App[int]):
     @on(Input.Submitted, "#command-line")
     def _command_submitted(self, event: Input.Submitted) -> None:
         self.query_one(CommandLine).close()
-        # a view command moves the focus itself (focusing the old view first would take its tab back)
+        # a view command moves the focus itself (focusing the old view first would take its tab back), and
+        # `:sql` into the editor: only once their focus has landed is a focus left on the closed line moved
         self.run_command(event.value)
+        self.call_after_refresh(self._focus_after_command)
+
+    def _focus_after_command(self) -> None:
         if self.focused is None or isinstance(self.focused, CommandLine):
             self.focus_view(self.current_tab())
 
