@@ -85,7 +85,7 @@ TARGETS = {t.name: t for t in (
                       "skewness", "Interval.contains", "bootstrap_diff_ci", "bootstrap_mean_ci", "modified_z_scores",
                       "outliers", "modes", "Trust.wide", "Trust.flags", "trust", "aggregate")),
     # the figures table every face draws: trust columns added to slowdown rows, one interval policy
-    Target("figures", "labtui/figures/table.py", ("tests/test_trust.py",)),
+    Target("figures", "labtui/figures/table.py", ("tests/test_figures_table.py", "tests/test_trust.py")),
     Target("reconcile", "labtui/lifecycle/reconcile.py",
            (*RECONCILE_UNIT, "tests/test_cleanup_selection.py")),
     Target("reconcile-selection", "labtui/lifecycle/reconcile.py", (*RECONCILE_UNIT, "tests/test_cleanup_selection.py"),
@@ -227,11 +227,14 @@ def keep_sample(session: Path, size: int, seed: str) -> None:
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
     with use_db(str(session), WorkDB.Mode.open) as db:
-        pending = sorted(item.job_id for item in db.pending_work_items)
-        if len(pending) <= size:
+        # in the order of the mutations, not of their job ids (fresh uuids at each init): a rerun on the same
+        # file draws the same mutants
+        items = sorted(db.pending_work_items, key=lambda item: [(m.start_pos, m.operator_name, m.occurrence)
+                                                                 for m in item.mutations])
+        if len(items) <= size:
             return
-        kept = set(random.Random(seed).sample(pending, size))
-        for job in pending:
+        kept = {item.job_id for item in random.Random(seed).sample(items, size)}
+        for job in (item.job_id for item in items):
             if job not in kept:
                 db.set_result(job, WorkResult(output=NOT_SAMPLED, worker_outcome=WorkerOutcome.SKIPPED))
 
