@@ -14,7 +14,7 @@ import pytest
 from test_adaptive_repetitions import WORKER, ScriptBackend
 
 from labtui.backends.base import BackendError, Instance, Labels
-from labtui.core.events import Result
+from labtui.core.events import Log, Result
 from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import StepGate
@@ -145,3 +145,13 @@ async def test_warm_up_runs_are_made_and_discarded_then_the_runs_are_numbered_fr
     assert ctx.backend.created == warmup + 3
     results = [e for e in _published(held) if isinstance(e, Result)]
     assert [(r.run, r.value) for r in results] == [(1, 1.0 + warmup), (2, 2.0 + warmup), (3, 3.0 + warmup)]
+
+
+async def test_the_adaptive_verdict_names_the_step_and_the_placement(tmp_path: Path) -> None:
+    args = ", ".join(f'"{a}"' for a in (str(tmp_path / "count"), "op_s", "2.0"))
+    ctx, held = _context(tmp_path, f'program = "hello"\nargs = [{args}]\nmeasure = "output"\nwarmup = 0\n'
+                                   'runs = 2\nmax_runs = 4\ntarget_cv = 0.05\n')
+    ctx.position.step = 3
+    await measure_worker(ctx, placement="alone")
+    (verdict,) = [e for e in _published(held) if isinstance(e, Log) and e.kind == "adaptive"]
+    assert verdict.message.endswith("after 2 runs at step 3 (alone)")

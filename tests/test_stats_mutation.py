@@ -393,3 +393,10 @@ def test_slowdown_table_has_the_mean_and_slowdown_of_each_step_against_the_first
     assert table["mean"].to_list() == pytest.approx([11.0, 16.5])
     assert table["slowdown_pct"].to_list() == pytest.approx([0.0, stats.slowdown_pct(16.5, 11.0, "lower")])
     assert table["normalized"].to_list() == pytest.approx([1.0, 1.5])
+
+
+@pytest.mark.parametrize(("a", "b"), [([1.0, 2.0, 3.0], [5.0]), ([5.0], [1.0, 2.0, 3.0])])
+def test_compare_with_one_value_on_a_side_gives_figures_without_a_test(a, b):
+    compared = compare_samples(a, b, "lower")
+    assert compared.welch is None and compared.significant is None
+    assert compared.diff == pytest.approx(statistics.fmean(b) - statistics.fmean(a))
