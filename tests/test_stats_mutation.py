@@ -400,3 +400,8 @@ def test_compare_with_one_value_on_a_side_gives_figures_without_a_test(a, b):
     compared = compare_samples(a, b, "lower")
     assert compared.welch is None and compared.significant is None
     assert compared.diff == pytest.approx(statistics.fmean(b) - statistics.fmean(a))
+
+
+def test_one_value_is_flagged_single_and_nothing_else():
+    assert stats.trust([5.0]).flags() == [stats.SINGLE]
+    assert stats.trust([5.0, 5.0]).flags() == []
