@@ -155,3 +155,10 @@ async def test_the_adaptive_verdict_names_the_step_and_the_placement(tmp_path: P
     await measure_worker(ctx, placement="alone")
     (verdict,) = [e for e in _published(held) if isinstance(e, Log) and e.kind == "adaptive"]
     assert verdict.message.endswith("after 2 runs at step 3 (alone)")
+
+
+def test_an_unreadable_run_names_the_image_of_an_image_worker(tmp_path: Path) -> None:
+    ctx, _ = _context(tmp_path, 'image = "my/probe"\nmeasure = "output"\n')
+    assert ctx.suite.worker is not None
+    with pytest.raises(BackendError, match=r"^worker lab-wo7 \(my/probe\): no JSON reading line"):
+        record_run(ctx, ctx.suite.worker, _finished("nothing measured\n"))
