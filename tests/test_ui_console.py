@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import time
 from pathlib import Path
 
 import pytest
@@ -353,3 +354,25 @@ async def test_ctrl_c_aborts_the_consoles_run_and_tears_it_down_as_in_the_cli(la
     assert await open_backend("process", get_host("local")).list(session) == []
     assert run_sql(lab, f"select status, message from sessions where session_id = '{session}'").rows == [
         ("aborted", "aborted by ctrl+c")]
+
+
+async def test_a_console_closed_without_q_ends_its_run_instead_of_waiting_for_ever(lab: Path) -> None:
+    """The app exits while its run waits at a step (an exit not through q's question: a test's exit, a
+    closed terminal's): the run is aborted and torn down, so its thread ends and the process can exit.
+    Before, the run's thread waited at the gate for ever and CI's worker hung at the end of the test."""
+    from labtui.store import run_sql
+    from labtui.ui.app import LabApp
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_run(app, pilot, manual=True)
+        view = app.run_view
+        session, lab_run = view.model.session_id, view.lab
+        await wait_for(pilot, lambda: view.runner.ctx.gate.waiting, 60, "the first step's gate")
+        app.exit(0)
+    deadline = time.monotonic() + 60
+    while not lab_run.outcomes and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert [o.status for o in lab_run.outcomes] == ["aborted"], "the run did not end with the console"
+    assert run_sql(lab, f"select status from sessions where session_id = '{session}'").rows == [("aborted",)]
+    assert await open_backend("process", get_host("local")).list(session) == []

@@ -404,6 +404,11 @@ class RunView(Vertical):
             self.log_text(f"the run could not go on: {exc}", "red")
             self.notify(str(exc), title="run stopped", severity="error", timeout=10, markup=False)
             self.model.status, self.model.message = "failed", str(exc)
+        except asyncio.CancelledError:
+            # the console is closing with the run going (an exit not through q, which asks first): end the run,
+            # or its thread would wait at a step for ever and keep the process from exiting
+            lab.abort("the console closed")
+            raise
         finally:
             self.lab = None
             for command in lab.left_running():
