@@ -152,8 +152,8 @@ def test_adaptive_runs_add_runs_while_the_spread_is_too_wide_and_stop_at_max_run
             assert len(values) == (settled[0] if settled else 5), (target, values)
         assert warnings == sum(len(v) == 5 and not statistics.stdev(v) / statistics.fmean(v) <= target
                                for v in per_step.values())
-        if target == 0.001:  # boot times never agree within 0.1%: every step ran max_runs and warned
-            assert [len(v) for v in per_step.values()] == [5, 5] and warnings == 2
+        if target == 0.001:  # two boot times agree within 0.1% now and then (CI saw one step stop at 2), never both
+            assert any(len(v) > 2 for v in per_step.values()), per_step
 
 
 def test_adaptive_runs_need_both_keys(tmp_path, env):
