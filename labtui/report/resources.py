@@ -36,7 +36,8 @@ def availability(session: SessionData) -> list[tuple[str, str, pl.DataFrame]]:
         for name, column in AVAILABILITY:
             if frame[column].null_count() == len(frame):
                 continue
-            found.append((name, str(host), frame.select(
+            # a step whose only sample came first (no CPU reading before it to diff against) has no mean: no point
+            found.append((name, str(host), frame.filter(pl.col(column).is_not_null()).select(
                 "background", mean=pl.col(column), std=pl.col(f"{column}_std").fill_null(0.0))))
     return found
 
