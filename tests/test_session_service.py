@@ -139,3 +139,33 @@ async def test_an_abort_while_waiting_at_the_gate_records_the_reason(tmp_path: P
     assert outcome.status == "aborted" and outcome.message == "stopped by the test"
     assert await open_backend("process", LocalHost()).list(runner.session_id) == []
     assert open_rows(tmp_path / "lab.duckdb", runner.session_id) == []
+
+
+async def test_a_face_follows_stepping_and_live_instances_through_the_service(tmp_path: Path,
+                                                                             runtime_dir: Path) -> None:
+    """What the console shows of a run's stepping and the instances an abort would destroy comes from the service:
+    manual until a step ends, waiting at its gate, auto once asked, aborting once stopped; the live instances are
+    the backend's own, by name and role."""
+    suite = load_suite("boot-scaling", ["scale.steps=3", "scale.per_step=2", "sampling.quiet_timeout_s=0"], "quick")
+    lab = LabRun(RunRequest(suite, tmp_path / "lab.duckdb", manual=True))
+    lab.prepare()
+    (session,) = lab.sessions
+    assert lab.stepping == "manual" and lab.live_instances() == []
+    task = asyncio.create_task(lab.run())
+    await asyncio.wait_for(lab.until_step_waiting(True), 120)
+    assert lab.stepping == "waiting"
+    lab.next()
+    await asyncio.wait_for(lab.until_step_waiting(False), 30)
+    await asyncio.wait_for(lab.until_step_waiting(True), 120)
+    listed = await open_backend("process", LocalHost()).list(session.session_id)
+    live = lab.live_instances()
+    assert len(live) == 2 and {i.session_id for i in live} == {session.session_id}
+    assert sorted((i.name, i.role) for i in live) == sorted((i.name, i.labels.role) for i in listed)
+    assert str(live[0]) == f"{live[0].name} ({live[0].role})"
+    lab.pause()
+    lab.auto()
+    assert lab.stepping == "auto"
+    lab.abort("stopped by the test")
+    assert lab.stepping == "aborting"
+    (outcome,) = await task
+    assert outcome.status == "aborted" and lab.live_instances() == []

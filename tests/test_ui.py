@@ -378,13 +378,13 @@ async def test_manual_stepping_waits_for_n_then_abort_tears_down(lab: Path) -> N
         view = app.run_view
         session = view.model.session_id
         try:
-            gate = view.runner.ctx.gate
-            await wait_for(pilot, lambda: gate.waiting, 30, "the gate after the baseline")
+            run = view.lab
+            await wait_for(pilot, lambda: run.waiting_at_step, 30, "the gate after the baseline")
             await pilot.pause(1.0)
-            assert gate.waiting and view.model.steps_done == 1
+            assert run.waiting_at_step and view.model.steps_done == 1
             assert "press n" in pane_text(app, "#runinfo")
             await pilot.press("n")
-            await wait_for(pilot, lambda: view.model.steps_done == 2 and gate.waiting, 30, "step 2")
+            await wait_for(pilot, lambda: view.model.steps_done == 2 and run.waiting_at_step, 30, "step 2")
             assert sum(view.model.counts().values()) == 3
             assert len(await open_backend("process", get_host("local")).list(session)) == 3
             await pilot.press("x")
@@ -540,10 +540,10 @@ async def test_quit_during_a_run_asks_then_tears_down(lab: Path) -> None:
         view = app.run_view
         session = view.model.session_id
         try:
-            gate = view.runner.ctx.gate
-            await wait_for(pilot, lambda: gate.waiting, 30, "the gate")
+            run = view.lab
+            await wait_for(pilot, lambda: run.waiting_at_step, 30, "the gate")
             await pilot.press("n")
-            await wait_for(pilot, lambda: view.model.steps_done == 2 and gate.waiting, 30, "step 2")
+            await wait_for(pilot, lambda: view.model.steps_done == 2 and run.waiting_at_step, 30, "step 2")
             await pilot.press("q")
             await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), 5, "the quit question")
             assert "3 live instance(s)" in str(app.screen.query_one("#quit-list").content)

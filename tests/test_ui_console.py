@@ -131,10 +131,10 @@ async def test_quit_leaving_instances_records_it_and_leaves_orphans(lab: Path) -
         view = app.run_view
         session = view.model.session_id
         try:
-            gate = view.runner.ctx.gate
-            await wait_for(pilot, lambda: gate.waiting, 30, "the gate")
+            run = view.lab
+            await wait_for(pilot, lambda: run.waiting_at_step, 30, "the gate")
             await pilot.press("n")
-            await wait_for(pilot, lambda: view.model.steps_done == 2 and gate.waiting, 30, "step 2")
+            await wait_for(pilot, lambda: view.model.steps_done == 2 and run.waiting_at_step, 30, "step 2")
             await pilot.press("q")
             await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), 5, "the quit question")
             await pilot.press("l")
@@ -210,8 +210,9 @@ async def test_start_through_the_dialog_runs_on_the_chosen_backend(lab: Path) ->
         view = app.run_view
         session = view.model.session_id
         try:
-            assert view.runner.ctx.backend.name == "process" and view.manual
-            assert view.runner.ctx.suite.scale.steps == 2 and view.runner.ctx.suite.repetitions == 1
+            (started,) = view.lab.sessions
+            assert started.backend == "process" and view.manual
+            assert started.suite.scale.steps == 2 and started.suite.repetitions == 1
             await pilot.press("x", "y")
             await wait_for(pilot, lambda: view.caught_up, 30, "the abort")
         finally:
@@ -331,8 +332,8 @@ async def test_the_sql_view_answers_while_the_consoles_own_run_waits_at_a_step(l
     from textual.widgets import DataTable, TextArea
 
     async with console_run(lab, manual=True) as (app, pilot, view, session):
-        gate = view.runner.ctx.gate
-        await wait_for(pilot, lambda: gate.waiting and view.model.steps_done == 1, 60, "the first step's gate")
+        run = view.lab
+        await wait_for(pilot, lambda: run.waiting_at_step and view.model.steps_done == 1, 60, "the first step's gate")
         await pilot.press("3")
         await wait_for(pilot, lambda: app.query_one("#sessions", DataTable).row_count == 1, 30, "the session")
         editor = app.query_one("#sql", TextArea)
@@ -341,7 +342,7 @@ async def test_the_sql_view_answers_while_the_consoles_own_run_waits_at_a_step(l
         await pilot.press("ctrl+r")
         await wait_for(pilot, lambda: app.query_one("#result").row_count == 1, 30, "the answer")
         assert app.query_one("#result").get_row_at(0) == [1]
-        assert gate.waiting and view.active  # the run still waits at its step
+        assert run.waiting_at_step and view.active  # the run still waits at its step
 
 
 async def test_ctrl_c_aborts_the_consoles_run_and_tears_it_down_as_in_the_cli(lab: Path) -> None:
@@ -368,7 +369,7 @@ async def test_a_console_closed_without_q_ends_its_run_instead_of_waiting_for_ev
         await start_run(app, pilot, manual=True)
         view = app.run_view
         session, lab_run = view.model.session_id, view.lab
-        await wait_for(pilot, lambda: view.runner.ctx.gate.waiting, 60, "the first step's gate")
+        await wait_for(pilot, lambda: view.lab.waiting_at_step, 60, "the first step's gate")
         app.exit(0)
     deadline = time.monotonic() + 60
     while not lab_run.outcomes and time.monotonic() < deadline:

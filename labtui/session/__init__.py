@@ -8,6 +8,9 @@ session's recorded end all live here, once.
 
 from labtui.engine.kinds import Plan, plan_for
 from labtui.session.request import DEFAULT_BACKEND, RunRequest
-from labtui.session.service import LabRun, Outcome, RunRefused, SessionInfo
+from labtui.session.service import LabRun, LiveInstance, Outcome, RunRefused, SessionInfo, Stepping
 
-__all__ = ["DEFAULT_BACKEND", "LabRun", "Outcome", "Plan", "RunRefused", "RunRequest", "SessionInfo", "plan_for"]
+__all__ = [
+    "DEFAULT_BACKEND", "LabRun", "LiveInstance", "Outcome", "Plan", "RunRefused", "RunRequest", "SessionInfo",
+    "Stepping", "plan_for",
+]

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from labtui.backends.base import Backend, BackendError, open_backend
 from labtui.core.errors import UsageError
@@ -91,12 +91,29 @@ class SessionInfo:
     host: str
 
 
+#: What ``LabRun.stepping`` says: "auto" (steps follow each other), "manual" (the run pauses after this step),
+#: "waiting" (a step has ended and the run waits for next, auto or abort), "aborting".
+Stepping = Literal["auto", "manual", "waiting", "aborting"]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveInstance:
+    """An instance a run created and has not destroyed: its session, name and lab role."""
+
+    session_id: str
+    name: str
+    role: str
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.role})"
+
+
 class LabRun:
     """Runs a request: one session per host, all recorded in one store.
 
     A face sees the run through this class alone: ``sessions`` (after ``prepare``), ``events()``
-    (every session's events, merged), ``waiting_at_step`` and ``until_step_waiting``, the
-    controls (next, auto, pause, abort, leave, force) and ``left_running``.
+    (every session's events, merged), ``stepping``, ``waiting_at_step`` and ``until_step_waiting``,
+    ``live_instances()``, the controls (next, auto, pause, abort, leave, force) and ``left_running``.
     """
 
     #: Called, from a thread of its own, when the run has not ended DEADLINE_S after its stop signal
@@ -167,6 +184,20 @@ class LabRun:
     def waiting_at_step(self) -> bool:
         """True while a step has ended and the run waits for next, auto or abort (a manual run)."""
         return self.gate.waiting
+
+    @property
+    def stepping(self) -> Stepping:
+        """How the run goes from step to step now: on by itself, waiting for next, paused after this step, or
+        stopping."""
+        if self.gate.aborted:
+            return "aborting"
+        if self.gate.auto:
+            return "auto"
+        return "waiting" if self.gate.waiting else "manual"
+
+    def live_instances(self) -> list[LiveInstance]:
+        """Every instance the run's sessions have created and not yet destroyed, in creation order."""
+        return [LiveInstance(r.session_id, i.name, i.labels.role) for r in self.runners for i in r.ctx.live]
 
     async def until_step_waiting(self, waiting: bool = True) -> None:
         """Return once the run waits at a step (or, with waiting=False, once it goes on); on the run's loop."""

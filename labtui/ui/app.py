@@ -429,9 +429,8 @@ class LabApp(App[int]):
 
     def action_request_quit(self) -> None:
         """Quit; while a run is active, ask whether to tear its instances down or leave them running."""
-        view = self.view("tab-run")
-        runner = getattr(view, "runner", None)
-        if runner is None:
+        lab = getattr(self.view("tab-run"), "lab", None)
+        if lab is None:
             self.exit(0)
             return
         from labtui.ui.modals import QuitScreen
@@ -440,14 +439,13 @@ class LabApp(App[int]):
             return
 
         def answered(answer: str | None) -> None:
-            if answer is not None and self.run_view.runner is runner:
+            if answer is not None and self.run_view.lab is lab:
                 worker = self.run_view.quit_run(leave=answer == "leave")
                 self.run_worker(self._quit_after_run(worker), group="quit")
             elif answer is not None:
                 self.exit(0)
 
-        self.push_screen(QuitScreen(runner.session_id, [f"{i.name} ({i.labels.role})" for i in runner.ctx.live]),
-                         answered)
+        self.push_screen(QuitScreen(lab.sessions[0].session_id, [str(i) for i in lab.live_instances()]), answered)
 
     async def _quit_after_run(self, worker: Worker | None) -> None:
         """Exit once the session has ended and its store writer has committed."""

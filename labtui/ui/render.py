@@ -14,7 +14,7 @@ from labtui.ui.format import pct, sparkline
 from labtui.ui.live import HostState, RunModel
 
 if TYPE_CHECKING:
-    from labtui.engine import Plan
+    from labtui.session import Plan
 
 #: The slowdown table's columns: what a 60-column pane shows first, then the interval, n and median (scrolled to).
 SLOWDOWN_HEADERS = ("metric", "bg", "mean", "slowdown", "CoV", "trust", "95% CI", "n", "median")

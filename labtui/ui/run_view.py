@@ -53,7 +53,6 @@ if TYPE_CHECKING:
     import polars as pl
     from textual.widgets import ProgressBar, RichLog
 
-    from labtui.engine import SessionRunner
     from labtui.session import LabRun
     from labtui.session.estimate import StepClock
     from labtui.ui.choices import StartRequest
@@ -176,21 +175,17 @@ class RunView(Vertical):
         return self.lab is None and self._queue is None
 
     @property
-    def runner(self) -> SessionRunner | None:
-        """The running session (the console runs one host at a time)."""
-        return self.lab.runners[0] if self.lab and self.lab.runners else None
+    def session_id(self) -> str | None:
+        """The running session's id (the console runs one host at a time), None when no run is active."""
+        return self.lab.sessions[0].session_id if self.lab and self.lab.sessions else None
 
     def gate_state(self) -> str:
         if self.lab is None:
             return "manual" if self.manual else "auto"
-        gate = self.lab.gate
-        if gate.aborted:
-            return "aborting"
-        if gate.auto:
-            return "auto"
-        if gate.waiting:
+        stepping = self.lab.stepping
+        if stepping == "waiting":
             return f"manual: waiting, press n: {next_step_text(self.lab.plan, self.model)}"
-        return "manual"
+        return stepping
 
     # --- sampling hosts while idle -----------------------------------------------
 
@@ -302,7 +297,7 @@ class RunView(Vertical):
         if charted == self._charted or self._charting is not None or not self.query_children("#live"):
             return
         new_results = charted[0] != self._charted[0] or self._slow is None
-        stepping = self.lab is not None and not self.lab.gate.waiting
+        stepping = self.lab is not None and not self.lab.waiting_at_step
         every = (RUN_CHART_EVERY_S if stepping else 0.0) if new_results else CHART_EVERY_S
         if time.monotonic() - self._chart_at < every:
             return
@@ -368,16 +363,17 @@ class RunView(Vertical):
         lab = LabRun(RunRequest(suite, self.db_path, (request.host,), request.backend, manual=request.manual),
                      notify=self._notice)
         try:
-            runner = lab.prepare()[0]
+            lab.prepare()
         except LabError as exc:  # refused, or a host/backend/store error: one line, nothing started
             self.notify(str(exc), title="cannot start", severity="error", timeout=10, markup=False)
             self.log_text(f"cannot start: {exc}", "red")
             return
         self.suite_name = suite.name
         self.backend_name, self.host_name, self.manual = request.backend, request.host, request.manual
-        self._queue = runner.bus.subscribe()
+        self._queue = lab.events()
         self.lab = lab
-        self.model.reset(suite.name, runner.ctx.backend.name, runner.ctx.host.name, lab.plan.repetitions,
+        session = lab.sessions[0]
+        self.model.reset(suite.name, session.backend, session.host, lab.plan.repetitions,
                          lab.plan.steps_per_repetition)
         # the first chart of the run comes with the rest, RUN_CHART_EVERY_S in (or at the first wait for `n`)
         self._charted, self._chart_at, self._slow = (-1, -1), time.monotonic(), None
@@ -394,7 +390,7 @@ class RunView(Vertical):
 
     async def _session(self, lab: LabRun) -> None:
         """Run the session through the service; restore idle sampling after, and quit after a signal."""
-        session_id, status = lab.runners[0].session_id, "failed"
+        session_id, status = lab.sessions[0].session_id, "failed"
         try:
             outcome = (await lab.run_in_thread(ended=lambda: _end_if_hung_up(lab)))[0]  # redraws never delay it
             status = outcome.status
@@ -440,11 +436,11 @@ class RunView(Vertical):
 
     def action_abort(self) -> None:
         """Ask, then abort: the run stops at the next gate and tears down its instances."""
-        runner, lab = self.runner, self._gate()
-        if lab is None or runner is None:
+        lab = self._gate()
+        if lab is None:
             return
-        live = [f"{i.name} ({i.labels.role})" for i in runner.ctx.live]
-        lines = [f"session {runner.session_id}: stop after the current step, then destroy:", *live]
+        live = [str(instance) for instance in lab.live_instances()]
+        lines = [f"session {lab.sessions[0].session_id}: stop after the current step, then destroy:", *live]
         if not live:
             lines.append("(no live instances right now)")
 

@@ -19,7 +19,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
 
-from labtui.engine.kinds import Plan, plan_for
+from labtui.session import Plan, plan_for
 from labtui.session.estimate import clock, history
 from labtui.store import StoreError
 from labtui.suites import SuiteError, load_suite, suite_profiles
