@@ -198,8 +198,8 @@ async def test_keys_from_the_config_file(lab: Path) -> None:
 
 
 async def test_log_of_a_docker_container(lab: Path) -> None:
-    from labtui.ui.describe import instance_log
-    from labtui.ui.inventory import Found
+    from labtui.ui.model.describe import instance_log
+    from labtui.ui.model.inventory import Found
 
     backend = open_backend("docker", get_host("local"))
     if not (availability := await backend.check()).usable:

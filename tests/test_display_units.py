@@ -96,8 +96,8 @@ async def console_replay(db: Path, session: str) -> tuple[dict[str, str], str]:
     from textual.widgets import DataTable
 
     from labtui.ui.app import LabApp
+    from labtui.ui.model.pane_text import SLOWDOWN_HEADERS
     from labtui.ui.panes import SlowdownPanel
-    from labtui.ui.render import SLOWDOWN_HEADERS
     from labtui.ui.sessions_view import SessionsView
 
     app = LabApp(db)

@@ -64,7 +64,7 @@ def test_report_files_are_0600_and_an_existing_file_is_made_private(tmp_path: Pa
 
 
 def test_console_export_is_0600(tmp_path: Path) -> None:
-    from labtui.ui.export import export
+    from labtui.ui.model.query_export import export
 
     path = export(pl.DataFrame({"a": [1]}), tmp_path / "new" / "result.csv")
     assert _mode(path) == 0o600 and _mode(tmp_path / "new") == 0o700

@@ -96,7 +96,7 @@ def test_store_path_with_brackets(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_run_summary_prints_names_as_text(tmp_path: Path) -> None:
-    from labtui.commands.render import render_summary
+    from labtui.commands.printing import render_summary
 
     for placement in ("", CLOSE):
         db = _store(tmp_path / f"lab{len(placement)}.duckdb", placement=placement)
@@ -202,7 +202,7 @@ def test_backends_table_prints_reasons_as_text(capsys: pytest.CaptureFixture[str
 
 
 def test_run_view_renderables_print_names_as_text() -> None:
-    from labtui.ui.render import SLOWDOWN_HEADERS, counts_table, log_line, slowdown_cells
+    from labtui.ui.model.pane_text import SLOWDOWN_HEADERS, counts_table, log_line, slowdown_cells
 
     model = SimpleNamespace(counts=lambda: {(CLOSE, BOLD, LINK): 2})
     out = io.StringIO()
@@ -216,7 +216,7 @@ def test_run_view_renderables_print_names_as_text() -> None:
 
 
 def test_sql_grid_cells_are_plain_text() -> None:
-    from labtui.ui.format import plain_cell
+    from labtui.ui.model.format import plain_cell
 
     for value in (*NAMES, None, 1.5):
         rendered = plain_cell(value)
@@ -382,7 +382,7 @@ def test_instances_view_shows_names_and_status_as_text(tmp_path: Path) -> None:
     from labtui.backends.base import Instance, Labels, open_backend
     from labtui.hosts import get_host
     from labtui.ui.instances_view import InstancesView
-    from labtui.ui.inventory import Found
+    from labtui.ui.model.inventory import Found
 
     backend = open_backend("process", get_host("local"))  # no I/O: only its name is used
     found = [Found(backend, Instance(Labels(LINK, BOLD, "i1"), CLOSE, "process", "[bold", "running", 0.0), None, False)]

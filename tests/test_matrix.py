@@ -27,7 +27,7 @@ from sshd_fixture import free_port, sshd_available, write_key
 from labtui.engine import scaling
 from labtui.store import fetch_frame, slowdown_frame
 from labtui.suites import list_suites, load_suite
-from labtui.ui.series import SLOWDOWN_COLUMNS, slowdown
+from labtui.ui.model.series import SLOWDOWN_COLUMNS, slowdown
 
 SUITES = sorted(info.name for info in list_suites())
 #: Simulated hosts of this module (addresses no other test module uses).

@@ -15,8 +15,8 @@ from pathlib import Path
 from labtui.core.events import StepStarted
 from labtui.session import LabRun, RunRequest
 from labtui.suites import load_suite
-from labtui.ui.live import RunModel
-from labtui.ui.render import log_line, next_step_text, run_text
+from labtui.ui.model.live import RunModel
+from labtui.ui.model.pane_text import log_line, next_step_text, run_text
 
 PLACED = '["alone", "other-core", "all-other-cores"]'
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from test_ui import make_store, wait_for
 
-from labtui.ui.completion import Catalog, complete, word_before
-from labtui.ui.sql_statements import statement_at
+from labtui.ui.model.completion import Catalog, complete, word_before
+from labtui.ui.model.sql_statements import statement_at
 
 CATALOG = Catalog.from_rows([("resources", "cpu_avail", "DOUBLE"), ("results", "metric", "TEXT"),
                              ("results", "session_id", "TEXT"), ("sessions", "session_id", "TEXT"),

@@ -149,7 +149,7 @@ async def open_dialog(app, pilot, store: Path):
     """The start dialog on the store, with the quick run's numbers typed in; returns it and its estimate line."""
     from textual.widgets import Input, Static
 
-    from labtui.ui.choices import BackendChoice
+    from labtui.ui.model.choices import BackendChoice
     from labtui.ui.start_dialog import StartDialog
 
     async def check(host: str) -> list[BackendChoice]:
@@ -208,7 +208,7 @@ async def test_the_run_view_shows_elapsed_and_left(tmp_path: Path, runtime_dir: 
     """A real run stepped by hand: 'estimating' after the first step, a time left after the second."""
     from labtui.suites import load_suite
     from labtui.ui.app import LabApp
-    from labtui.ui.choices import StartRequest
+    from labtui.ui.model.choices import StartRequest
 
     monkeypatch.setenv("LABTUI_STATE_DIR", str(tmp_path / "state"))
     app = LabApp(tmp_path / "lab.duckdb", idle_sampling=False)

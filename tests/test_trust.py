@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from labtui.commands.render import render_summary
+from labtui.commands.printing import render_summary
 from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, SINGLE, modes, modified_z_scores, outliers, trust
 from labtui.core.units import number, share_pct, shown
@@ -21,9 +21,9 @@ from labtui.report.alerts import session_warnings
 from labtui.report.data import load_session
 from labtui.report.tables import slowdown_tables
 from labtui.store import StoreWriter, fetch_frame, slowdown_frame
-from labtui.ui.live import RESULT_COLUMNS, RunModel
-from labtui.ui.render import SLOWDOWN_HEADERS, slowdown_cells
-from labtui.ui.series import slowdown_rows, trusted_slowdown
+from labtui.ui.model.live import RESULT_COLUMNS, RunModel
+from labtui.ui.model.pane_text import SLOWDOWN_HEADERS, slowdown_cells
+from labtui.ui.model.series import slowdown_rows, trusted_slowdown
 
 
 def test_modified_z_scores_by_hand() -> None:

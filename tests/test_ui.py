@@ -22,11 +22,11 @@ from labtui.core.events import (
 )
 from labtui.core.units import MISSING, quantity
 from labtui.ui.chart import figure_data, x_limits
-from labtui.ui.export import export, result_frame
-from labtui.ui.format import age, cell, count_rows, pct, size, sparkline
-from labtui.ui.history import History
-from labtui.ui.live import RunModel
-from labtui.ui.series import availability, slowdown, slowdown_rows, trusted_slowdown
+from labtui.ui.model.format import age, cell, count_rows, pct, size, sparkline
+from labtui.ui.model.history import History
+from labtui.ui.model.live import RunModel
+from labtui.ui.model.query_export import export, result_frame
+from labtui.ui.model.series import availability, slowdown, slowdown_rows, trusted_slowdown
 
 # --- pure helpers ---------------------------------------------------------------------------
 
@@ -236,7 +236,7 @@ def test_ui_is_the_only_textual_importer() -> None:
 
 def test_pane_renderers() -> None:
     from labtui.core.events import Log
-    from labtui.ui.render import counts_table, hosts_text, log_line, run_text
+    from labtui.ui.model.pane_text import counts_table, hosts_text, log_line, run_text
 
     model = RunModel()
     assert "press s" in run_text(model, "auto").plain
@@ -726,7 +726,7 @@ def test_the_first_frame_imports_nothing_heavy(tmp_path: Path) -> None:
 
     heavy = ("duckdb", "polars", "pyarrow", "numpy", "matplotlib", "asyncssh", "textual_fastdatatable",
              "textual_plot", "labtui.store", "labtui.engine", "labtui.backends", "labtui.session", "labtui.report",
-             "labtui.ui.series", "labtui.ui.chart", "labtui.ui.instances_view", "labtui.ui.sessions_view")
+             "labtui.ui.model.series", "labtui.ui.chart", "labtui.ui.instances_view", "labtui.ui.sessions_view")
     script = f"""
 import asyncio, sys
 import labtui.cli

@@ -13,7 +13,7 @@ from test_ui import SIZE, destroy_session, start_run, wait_for
 
 from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
-from labtui.ui.inventory import STUCK_AFTER_S, Found, destroy_errors, flags
+from labtui.ui.model.inventory import STUCK_AFTER_S, Found, destroy_errors, flags
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ async def test_start_dialog_names_the_bad_key_and_lists_backends(lab: Path) -> N
     from textual.widgets import Input, Select
 
     from labtui.ui.app import LabApp
-    from labtui.ui.choices import backend_choices
+    from labtui.ui.model.choices import backend_choices
     from labtui.ui.start_dialog import StartDialog
 
     app = LabApp(lab, idle_sampling=False)
@@ -224,7 +224,7 @@ async def test_a_suite_without_a_backend_brings_the_default_back(lab: Path) -> N
     from textual.widgets import Select
 
     from labtui.ui.app import LabApp
-    from labtui.ui.choices import BackendChoice
+    from labtui.ui.model.choices import BackendChoice
     from labtui.ui.start_dialog import StartDialog
 
     async def check(host: str) -> list[BackendChoice]:
@@ -253,7 +253,7 @@ async def test_an_unusable_default_backend_stays_chosen_with_its_reason_and_star
     from textual.widgets import Select, Static
 
     from labtui.ui.app import LabApp
-    from labtui.ui.choices import BackendChoice
+    from labtui.ui.model.choices import BackendChoice
     from labtui.ui.start_dialog import StartDialog
 
     async def check(host: str) -> list[BackendChoice]:
@@ -279,7 +279,7 @@ async def test_the_plan_follows_the_numbers_typed_over_the_suite(lab: Path) -> N
     from textual.widgets import Input, Select, Static
 
     from labtui.ui.app import LabApp
-    from labtui.ui.choices import BackendChoice
+    from labtui.ui.model.choices import BackendChoice
     from labtui.ui.start_dialog import INPUT_IDS, StartDialog
 
     async def check(host: str) -> list[BackendChoice]:

@@ -11,7 +11,7 @@ import pytest
 from test_ui import SIZE, make_store, wait_for
 
 from labtui.core.outputs import ExportError
-from labtui.ui.export import export, export_format, result_frame
+from labtui.ui.model.query_export import export, export_format, result_frame
 
 
 @pytest.fixture

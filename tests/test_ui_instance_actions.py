@@ -16,7 +16,7 @@ from test_ui import destroy_session, wait_for
 
 from labtui.backends.base import Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
-from labtui.ui.inventory import Found
+from labtui.ui.model.inventory import Found
 
 SIZE = (120, 40)
 

@@ -61,7 +61,7 @@ def ours(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
     host-wide too).
     """
     import labtui.ui.instances_view
-    import labtui.ui.inventory
+    import labtui.ui.model.inventory
 
     sessions: set[str] = set()
     listing = labtui.ui.instances_view.inventory
@@ -70,7 +70,7 @@ def ours(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
         found, notes = await listing(backends)
         return [f for f in found if f.instance.labels.session in sessions], notes
 
-    monkeypatch.setattr(labtui.ui.inventory, "backend_names", lambda: ["process"])
+    monkeypatch.setattr(labtui.ui.model.inventory, "backend_names", lambda: ["process"])
     monkeypatch.setattr(labtui.ui.instances_view, "inventory", inventory_of_ours)
     yield sessions
 

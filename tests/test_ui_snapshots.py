@@ -144,7 +144,7 @@ async def test_run_view_snapshot(fixed: Path, tmp_path: Path, size: str) -> None
 async def test_instances_view_snapshot(fixed: Path, tmp_path: Path, size: str) -> None:
     from labtui.ui.app import LabApp
     from labtui.ui.instances_view import InstancesView
-    from labtui.ui.inventory import Found
+    from labtui.ui.model.inventory import Found
 
     backend = open_backend("process", get_host("local"))  # no I/O: only the name and destroy are used
     rows = [
@@ -205,7 +205,7 @@ async def test_start_dialog_snapshot(fixed: Path, tmp_path: Path, size: str) -> 
     from textual.widgets import Input
 
     from labtui.ui.app import LabApp
-    from labtui.ui.choices import BackendChoice
+    from labtui.ui.model.choices import BackendChoice
     from labtui.ui.start_dialog import StartDialog
 
     async def check(host: str) -> list[BackendChoice]:

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from labtui.commands.common import db_path
-from labtui.commands.render import render_summary
+from labtui.commands.printing import render_summary
 from labtui.core.events import Event, Result, SessionEnded, StepEnded, StepStarted
 from labtui.core.stopsignals import raise_if_stopped
 from labtui.core.units import quantity

@@ -1,7 +1,7 @@
 """The studies' figure in the console: one metric against background instances, availability below.
 
 `figure_data` shapes a slowdown frame (labtui.core.stats' one definition, through
-labtui.ui.series) and an availability frame into plain series; `MetricChart` draws
+labtui.ui.model.series) and an availability frame into plain series; `MetricChart` draws
 them with textual-plot: the mean with ±1 std error bars and the baseline (the first
 step, or the worker alone for an isolation run) above, CPU, RAM and swap free below.
 """

@@ -8,7 +8,7 @@ import traceback
 from pathlib import Path
 
 from labtui.core.outputs import ExportError, PrivateOutput
-from labtui.ui.history import state_dir
+from labtui.ui.model.history import state_dir
 
 
 def crash_dir() -> Path:

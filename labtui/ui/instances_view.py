@@ -2,7 +2,7 @@
 
 It lists again every REFRESH_EVERY_S while it is shown (`p` pauses that), sorts
 by a column (click its header, or `o`; `O` reverses), and `d` describes and `l`
-shows the log of the instance under the cursor (labtui.ui.describe); `e` runs a
+shows the log of the instance under the cursor (labtui.ui.model.describe); `e` runs a
 command in it (Backend.exec) where its backend can, and says in one line where
 it cannot.
 
@@ -33,10 +33,10 @@ from labtui.backends.base import EXEC, BackendError
 from labtui.core.liveness import session_is_running
 from labtui.hosts import HostError, get_host
 from labtui.lifecycle.cleanup import CleanupPlan, Target, run_cleanup
-from labtui.ui.describe import describe, instance_log, labels_line
-from labtui.ui.format import age, size
-from labtui.ui.inventory import Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.modals import AskScreen, ConfirmScreen
+from labtui.ui.model.describe import describe, instance_log, labels_line
+from labtui.ui.model.format import age, size
+from labtui.ui.model.inventory import Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.rowtable import RowTable
 from labtui.ui.tablesync import sync_rows
 from labtui.ui.text_screen import TextScreen

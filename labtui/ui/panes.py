@@ -2,7 +2,7 @@
 
 With `lazy_chart` (the Run view's panel) it is light to draw: until it is shown a slowdown frame, its
 chart is a line saying there are no results yet, what the chart itself says then, and the chart
-(textual-plot, numpy), polars and the slowdown shaping (labtui.ui.series) are imported with that first
+(textual-plot, numpy), polars and the slowdown shaping (labtui.ui.model.series) are imported with that first
 frame.  A replay's panel (the Sessions view, loaded with them) has its chart from the start.
 """
 
@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from labtui.ui.render import SLOWDOWN_HEADERS, slowdown_cells
+from labtui.ui.model.pane_text import SLOWDOWN_HEADERS, slowdown_cells
 from labtui.ui.rowtable import RowTable
 from labtui.ui.tablesync import sync_rows
 
@@ -68,7 +68,7 @@ class SlowdownPanel(Vertical):
 
     def show(self, slow: pl.DataFrame, avail: pl.DataFrame) -> None:
         """Redraw the chart and diff the table against a new slowdown frame."""
-        from labtui.ui.series import slowdown_rows
+        from labtui.ui.model.series import slowdown_rows
 
         self._slow, self._avail = slow, avail
         metrics = self.metrics()

@@ -45,9 +45,9 @@ from textual.worker import Worker
 
 from labtui.core.errors import LabError
 from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
-from labtui.ui.live import HostState, RunModel
 from labtui.ui.modals import ConfirmScreen
-from labtui.ui.render import counts_table, hosts_text, log_line, next_step_text, run_text
+from labtui.ui.model.live import HostState, RunModel
+from labtui.ui.model.pane_text import counts_table, hosts_text, log_line, next_step_text, run_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
     from labtui.session import LabRun
     from labtui.session.estimate import StepClock
-    from labtui.ui.choices import StartRequest
+    from labtui.ui.model.choices import StartRequest
 
 DRAIN_S = 0.5
 #: Events folded per drain at most, so a burst never stalls a keypress.
@@ -308,8 +308,8 @@ class RunView(Vertical):
 
     async def _chart(self, results: pl.DataFrame | None, samples: pl.DataFrame) -> None:
         """Show a new slowdown frame (computed in a thread: the engine shares this loop) and availability."""
-        await asyncio.to_thread(importlib.import_module, "labtui.ui.series")  # polars: off the drawing thread
-        from labtui.ui.series import availability, trusted_slowdown
+        await asyncio.to_thread(importlib.import_module, "labtui.ui.model.series")  # polars: off the drawing thread
+        from labtui.ui.model.series import availability, trusted_slowdown
 
         try:
             if results is not None:
@@ -340,7 +340,7 @@ class RunView(Vertical):
             return
         from labtui.hosts import known_hosts
         from labtui.suites import list_suites
-        from labtui.ui.choices import backend_choices
+        from labtui.ui.model.choices import backend_choices
         from labtui.ui.start_dialog import StartDialog
 
         suites = [(f"{s.name}  ({s.kind or 'invalid'})", s.name) for s in list_suites()]

@@ -19,10 +19,10 @@ from textual.widgets import DataTable, Input
 
 from labtui.figures import session_figures
 from labtui.store import list_sessions
-from labtui.ui.export import open_in_desktop
-from labtui.ui.format import cell, plain
+from labtui.ui.model.format import cell, plain
+from labtui.ui.model.query_export import open_in_desktop
+from labtui.ui.model.replay import replay_availability
 from labtui.ui.panes import SlowdownPanel
-from labtui.ui.replay import replay_availability
 from labtui.ui.rowtable import RowTable
 from labtui.ui.sql_view import SqlPane
 from labtui.ui.tablesync import sync_rows

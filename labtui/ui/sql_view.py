@@ -26,9 +26,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, OptionList, Static, TextArea, Tree
 
 from labtui.core.units import MISSING
-from labtui.ui.completion import Catalog, Completion, complete, word_before
-from labtui.ui.history import History
-from labtui.ui.sql_statements import statement_at
+from labtui.ui.model.completion import Catalog, Completion, complete, word_before
+from labtui.ui.model.history import History
+from labtui.ui.model.sql_statements import statement_at
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -310,7 +310,7 @@ class SqlPane(Vertical):
     # --- completion ---------------------------------------------------------------------------
 
     def complete_word(self) -> bool:
-        """Complete the word before the editor's cursor (see labtui.ui.completion); False when nothing matches.
+        """Complete the word before the editor's cursor (see labtui.ui.model.completion); False when nothing matches.
 
         One match is inserted; several extend the word to their common prefix, or else to the shortest of them,
         and are listed under the word; tab again, while the list shows, puts the next in its place.
@@ -414,7 +414,7 @@ class SqlPane(Vertical):
     def _export_to(self, event: Input.Submitted) -> None:
         """Export to the typed path; a name that asks for no known format is refused and the box stays."""
         from labtui.core.outputs import ExportError
-        from labtui.ui.export import export_format
+        from labtui.ui.model.query_export import export_format
 
         name = event.value.strip()
         if self.result is not None and name:
@@ -429,7 +429,7 @@ class SqlPane(Vertical):
 
     @work(thread=True, group="export", exit_on_error=False)
     def _export(self, table: pa.Table, path: Path) -> None:
-        from labtui.ui.export import export_arrow
+        from labtui.ui.model.query_export import export_arrow
 
         try:
             written = export_arrow(table, path)

@@ -23,7 +23,7 @@ from labtui.session import Plan, plan_for
 from labtui.session.estimate import clock, history
 from labtui.store import StoreError
 from labtui.suites import SuiteError, load_suite, suite_profiles
-from labtui.ui.choices import OVERRIDE_KEYS, BackendChoice, StartRequest, overrides_from
+from labtui.ui.model.choices import OVERRIDE_KEYS, BackendChoice, StartRequest, overrides_from
 
 Checker = Callable[[str], Awaitable[list[BackendChoice]]]
 INPUT_IDS = {"scale.steps": "steps", "scale.per_step": "per-step", "suite.repetitions": "repetitions"}

@@ -172,7 +172,7 @@ def child(rows: int) -> None:
     from labtui.hosts import get_host
     from labtui.ui.app import LabApp
     from labtui.ui.instances_view import InstancesView
-    from labtui.ui.inventory import Found
+    from labtui.ui.model.inventory import Found
 
     backend = open_backend("process", get_host("local"))
     now = time.time()

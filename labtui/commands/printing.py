@@ -10,7 +10,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from labtui.commands.render_fairshare import render_fairshare
+from labtui.commands.fairshare_table import render_fairshare
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z
 from labtui.core.units import MISSING, display_unit, number, quantity, share_pct, signed_pct
 from labtui.figures import bootstrap_allowed, repetition_samples, with_trust

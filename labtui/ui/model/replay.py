@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from labtui.store import fetch_frame
-from labtui.ui.series import availability
+from labtui.ui.model.series import availability
 
 REPLAY_SQL = """
 select r.host, s.background, r.cpu_avail, r.mem_avail, r.swap_avail

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from labtui.backends.base import Instance
 from labtui.store import StoreError, fetch_frame
-from labtui.ui.inventory import Found
+from labtui.ui.model.inventory import Found
 
 #: The store's columns of an instance's row, in the order shown.
 STORE_COLUMNS = ("state", "created_at", "ready_at", "destroyed_at", "boot_s")

@@ -10,8 +10,8 @@ from rich.text import Text
 
 from labtui.core.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.core.units import MISSING, quantity, share_pct, signed_pct
-from labtui.ui.format import pct, sparkline
-from labtui.ui.live import HostState, RunModel
+from labtui.ui.model.format import pct, sparkline
+from labtui.ui.model.live import HostState, RunModel
 
 if TYPE_CHECKING:
     from labtui.session import Plan
