@@ -159,9 +159,11 @@ class ResourceSample:
 
 @dataclass(frozen=True, slots=True)
 class Log:
+    """A line of the session's log; `category` says what it is about (step, teardown, backend, reconcile, ...)."""
+
     session_id: str
     level: Level
-    kind: str
+    category: str
     message: str
     ts: float = field(default_factory=now)
 

@@ -99,8 +99,8 @@ class RunContext:
         for event in events:
             self.bus.publish(event)
 
-    def log(self, level: str, kind: str, message: str) -> None:
-        self.record(Log(self.session_id, level, kind, message))  # type: ignore[arg-type]
+    def log(self, level: str, category: str, message: str) -> None:
+        self.record(Log(self.session_id, level, category, message))  # type: ignore[arg-type]
 
     def spec(
         self,

@@ -45,7 +45,7 @@ def session_warnings(data: SessionData) -> list[str]:
     if data.min_swap is not None and data.min_swap < 1.0:
         found.append(f"swap in use: swap availability fell to {data.min_swap * 100:.1f}%")
     for r in data.problems.head(_LISTED).iter_rows(named=True):
-        found.append(f"logged {r['level']} ({r['kind']}): {r['message']}")
+        found.append(f"logged {r['level']} ({r['category']}): {r['message']}")
     if len(data.problems) > _LISTED:
         found.append(f"and {len(data.problems) - _LISTED} more logged warnings or errors (see the events table)")
     return found

@@ -133,7 +133,7 @@ def load_session(db: str | os.PathLike[str], session_id: str) -> SessionData:
         min_swap=fetch_frame(db, "SELECT min(swap_avail) AS m FROM resources WHERE session_id = ?", [session_id])["m"][0],
         shares=_shares(db, session_id) if session.get("kind") == "fairshare" else pl.DataFrame(),
         problems=fetch_frame(
-            db, "SELECT level, kind, message FROM events WHERE session_id = ? "
+            db, "SELECT level, category, message FROM events WHERE session_id = ? "
             "AND level IN ('warning', 'error') ORDER BY ts", [session_id],
         ),
         samples=repetition_samples(db, session_id),

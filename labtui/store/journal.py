@@ -79,7 +79,10 @@ def decode(kind: str, body: str) -> Event:
         raise StoreError(f"journal row of unknown kind {kind!r}")
     known = {f.name for f in dataclasses.fields(cls)}  # a field a newer labtui added is left out, not fatal
     try:
-        event: Event = cls(**{name: value for name, value in json.loads(body).items() if name in known})
+        fields = json.loads(body)
+        if kind == "Log" and "kind" in fields:  # a journal written before Log.kind became Log.category
+            fields.setdefault("category", fields.pop("kind"))
+        event: Event = cls(**{name: value for name, value in fields.items() if name in known})
     except (ValueError, TypeError, AttributeError) as exc:  # not JSON, not an object, a field missing
         raise StoreError(f"journal row of kind {kind} unreadable: {exc}") from None
     return event

@@ -16,8 +16,9 @@ from labtui.store.errors import StoreError, first_line
 #: repetitions (each repetition's values averaged first), not instances; 4 took
 #: the median of a repetition's values; 5 added results.run and takes the median
 #: over a worker's runs of the mean over the instances of each (REPETITION_VALUES); 6 added
-#: sessions.tags and sessions.note (`labtui run --tag KEY=VALUE --note TEXT`).
-SCHEMA_VERSION = 6
+#: sessions.tags and sessions.note (`labtui run --tag KEY=VALUE --note TEXT`); 7 renamed events.kind to
+#: events.category (a session's `kind` is its experiment kind).
+SCHEMA_VERSION = 7
 
 STATUSES = ("running", "completed", "failed", "aborted", "crashed")
 
@@ -97,7 +98,7 @@ CREATE TABLE IF NOT EXISTS events (
     session_id TEXT,
     ts TIMESTAMPTZ,
     level TEXT,
-    kind TEXT,
+    category TEXT,
     message TEXT
 );
 CREATE TABLE IF NOT EXISTS hosts (
@@ -241,6 +242,15 @@ def _migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:
     if version < 6:
         con.execute("ALTER TABLE sessions ADD COLUMN IF NOT EXISTS tags JSON")
         con.execute("ALTER TABLE sessions ADD COLUMN IF NOT EXISTS note TEXT")
+    if version < 7 and _has_column(con, "events", "kind"):  # `kind` was also a session's experiment kind
+        con.execute("ALTER TABLE events RENAME COLUMN kind TO category")
+
+
+def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether the file's own table (not a temporary view) has the column."""
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main' "
+        "AND table_name = ? AND column_name = ?", [table, column]).fetchone()[0])  # type: ignore[index]
 
 
 def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
@@ -258,12 +268,15 @@ def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
         "results": (["NULL::TEXT AS placement"] if version < 2 else []) + (["NULL::INTEGER AS run"] if version < 5 else []),
         "sessions": ["NULL::JSON AS tags", "NULL::TEXT AS note"] if version < 6 else [],
     }
+    renamed = {"events": "RENAME (kind AS category)"} if version < 7 and _has_column(con, "events", "kind") else {}
     tables = {name for (name,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'"
     ).fetchall()}
-    for table, columns in missing.items():
-        if columns and table in tables:  # a file so old, or so bare, that it lacks the table has nothing to add
-            con.execute(f"CREATE TEMP VIEW {table} AS SELECT *, {', '.join(columns)} FROM {quoted}.main.{table}")
+    for table in sorted(set(missing) | set(renamed)):
+        added = "".join(f", {column}" for column in missing.get(table, []))
+        # a file so old, or so bare, that it lacks the table has nothing to add
+        if (added or table in renamed) and table in tables:
+            con.execute(f"CREATE TEMP VIEW {table} AS SELECT * {renamed.get(table, '')}{added} FROM {quoted}.main.{table}")
     if missing["results"]:
         con.execute(VIEWS_DDL.replace("CREATE VIEW IF NOT EXISTS", "CREATE TEMP VIEW"))
 

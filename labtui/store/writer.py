@@ -177,7 +177,7 @@ _TABLES = {
         ),
         _Table(
             "events",
-            (("session_id", "str"), ("ts", "ts"), ("level", "str"), ("kind", "str"), ("message", "str")),
+            (("session_id", "str"), ("ts", "ts"), ("level", "str"), ("category", "str"), ("message", "str")),
             blank_is_null=("session_id",),
         ),
     )

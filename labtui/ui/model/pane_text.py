@@ -133,7 +133,7 @@ def log_line(event: Event, position: int | None = None) -> Text | None:
             value = quantity(event.value, event.unit)
             body, style = f"{event.benchmark}/{event.metric} = {value} at {event.background} bg", "cyan"
         case Log():
-            body = f"[{event.kind}] {event.message}"
+            body = f"[{event.category}] {event.message}"
             style = {"error": "red", "warning": "yellow", "debug": "dim"}.get(event.level, "")
         case _:
             return None
