@@ -26,8 +26,8 @@ from labtui.core.events import StepEnded, StepStarted
 from labtui.core.stats import TIME_UNITS, aggregate_readings, is_work_time
 from labtui.engine.context import RunContext
 from labtui.engine.hostclock import host_clock_ns
-from labtui.engine.measure import record_run, worker_spec
 from labtui.engine.scaling import wait_for_quiet_host
+from labtui.engine.worker_runs import record_run, worker_spec
 from labtui.parsers import Reading
 from labtui.suites.model import Suite
 

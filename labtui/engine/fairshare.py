@@ -49,8 +49,8 @@ from labtui.backends.base import (
 from labtui.core.events import StepEnded, StepStarted
 from labtui.engine.context import RunContext
 from labtui.engine.hostclock import host_clock_ns
-from labtui.engine.measure import record_run
 from labtui.engine.scaling import wait_for_quiet_host
+from labtui.engine.worker_runs import record_run
 from labtui.suites.model import DEFAULT_CPU_WEIGHT, Fairshare, Program, Suite, Worker
 
 BENCHMARK = "fairshare"

@@ -21,9 +21,9 @@ import asyncio
 from labtui.backends.base import PINNING, BackendError, Instance
 from labtui.core.events import StepEnded, StepStarted
 from labtui.engine.context import RunContext
-from labtui.engine.measure import measure_worker
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.engine.topology import Plan, plan_placements, read_topology_and_smt
+from labtui.engine.worker_runs import measure_worker
 from labtui.suites.model import PLACEMENTS, Suite
 
 

@@ -21,7 +21,7 @@ from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
 from labtui.engine.kinds import experiment_kind
-from labtui.engine.measure import check_worker_runs
+from labtui.engine.worker_runs import check_worker_runs
 from labtui.hosts.base import Host, HostError
 from labtui.suites.model import Suite
 from labtui.suites.serialize import suite_to_dict

@@ -13,7 +13,7 @@ import asyncio
 from labtui.backends.base import Instance
 from labtui.core.events import StepEnded, StepStarted
 from labtui.engine.context import RunContext
-from labtui.engine.measure import measure_worker
+from labtui.engine.worker_runs import measure_worker
 from labtui.suites.model import Suite
 
 
