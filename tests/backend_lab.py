@@ -1,10 +1,22 @@
-"""What the backend test modules share: a Lab that cleans up what a test created."""
+"""What the backend test modules share: a Lab that cleans up what a test created, and the `lab` fixture.
+
+The fixture is exposed by the conftests of the tiers that use it (tests/backends, tests/e2e).
+A test module names its backend at module level (``BACKEND = "docker"``) and, if it likes, the
+prefix of its session names (``SESSION_PREFIX = "svc"``; "test" otherwise); a test that runs on
+several backends is parametrized over them instead::
+
+    @pytest.mark.parametrize("lab", ["process", "docker"], indirect=True)
+    async def test_x(lab: Lab) -> None: ...
+"""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from labtui.backends.base import Backend, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
@@ -49,3 +61,14 @@ async def open_lab(backend: str, prefix: str = "test") -> AsyncIterator[Lab]:
         yield lab
     finally:
         await lab.cleanup()
+
+
+@pytest.fixture
+async def lab(request: pytest.FixtureRequest, runtime_dir: Path) -> AsyncIterator[Lab]:
+    """A Lab on the local host for the test's backend (its parameter, else its module's ``BACKEND``),
+    in the module's runtime dir; every instance of the sessions it handed out is destroyed after."""
+    backend = getattr(request, "param", None) or getattr(request.module, "BACKEND", None)
+    if backend is None:
+        pytest.fail(f"{request.module.__name__} uses `lab` but names no backend (BACKEND = \"process\")", pytrace=False)
+    async for opened in open_lab(backend, getattr(request.module, "SESSION_PREFIX", "test")):
+        yield opened

@@ -1,4 +1,9 @@
-"""Fixtures shared by the test modules."""
+"""Fixtures shared by every tier, and the workers' groups.
+
+The tiers (unit, backends, hosts, ui, e2e) are directories with a conftest.py of their own;
+the helper modules beside this file (backend_lab, sshd_fixture, simulators, ...) are importable
+from each (`pythonpath = ["tests"]` in pyproject.toml).
+"""
 
 from __future__ import annotations
 
@@ -17,10 +22,14 @@ def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield path
 
 
+TESTS = Path(__file__).parent
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups for two workers (``-n 2 --dist loadgroup``): a test file stays on one worker, as with
-    ``--dist loadfile``, so its module fixtures (runtime dirs, sshd hosts) are made once; a test that
-    names its own ``xdist_group`` (the matrix splits its suites in two) keeps it."""
+    ``--dist loadfile``, so its module fixtures (runtime dirs, sshd hosts) are made once; the group is
+    named by tier and file (``ui/test_console.py``); a test that names its own ``xdist_group`` (the
+    matrix splits its suites in two) keeps it."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS).as_posix()))

@@ -1,6 +1,6 @@
 """A real `labtui run` interrupted by one or two signals at random moments, and what its store says after.
 
-Shared by tests/test_session_service.py (local process backend) and tests/test_signals_backends.py
+Shared by tests/e2e/test_session_service.py (local process backend) and tests/e2e/test_signals_host_kinds.py
 (the other host kinds).
 """
 

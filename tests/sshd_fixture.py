@@ -2,7 +2,7 @@
 
 Each server runs in the foreground (``sshd -D``) from its own config file in a
 temporary directory: its own host key, authorized_keys and pid file, key
-authentication only.  Used by tests/test_ssh_host.py and tests/perf.
+authentication only.  Used by tests/hosts/test_ssh_host.py and tests/perf.
 
 ``sftp=False`` leaves out the ``Subsystem sftp`` line, as hardened hosts do:
 such a server refuses the SFTP subsystem and labtui must move files over exec

@@ -58,55 +58,55 @@ class Target:
 
 
 RECONCILE_UNIT = (
-    "tests/test_reconcile.py::test_reconcile_judges_a_session_only_when_its_lock_is_free",
-    "tests/test_reconcile.py::test_reconcile_leaves_an_ended_session_alone_while_its_lock_is_held",
+    "tests/e2e/test_reconcile.py::test_reconcile_judges_a_session_only_when_its_lock_is_free",
+    "tests/e2e/test_reconcile.py::test_reconcile_leaves_an_ended_session_alone_while_its_lock_is_held",
 )
 
 #: the journal's and the feed's in-process tests (not the feeder's, which wait on timers and a held store)
-JOURNAL_UNIT = ("tests/test_journal.py", "-k", "not feeder and not cannot_take_a_sample")
+JOURNAL_UNIT = ("tests/unit/test_journal.py", "-k", "not feeder and not cannot_take_a_sample")
 
 #: the parsers, one target per module; their tests read real outputs of the tools (tests/data/parsers)
 PARSERS = ("common", "probe", "wrk", "redis_benchmark", "stream", "unixbench", "aim9", "lmbench", "sysbench",
            "stress_ng")
-PARSER_TESTS = ("tests/test_parsers.py", "tests/test_edges.py::test_every_wrk_time_suffix_is_read_in_ms",
-                "tests/test_edges.py::test_every_wrk_size_suffix_is_read_in_mib",
-                "tests/test_edges.py::test_every_stress_ng_duration_unit_is_read_in_seconds")
+PARSER_TESTS = ("tests/unit/test_parsers.py", "tests/unit/test_edges.py::test_every_wrk_time_suffix_is_read_in_ms",
+                "tests/unit/test_edges.py::test_every_wrk_size_suffix_is_read_in_mib",
+                "tests/unit/test_edges.py::test_every_stress_ng_duration_unit_is_read_in_seconds")
 
 TARGETS = {t.name: t for t in (
-    Target("stats", "labtui/core/stats.py", ("tests/test_stats.py", "tests/test_stats_mutation.py")),
+    Target("stats", "labtui/core/stats.py", ("tests/unit/test_stats.py", "tests/unit/test_stats_edges.py")),
     # the functions every table, pane, report and `labtui compare` reads (not the scipy wrappers, not the
     # bootstraps, whose tests take seconds each)
-    Target("stats-core", "labtui/core/stats.py", ("tests/test_stats.py", "tests/test_stats_mutation.py"),
+    Target("stats-core", "labtui/core/stats.py", ("tests/unit/test_stats.py", "tests/unit/test_stats_edges.py"),
            functions=("summarize", "slowdown_pct", "normalized", "welch_df", "welch", "bootstrap_fits", "mean_ci",
                       "compare_samples", "rate_sum", "is_work_time", "aggregate_metric", "aggregate_readings")),
     # the rest of the file's functions: the scipy wrappers, skewness, the bootstraps, outliers, modes, trust
-    Target("stats-rest", "labtui/core/stats.py", ("tests/test_stats.py", "tests/test_stats_mutation.py"),
+    Target("stats-rest", "labtui/core/stats.py", ("tests/unit/test_stats.py", "tests/unit/test_stats_edges.py"),
            functions=("_t975", "_t", "_check_df", "t_sf", "t_cdf", "t_two_sided_p", "t_pdf", "t_quantile",
                       "skewness", "Interval.contains", "bootstrap_diff_ci", "bootstrap_mean_ci", "modified_z_scores",
                       "outliers", "modes", "Trust.wide", "Trust.flags", "trust", "aggregate")),
     # the figures table every face draws: trust columns added to slowdown rows, one interval policy
-    Target("figures", "labtui/figures/table.py", ("tests/test_figures_table.py", "tests/test_trust.py")),
+    Target("figures", "labtui/figures/table.py", ("tests/unit/test_figures_table.py", "tests/unit/test_trust.py")),
     Target("reconcile", "labtui/lifecycle/reconcile.py",
-           (*RECONCILE_UNIT, "tests/test_cleanup_selection.py")),
-    Target("reconcile-selection", "labtui/lifecycle/reconcile.py", (*RECONCILE_UNIT, "tests/test_cleanup_selection.py"),
+           (*RECONCILE_UNIT, "tests/unit/test_cleanup_selection.py")),
+    Target("reconcile-selection", "labtui/lifecycle/reconcile.py", (*RECONCILE_UNIT, "tests/unit/test_cleanup_selection.py"),
            functions=("StoreView.ended", "reconcile", "_active", "_row_finding")),
     Target("cleanup", "labtui/lifecycle/cleanup.py",
-           ("tests/test_cleanup_selection.py", "tests/test_cleanup_store_busy.py")),
+           ("tests/unit/test_cleanup_selection.py", "tests/unit/test_cleanup_store_busy.py")),
     Target("suite-validator", "labtui/suites/model.py",
-           ("tests/test_suites.py", "tests/test_suite_validator.py", "-k", "not run_with and not suites_command")),
+           ("tests/unit/test_suites.py", "tests/unit/test_suite_model.py", "-k", "not run_with and not suites_command")),
     # the loader's checks of values, keys and overrides (the tests that start no run)
     Target("suite-keys", "labtui/suites/keys.py",
-           ("tests/test_suites.py", "-k", "not run_with and not suites_command"),
+           ("tests/unit/test_suites.py", "-k", "not run_with and not suites_command"),
            functions=("is_int", "is_number", "is_cpu_list", "printable")),
     Target("suite-loader", "labtui/suites/loader.py",
-           ("tests/test_suites.py", "-k", "not run_with and not suites_command"),
+           ("tests/unit/test_suites.py", "-k", "not run_with and not suites_command"),
            functions=("_value", "_check_creation", "_fairshare")),
     Target("suite-overrides", "labtui/suites/overrides.py",
-           ("tests/test_suites.py", "-k", "not run_with and not suites_command"),
+           ("tests/unit/test_suites.py", "-k", "not run_with and not suites_command"),
            functions=("parse_override", "apply_overrides")),
     # the store's flush (buffer, one transaction, when to flush) and its intent journal (the instance rows
     # opened before a create and closed after a destroy)
-    Target("store-writer", "labtui/store/writer.py", ("tests/test_store.py",),
+    Target("store-writer", "labtui/store/writer.py", ("tests/unit/test_store.py",),
            functions=("StoreWriter.add", "StoreWriter.flush", "StoreWriter._write", "StoreWriter._upsert",
                       "StoreWriter._session_started", "StoreWriter._session_ended", "StoreWriter._step_started",
                       "StoreWriter._step_ended", "StoreWriter._instance_creating", "StoreWriter._instance_ready",
@@ -118,19 +118,19 @@ TARGETS = {t.name: t for t in (
     Target("store-feed", "labtui/store/feed.py", JOURNAL_UNIT),
     # crash marking: this machine's running sessions whose running-lock nobody holds
     Target("store-crashes", "labtui/store/crashes.py",
-           ("tests/test_store.py", "tests/test_journal.py", "-k", "crashed or killed_writer or round_trip")),
+           ("tests/unit/test_store.py", "tests/unit/test_journal.py", "-k", "crashed or killed_writer or round_trip")),
     *(Target(f"parser-{name}", f"labtui/parsers/{name}.py", PARSER_TESTS) for name in PARSERS),
     # the engine's measuring: the adaptive-runs loop, the worker's spec, the backend check, the CV, one run's results
-    Target("engine-measure", "labtui/engine/measure.py",
-           ("tests/test_adaptive_repetitions.py", "tests/test_measure.py",
-            "tests/test_real_tools.py::test_every_real_tool_output_has_a_parser_that_names_the_tool",
-            "tests/test_real_tools.py::test_a_backend_that_cannot_run_the_tool_is_refused_before_anything_starts"),
+    Target("engine-worker-runs", "labtui/engine/worker_runs.py",
+           ("tests/unit/test_adaptive_repetitions.py", "tests/unit/test_measure.py",
+            "tests/backends/test_real_tools.py::test_every_real_tool_output_has_a_parser_that_names_the_tool",
+            "tests/backends/test_real_tools.py::test_a_backend_that_cannot_run_the_tool_is_refused_before_anything_starts"),
            functions=("measure_worker", "worker_spec", "check_worker_runs", "worst_cv", "record_run")),
     Target("docker-label-filter", "plugins/docker/__init__.py",
-           ("tests/test_docker_backend.py::test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_"
+           ("tests/backends/test_docker_backend.py::test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_"
             "labelled_containers",), functions=("DockerBackend.list",)),
     Target("docker-labels", "plugins/docker/containers.py",
-           ("tests/test_docker_backend.py::test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_"
+           ("tests/backends/test_docker_backend.py::test_the_listing_asks_the_engine_for_lab_labels_and_keeps_only_fully_"
             "labelled_containers",), functions=("labels_of", "lab_labels")),
 )}
 

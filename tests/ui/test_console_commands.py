@@ -1,0 +1,203 @@
+"""k9s's habits in the console: the `:` command line, describe and log, auto-refresh, remapped keys.
+
+Pilot tests on a small store (one session imported from a CSV by the CLI) and
+process-backend sleepers made by the test and destroyed after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from test_console import destroy_session, wait_for
+
+from labtui.backends.base import Instance, InstanceSpec, Labels, open_backend
+from labtui.hosts import get_host
+from labtui.ui.command_line import COMMANDS, CommandError, complete, parse
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+async def sleepers() -> AsyncIterator[tuple[str, list[Instance]]]:
+    """Two process-backend sleepers of a fresh session, destroyed after the test."""
+    backend = open_backend("process", get_host("local"))
+    session = "cmd-" + secrets.token_hex(3)
+    await backend.prepare(["sleeper"])
+    made = await backend.create_many([InstanceSpec(Labels(session, "background", f"ba{i}"), program="sleeper")
+                                      for i in range(2)])
+    try:
+        yield session, made
+    finally:
+        await destroy_session(session)
+
+
+def test_parse_and_complete() -> None:
+    assert complete("ses") == "sessions "
+    assert complete("c") == "c"  # compare and cleanup: nothing in common past "c"
+    assert complete("cl") == "cleanup "
+    assert complete("cleanup or") == "cleanup orphans "
+    assert complete("report na", ["native", "other"]) == "report native "
+    assert complete("compare n", ["na1", "na2"]) == "compare na"
+    assert complete("export native --format p", ["native", "pq"]) == "export native --format p"  # an option's value
+    assert parse(":compare a b")[1] == ["a", "b"]
+    with pytest.raises(CommandError, match="no command 'nope'"):
+        parse("nope")
+    with pytest.raises(CommandError, match="name a session"):
+        parse("report")
+    with pytest.raises(CommandError, match="takes no arguments"):
+        parse("sessions now")
+
+
+async def test_colon_completes_and_switches_view(native_store: Path) -> None:
+    from labtui.ui.app import LabApp
+    from labtui.ui.command_line import CommandLine
+
+    app = LabApp(native_store, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("colon")
+        line = app.query_one(CommandLine)
+        assert app.focused is line
+        await pilot.press("s", "e", "s", "tab")
+        assert line.value == "sessions "
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.current_tab() == "tab-sessions", 5, "the Sessions view")
+        assert not line.has_class("shown")
+        await pilot.press("colon", "x", "escape")
+        assert not line.has_class("shown") and app.current_tab() == "tab-sessions"
+        palette = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert all(palette.get(c.help, "").startswith(f":{c.name}") for c in COMMANDS)
+
+
+async def test_colon_sql_leaves_the_keys_in_the_sql_editor(native_store: Path) -> None:
+    """`:sql` from another view, then typing: the letters go into the editor (they used to reach the Sessions
+    table, whose keys took them as refresh, open and so on), and Tab completes a table name."""
+    from labtui.ui.app import LabApp
+    from labtui.ui.sql_view import SqlEditor
+
+    app = LabApp(native_store, idle_sampling=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")  # the Instances view first, as a user would come from it
+        await wait_for(pilot, lambda: app.current_tab() == "tab-instances", 5, "the Instances view")
+        await pilot.press("colon", *"sql", "enter")
+        await wait_for(pilot, lambda: isinstance(app.focused, SqlEditor), 5, "the SQL editor's focus")
+        editor = app.focused
+        editor.text = ""
+        await pilot.press(*"select * from res", "tab")
+        await pilot.pause(0.3)
+        assert editor.text.startswith("select * from results")
+
+
+async def test_report_command_writes_the_report(native_store: Path) -> None:
+    from labtui.ui.app import LabApp
+    from labtui.ui.command_line import CommandLine
+
+    app = LabApp(native_store, idle_sampling=False)
+    report = native_store.parent / "reports" / "native" / "report.html"
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("colon", *"report na")
+        await wait_for(pilot, lambda: app.query_one(CommandLine).sessions == ("native",), 10, "the session ids")
+        await pilot.press("tab")
+        assert app.query_one(CommandLine).value == "report native "
+        await pilot.press("enter")
+        await wait_for(pilot, report.exists, 60, "the report")
+        await wait_for(pilot, lambda: any(str(report) in str(n.message) for n in app._notifications), 10,
+                       "the notification naming the file")
+    assert "native" in report.read_text()
+
+
+async def test_describe_log_and_refresh_by_itself(native_store: Path, sleepers: tuple[str, list[Instance]]) -> None:
+    from labtui.ui.app import LabApp
+    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.text_screen import TextScreen
+
+    session, made = sleepers
+    app = LabApp(native_store, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("colon", *"instances", "enter")
+        view = app.query_one(InstancesView)
+        mine = lambda: sorted(f.instance.name for f in view.found.values() if f.instance.labels.session == session)  # noqa: E731
+        await wait_for(pilot, lambda: mine() == sorted(i.name for i in made), 30, "the sleepers listed")
+        view.sort_by("name")
+        table = view.table
+        first = made[0]
+        table.move_cursor(row=table.get_row_index(f"process:{first.host}:{first.name}"))
+        for key, title in (("d", "describe"), ("l", "log of")):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: isinstance(app.screen, TextScreen), 10, f"the {title} window")
+            screen = app.screen
+            shown = f"{screen.title_text}\n{screen.text}"
+            assert title in shown and first.name in shown
+            assert f"session={session} role=background instance={first.labels.instance}" in shown
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, TextScreen), 5, "the window to close")
+        assert "(the log is empty)" in shown  # a sleeper prints nothing; the agent keeps its (empty) log
+
+        backend = open_backend("process", get_host("local"))
+        late = await backend.create(InstanceSpec(Labels(session, "background", "late"), program="sleeper"))
+        await wait_for(pilot, lambda: late.name in mine(), 30, "the late sleeper, listed with no key pressed")
+        assert "refresh every" in str(table.border_title)
+        await pilot.press("p")
+        assert "paused" in str(table.border_title)
+        await backend.destroy(late, force=True)
+        await pilot.pause(4)  # longer than REFRESH_EVERY_S: paused, the list keeps the gone sleeper
+        assert late.name in mine()
+
+
+async def test_keys_from_the_config_file(native_store: Path) -> None:
+    from labtui.ui.app import LabApp
+    from labtui.ui.command_line import CommandLine
+    from labtui.ui.help import HelpScreen
+    from labtui.ui.keymap import KeysError, keys_path, read_keymap
+
+    path = keys_path()
+    assert path == native_store.parent / "config" / "keys.toml"
+    path.parent.mkdir()
+    path.write_text('[app]\ncommand_line = "ctrl+k"\nrun = "f1"\n', encoding="utf-8")
+    app = LabApp(native_store, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2", "colon")
+        line = app.query_one(CommandLine)
+        assert not line.has_class("shown")  # `:` no longer opens it
+        await pilot.press("ctrl+k")
+        assert line.has_class("shown") and app.focused is line
+        await pilot.press("escape", "f1")
+        assert app.current_tab() == "tab-run"
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 5, "the help")
+        assert "^k" in app.screen.text and "command line" in app.screen.text
+
+    path.write_text('[instances]\ndescribe = "i"\ndescrbe = "j"\n', encoding="utf-8")
+    app = LabApp(native_store, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: any("descrbe" in str(n.message) for n in app._notifications), 5,
+                       "the refusal")
+        message = next(str(n.message) for n in app._notifications if "descrbe" in str(n.message))
+        assert str(path) in message and "[instances] has cleanup, describe," in message and app.user_keys == {}
+
+    path.write_text("[app\n", encoding="utf-8")
+    with pytest.raises(KeysError, match=f"{path}: .*line 1"):
+        read_keymap(path)
+
+
+async def test_log_of_a_docker_container(native_store: Path) -> None:
+    from labtui.ui.model.describe import instance_log
+    from labtui.ui.model.inventory import Found
+
+    backend = open_backend("docker", get_host("local"))
+    if not (availability := await backend.check()).usable:
+        pytest.skip(f"docker: {availability.reason}")
+    session = "cmd-" + secrets.token_hex(3)
+    instance = await backend.create(InstanceSpec(Labels(session, "worker", "r1"), image="labtui/redis"))
+    try:
+        found = Found(backend, instance, None, False)
+        for _ in range(50):  # the server writes its banner just after it starts
+            if "Redis is starting" in (text := await instance_log(found)):
+                break
+            await asyncio.sleep(0.1)
+        assert "Redis is starting" in text
+    finally:
+        await backend.destroy(instance, force=True)

@@ -1,0 +1,113 @@
+"""The registries a reader greps: experiment kinds, backends (entry points) and the CLI's command handlers."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from labtui.backends.base import Backend, BackendUnavailable, list_backends, load_backend_class
+from labtui.cli import build_parser
+from labtui.commands import Handler
+from labtui.engine.kinds import EXPERIMENT_KINDS, plan_for
+from labtui.suites import SUITE_KINDS, SuiteError, load_suite
+from labtui.suites.model import unsupported_kind
+
+REPO = Path(__file__).resolve().parents[2]
+BUILTIN_BACKENDS = {"process", "docker", "unikraft", "xen", "zones"}
+
+
+def test_the_engine_runs_exactly_the_kinds_the_suite_model_accepts() -> None:
+    assert list(EXPERIMENT_KINDS) == list(SUITE_KINDS)
+    assert all(kind.name == name for name, kind in EXPERIMENT_KINDS.items())
+
+
+def test_an_unknown_kind_is_refused_in_one_wording_by_the_loader_and_the_engine(tmp_path: Path) -> None:
+    suite = load_suite("boot-scaling")
+    path = tmp_path / "migration.toml"
+    path.write_text(Path(suite.source).read_text().replace(f'kind = "{suite.kind}"', 'kind = "migration"'))
+    with pytest.raises(SuiteError) as loaded:
+        load_suite(str(path))
+    with pytest.raises(ValueError) as planned:
+        plan_for(dataclasses.replace(suite, kind="migration"))
+    wording = unsupported_kind("migration")
+    assert wording is not None and wording in loaded.value.message and str(planned.value) == wording
+
+
+def test_every_builtin_backend_is_an_entry_point_that_loads_its_own_class() -> None:
+    builtin = {b.name: b for b in list_backends() if b.source == "builtin"}
+    assert set(builtin) == BUILTIN_BACKENDS
+    for name, info in builtin.items():
+        assert info.entry_point.value.startswith(f"plugins.{name}:")
+        cls = load_backend_class(name)
+        assert issubclass(cls, Backend) and cls.name == name
+
+
+# A distribution of our own on the path: it registers a backend of its own and one named like a built-in.
+THIRD_PARTY = textwrap.dedent(
+    """
+    import json, sys
+    where, mine = sys.argv[1:]
+    sys.path.insert(0, mine) if where == "first" else sys.path.append(mine)
+    from labtui.backends.base import list_backends, load_backend_class
+    print(json.dumps([[b.name, b.source] for b in list_backends()]))
+    print(load_backend_class("process").__module__, load_backend_class("mine").__module__)
+    """
+)
+
+
+@pytest.mark.parametrize("where", ["first", "last"])  # on sys.path: before or after labtui's own distribution
+def test_a_third_party_backend_is_listed_after_the_builtins_and_never_replaces_one(tmp_path: Path, where: str) -> None:
+    (tmp_path / "labtui_mine").mkdir()
+    (tmp_path / "labtui_mine" / "__init__.py").write_text(
+        "from labtui.backends.kit import Backend\n\nclass MineBackend(Backend):\n    name = 'mine'\n")
+    info = tmp_path / "labtui_mine-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: labtui-mine\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[labtui.backends]\nmine = labtui_mine:MineBackend\nprocess = labtui_mine:MineBackend\n")
+    done = subprocess.run([sys.executable, "-c", THIRD_PARTY, where, str(tmp_path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, check=True)
+    listed, loaded = done.stdout.splitlines()
+    sources = dict(json.loads(listed))
+    assert list(sources) == [*sorted(BUILTIN_BACKENDS), "mine"], done.stdout
+    assert sources["mine"] == "labtui-mine" and sources["process"] == "builtin"
+    assert loaded == "plugins.process labtui_mine", done.stdout
+
+
+def test_an_unknown_backend_names_the_ones_there_are() -> None:
+    with pytest.raises(BackendUnavailable, match=r"unknown backend 'nosuch'; available: docker, process, "):
+        load_backend_class("nosuch")
+
+
+def _top_level_commands() -> dict[str, object]:
+    top = next(a for a in build_parser()._actions if a.dest == "command")
+    return {name: parser.get_default("func") for name, parser in top.choices.items()}
+
+
+def test_every_command_names_its_own_handler_and_it_resolves() -> None:
+    handlers = _top_level_commands()
+    assert all(callable(func) for func in handlers.values()), handlers
+    named = {name: func for name, func in handlers.items() if isinstance(func, Handler)}
+    assert set(handlers) - set(named) == {"completion"}  # printed by the CLI itself, from the parser
+    assert len({(h.module, h.function) for h in named.values()}) == len(named), "two commands share a handler"
+    for name, handler in named.items():
+        assert callable(getattr(importlib.import_module(handler.module), handler.function)), name
+
+
+def test_a_nested_action_runs_its_commands_handler() -> None:
+    args = build_parser().parse_args(["sessions", "rm", "abc", "--yes"])
+    assert args.func == Handler("labtui.commands.query", "cmd_sessions") and args.sessions_command == "rm"
+
+
+def test_building_the_parser_imports_no_command_module() -> None:
+    code = "import sys; from labtui.cli import build_parser; build_parser(); " \
+           "print(sorted(m for m in sys.modules if m.startswith('labtui.commands.')))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
