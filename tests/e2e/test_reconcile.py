@@ -148,7 +148,7 @@ async def test_instances_the_store_never_recorded_are_reported_then_destroyed(la
                           "where session_id = ? and instance_id = 'bg9'", [known])
         assert row == ("local", "process", "background", "cleaned", True)
         assert rows(db, "select count(*) from instances where session_id = ?", [ghost]) == [(0,)]
-        (ghost_log,) = rows(db, "select session_id, level, kind, message from events where message like ?",
+        (ghost_log,) = rows(db, "select session_id, level, category, message from events where message like ?",
                             [f"%labtui-{ghost}-bg1%"])
         assert ghost_log[:3] == (None, "warning", "reconcile") and "unrecorded" in ghost_log[3]
         assert states(db, known)["bg1"] == ("destroyed", True)  # a finished row is left as it was
