@@ -15,7 +15,7 @@ class Handler:
     """A command's function, named where its parser is built (``set_defaults(func=...)``), imported when it runs.
 
     Building the parser imports no command module (DuckDB, polars, matplotlib), so ``labtui --help``
-    stays fast; ``tests/test_registries.py`` checks that every handler named resolves.
+    stays fast; ``tests/unit/test_registries.py`` checks that every handler named resolves.
     """
 
     module: str

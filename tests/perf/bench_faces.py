@@ -37,7 +37,7 @@ Timing = tuple[float, float, bool]
 TIMING_SQL = """
 select epoch(s.ended_at) - epoch(s.started_at) as session_s,
        epoch(s.ended_at) - (select epoch(min(started_at)) from steps) as steps_s,
-       (select count(*) from events where kind = 'busy-host') as busy, s.status
+       (select count(*) from events where category = 'busy-host') as busy, s.status
 from sessions s
 """
 
