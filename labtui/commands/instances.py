@@ -14,15 +14,25 @@ from labtui.backends.base import Backend, Instance
 from labtui.commands.common import backends_for, db_path, usable_backends
 from labtui.commands.listing import Column, PipeConsole, print_table, write_rows
 from labtui.core.errors import LabError, UsageError
+from labtui.core.liveness import session_is_running
 from labtui.hosts import get_host, known_hosts
 from labtui.lifecycle.cleanup import CleanupPlan, CleanupReport, plan_cleanup, run_cleanup
-from labtui.store import StoreError, fetch_frame
+from labtui.store import StoreError, fetch_frame, session_ids
 from labtui.store.journal import pending
 
 
 def cmd_instances(args) -> int:
     host = get_host(args.host)
-    found = asyncio.run(_list_all(backends_for(args, host), args.session, every=not args.backend))
+    found = asyncio.run(_list_all(backends_for(args, host), None, every=not args.backend))
+    if args.session:
+        known = known_sessions(db_path(args)) | {i.labels.session for _, i in found}
+        if sessions_matching(args.session, known):
+            session = session_named(args.session, known, running_ok=True)
+        else:  # a listing of nothing is no harm, but say why it is empty
+            session = args.session
+            print(f"--session {session}: no session has that id or one starting with it, in the store, its journals "
+                  "or the backends' listings", file=sys.stderr)
+        found = [(backend, i) for backend, i in found if i.labels.session == session]
     if args.format != "table":
         write_rows(args.format, RECORD_KEYS, [_as_record(backend, i) for backend, i in found])
         return 0
@@ -38,6 +48,8 @@ def cmd_cleanup(args) -> int:
     """Clean up on one host (--host), or on every host labtui knows of: local, the lab config's, the store's."""
     console = PipeConsole()
     names = [args.host] if args.host else cleanup_hosts(db_path(args))
+    if args.session:
+        args.session = _cleanup_session(args, names)
     failed = 0
     for name in names:
         if len(names) > 1:
@@ -64,6 +76,62 @@ def cmd_cleanup(args) -> int:
             console.print(Text(str(message), "red"))
         failed += report.failed
     return 0 if failed == 0 else 1
+
+
+def known_sessions(db: Path) -> set[str]:
+    """The session ids the store and its journals know (an unreadable or missing store knows none)."""
+    known = set(pending(db).statuses)
+    if db.exists():
+        try:
+            known |= set(session_ids(db))
+        except StoreError:
+            pass
+    return known
+
+
+def sessions_matching(name: str, known: set[str]) -> list[str]:
+    """[name] when it is a known id, else every known id that starts with it, sorted."""
+    return [name] if name in known else sorted(sid for sid in known if sid.startswith(name))
+
+
+def session_named(name: str, known: set[str], *, running_ok: bool) -> str:
+    """The session `--session NAME` means among `known`: the id equal to NAME, else the one id starting with it.
+
+    UsageError when none or several match, or (unless `running_ok`) when a prefix names a running session: a
+    cleanup destroys a running session's instances only when it is named in full.
+    """
+    matches = sessions_matching(name, known)
+    if not matches:
+        raise UsageError(f"--session {name}: no session has that id or one starting with it, in the store, its "
+                         "journals or the backends' listings (`labtui sessions` lists the store's)")
+    if len(matches) > 1:
+        raise UsageError(f"--session {name} is ambiguous; it matches: {', '.join(matches)}")
+    (session,) = matches
+    if session != name and not running_ok and session_is_running(session):
+        raise UsageError(f"--session {name} names {session}, which is still running; to destroy its instances "
+                         f"anyway, give its whole id: --session {session}")
+    return session
+
+
+def _cleanup_session(args, hosts: list[str]) -> str:
+    """Resolve `cleanup --session` against every id known: the store's, its journals' and the sessions whose
+    instances the backends on `hosts` list (a crash may leave instances of a session nothing recorded)."""
+    known = known_sessions(db_path(args))
+    for name in hosts:
+        try:
+            known |= asyncio.run(_sessions_listed(args, name))
+        except (LabError, OSError):
+            continue  # unreachable: said when the cleanup visits it
+    return session_named(args.session, known, running_ok=False)
+
+
+async def _sessions_listed(args, name: str) -> set[str]:
+    """The sessions whose instances the backends on host `name` list; the host's connections closed after."""
+    host = get_host(name)
+    try:
+        return {i.labels.session for _, i in await _list_all(backends_for(args, host), None, every=not args.backend)}
+    finally:
+        await host.close()
 
 
 def cleanup_hosts(db: Path) -> list[str]:

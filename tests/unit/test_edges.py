@@ -3,6 +3,7 @@ it, every unit suffix a real tool prints, and the warm-up path of every measure 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 
 from labtui.backends.base import Availability, Backend, Instance, InstanceSpec, Labels, open_backend
 from labtui.cli import main
+from labtui.commands.instances import session_named
+from labtui.core.errors import UsageError
 from labtui.core.events import InstanceCreating, Result, SessionEnded, SessionStarted
 from labtui.core.liveness import session_lock
 from labtui.engine.bus import EventBus
@@ -90,6 +93,56 @@ async def test_cleanup_of_a_session_never_selects_one_whose_id_merely_starts_wit
     finally:
         for sid in (short, longer):
             await process.destroy_many(await process.list(sid), force=True)
+
+
+def _on_process(work):
+    """Run work(backend) on a process backend of its own event loop (the CLI runs its own loops in between)."""
+    async def run():
+        return await work(open_backend("process", LocalHost()))
+    return asyncio.run(run())
+
+
+def test_cleanup_and_instances_take_a_prefix_of_a_session_id_and_refuse_one_that_names_nothing(
+        runtime_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--session` matches as report and compare do: the whole id, else the one id it starts; an id nothing knows
+    is an error (it was an empty table, "nothing to clean up" and exit 0 while 740 instances stayed alive)."""
+    session = f"edge-{secrets.token_hex(4)}"
+    db = tmp_path / "lab.duckdb"
+    try:
+        _on_process(lambda backend: _sleeper(backend, session))
+        assert main(["--db", str(db), "instances", "--session", session[:-3], "--backend", "process",
+                     "--format", "csv"]) == 0
+        assert session in capsys.readouterr().out
+        assert main(["--db", str(db), "cleanup", "--session", session[:-3], "--backend", "process"]) == 0
+        assert "destroyed 1, failed 0" in capsys.readouterr().out
+        assert _on_process(lambda backend: backend.list(session)) == []
+        unknown = f"none-{secrets.token_hex(4)}"
+        assert main(["--db", str(db), "cleanup", "--session", unknown, "--backend", "process"]) == 2
+        assert "no session has that id or one starting with it" in capsys.readouterr().err
+        # listing nothing is no harm: exit 0, and stderr says why the list is empty
+        assert main(["--db", str(db), "instances", "--session", unknown, "--backend", "process"]) == 0
+        assert "no session has that id or one starting with it" in capsys.readouterr().err
+    finally:
+        async def end(backend: Backend) -> None:
+            await backend.destroy_many(await backend.list(session), force=True)
+        _on_process(end)
+
+
+def test_a_session_prefix_resolves_exactly_never_to_a_running_session_for_a_cleanup() -> None:
+    short, longer = _ids()
+    known = {short, longer, "other-1"}
+    assert session_named(short, known, running_ok=False) == short  # the whole id wins over the longer one it starts
+    assert session_named("oth", known, running_ok=False) == "other-1"
+    with pytest.raises(UsageError, match="ambiguous; it matches: " + ", ".join(sorted([short, longer]))):
+        session_named(short[:-1], known, running_ok=True)
+    with pytest.raises(UsageError, match="no session has that id"):
+        session_named("zzz", known, running_ok=True)
+    alone = {longer}
+    with session_lock(longer):
+        assert session_named(short, alone, running_ok=True) == longer  # listing instances of it is harmless
+        with pytest.raises(UsageError, match=f"still running; .* give its whole id: --session {longer}"):
+            session_named(short, alone, running_ok=False)
+        assert session_named(longer, alone, running_ok=False) == longer  # named in full: the user means it
 
 
 def _store(db: Path, finished: str, running: str) -> None:
