@@ -281,14 +281,19 @@ def bootstrap_mean_ci(values: Sequence[float], level: float = 0.95, seed: int = 
 
 def mean_ci(values: Sequence[float], level: float = 0.95, bootstrap: bool = True) -> Interval | None:
     """The interval of a mean to print: a bootstrap one where bootstrap_fits(values) (and bootstrap is
-    true), else Student's t; None for fewer than 2 values."""
+    true), else Student's t; None for fewer than 2 values.
+
+    Of values that are none of them negative (a time, a rate, a size) the mean cannot be negative either, so
+    a t interval that reaches below 0 (a few skewed values) starts at 0: the part cut off holds no possible
+    mean, and a negative boot time is not printed."""
     if len(values) < 2:
         return None
     if bootstrap and bootstrap_fits(values) and (boot := bootstrap_mean_ci(values, level)) is not None:
         return boot
     s = summarize(values)
     half = t_quantile(0.5 + level / 2.0, s.n - 1) * s.std / math.sqrt(s.n)
-    return Interval(s.mean - half, s.mean + half, "t", level)
+    low = max(s.mean - half, 0.0) if min(values) >= 0 else s.mean - half
+    return Interval(low, s.mean + half, "t", level)
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,3 +190,20 @@ def test_compare_samples_directions_and_tests():
     c = compare_samples([2.0], [1.0, 1.2], "lower")
     assert (c.welch, c.significant, c.a.n, c.b.n) == (None, None, 1, 2)
     assert math.isnan(compare_samples([0.0, 0.0], [1.0, 1.0], "lower").ratio)
+
+
+def test_a_t_interval_of_values_none_of_them_negative_starts_at_zero():
+    """Five skewed boot times once printed `-3.512 – 13.61` ms: no mean of non-negative values lies below 0."""
+    from labtui.core.stats import mean_ci
+
+    skewed = [0.4, 0.5, 0.6, 0.7, 23.0]
+    ci = mean_ci(skewed, bootstrap=False)
+    s = summarize(skewed)
+    half = t_quantile(0.975, 4) * s.std / math.sqrt(5)
+    assert s.mean - half < 0  # the plain t interval would reach below 0
+    assert ci is not None and ci.low == 0.0 and ci.high == pytest.approx(s.mean + half) and ci.method == "t"
+    # values that may be negative (a difference, a signed change) keep the whole interval
+    signed = [-0.4, 0.5, 0.6, 0.7, 23.0]
+    s2 = summarize(signed)
+    ci2 = mean_ci(signed, bootstrap=False)
+    assert ci2 is not None and ci2.low == pytest.approx(s2.mean - t_quantile(0.975, 4) * s2.std / math.sqrt(5))
