@@ -48,7 +48,7 @@ class FigureData:
     def title(self) -> Text:
         """The metric plot's key: what is drawn in which colour, and the last level's change from the baseline."""
         against = "placement" if self.placements else "background instances"
-        base = "alone" if self.placements else "step 1"
+        base = "alone" if self.placements else "step 0"
         change = (self.mean[-1] / self.baseline - 1) * 100 if self.baseline else math.nan
         return Text.assemble(
             (f"{self.metric} ({self.unit})", "bold"), " ", ("● mean ±1 std", "green"), " ",

@@ -21,7 +21,10 @@ def sync_rows(table: DataTable, rows: Mapping[str, Sequence[object]]) -> int:
     """
     gone = [k for k in table.rows if k.value not in rows]
     cursor_key = _cursor_key(table)
-    if len(gone) > REBUILD_AFTER:
+    added = [k for k in rows if k not in table.rows]
+    # a DataTable adds rows at its end: new rows anywhere else (a new session atop a newest-first list) rebuild it
+    misplaced = bool(added) and list(rows)[len(rows) - len(added):] != added
+    if len(gone) > REBUILD_AFTER or misplaced:
         return _rebuild(table, rows, cursor_key) + len(gone)
     columns = list(table.columns)
     changed = 0

@@ -187,6 +187,14 @@ async def test_table_diff_updates_changed_cells_and_widens_columns() -> None:
         assert std.content_width >= len("0.14 ms")  # widened, so the new value is not cut
         assert "0.14 ms" in table.render_line(1).text
         assert sync_rows(table, {"b": ("rss", "-")}) == 1 and table.row_count == 1
+        # a new row that comes first in the order given (a new session atop a newest-first list) is shown first,
+        # not appended; the cursor stays on its row
+        table.move_cursor(row=0)
+        sync_rows(table, {"new": ("fork_us", "-"), "b": ("rss", "-")})
+        assert [k.value for k in table.rows] == ["new", "b"] and table.coordinate_to_cell_key(
+            table.cursor_coordinate).row_key.value == "b"
+        sync_rows(table, {"new": ("fork_us", "-"), "b": ("rss", "-"), "last": ("exec_us", "-")})
+        assert [k.value for k in table.rows] == ["new", "b", "last"]
 
 
 def test_run_model_counts_and_bounds() -> None:
@@ -245,7 +253,7 @@ def test_pane_renderers() -> None:
     model.apply(StepStarted("s1", 2, 0, 3, 0))  # the view counts steps as they start, by the plan's position
     model.apply(StepStarted("s1", 2, 1, 3, 10))
     text = " ".join(run_text(model, "manual: waiting, press n").plain.split())
-    assert "repetition 2/2 step 2/3" in text and "background 10" in text and "boot-scaling on process@local" in text
+    assert "repetition 2/2 step 1/2" in text and "background 10" in text and "boot-scaling on process@local" in text
     model.add_sample(ResourceSample("local", 0.42, 0.5, None, 1, 0.3))
     hosts = hosts_text(model.hosts, width=40).plain
     assert "local ● connected" in hosts and "CPU free   42%" in hosts and "swap free    -" in hosts
@@ -341,7 +349,7 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
                            "the slowdown table's three levels")
             await wait_for(pilot, lambda: "completed" in pane_text(app, "#runinfo"), 15, "the run pane's end")
             info = pane_text(app, "#runinfo")
-            assert "completed" in info and "3/3" in info and "background 6" in " ".join(info.split())
+            assert "completed" in info and "step 2/2" in info and "background 6" in " ".join(info.split())
             # the chart is put in place with the run's first frame and drawn once mounted
             await wait_for(pilot, lambda: "boot_time (ms) ● mean ±1 std" in pane_text(app, "#live .chart-title"),
                            5, "the chart's title")

@@ -53,7 +53,8 @@ def run_text(model: RunModel, gate_state: str) -> Text:
     out = Text()
     if model.status == "idle":
         return Text("no run yet: choose a suite, then press s", "dim")
-    step = f"{model.position + 1 if model.position >= 0 else '-'}/{model.steps}"
+    # steps are numbered from 0 (the baseline), as the store, the CLI and the step prompt number them
+    step = f"{model.position if model.position >= 0 else '-'}/{model.steps - 1 if model.steps else '-'}"
     rows = [
         ("suite", f"{model.suite} on {model.backend}@{model.host}"),
         ("session", model.session_id or "-"),
@@ -125,10 +126,10 @@ def log_line(event: Event, position: int | None = None) -> Text | None:
             style = "bold green" if event.status == "completed" else "bold red"
         case StepStarted():
             step = event.step if position is None else position
-            body, style = f"rep {event.repetition} step {step + 1}/{event.steps}: {event.background} background", ""
+            body, style = f"rep {event.repetition} step {step}/{event.steps - 1}: {event.background} background", ""
         case StepEnded():
             step = event.step if position is None else position
-            body, style = f"rep {event.repetition} step {step + 1} done" + ("" if event.ok else " (failed)"), "dim"
+            body, style = f"rep {event.repetition} step {step} done" + ("" if event.ok else " (failed)"), "dim"
         case Result():
             value = quantity(event.value, event.unit)
             body, style = f"{event.benchmark}/{event.metric} = {value} at {event.background} bg", "cyan"
