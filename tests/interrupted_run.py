@@ -83,8 +83,9 @@ def open_rows(db: Path, session: str) -> list[tuple]:
 
 
 def check_torn_down(run: Interrupted, first: signal.Signals) -> None:
-    """Ended aborted naming the first signal (or completed before it landed), exit status 130 when aborted."""
+    """Ended aborted naming the first signal (or completed before it landed), exit status 128 + the first
+    signal's number when aborted (130 SIGINT, 143 SIGTERM, 129 SIGHUP), as a shell reports it."""
     assert run.status in ("aborted", "completed"), (run.status, run.message, run.stderr)
     if run.status == "aborted":
-        assert run.returncode == 130, run.stderr
+        assert run.returncode == 128 + first, run.stderr
         assert run.message == f"aborted by {first.name}", (run.message, run.stderr)

@@ -21,7 +21,29 @@ MAX_SUMMARY_ROWS = 21
 NATURAL_WIDTH_CAP = 400
 
 
+#: The warnings and errors a session logged, each once with how often, in the order they first came.
+_LOGGED = """
+SELECT level, category, message, count(*) AS times FROM events
+WHERE session_id = ? AND level IN ('warning', 'error')
+GROUP BY level, category, message ORDER BY min(ts)
+"""
+
+
 def render_summary(console: Console, db: Path, session_id: str) -> None:
+    """Print the session's figures (render_figures), then what it logged as a warning or an error (a busy host, a
+    placement skipped, a failed create): a figure is read with what happened while it was measured."""
+    render_figures(console, db, session_id)
+    try:
+        logged = fetch_frame(db, _LOGGED, [session_id])
+    except StoreError:
+        return  # render_figures said why the store cannot be read
+    for r in logged.iter_rows(named=True):
+        times = f" ({r['times']} times)" if r["times"] > 1 else ""
+        console.print(Text(f"logged {r['level']} [{r['category']}]{times}: {r['message']}",
+                           "red" if r["level"] == "error" else "yellow"), highlight=False)
+
+
+def render_figures(console: Console, db: Path, session_id: str) -> None:
     """Print each metric of a session by background count (and placement, for isolation runs):
     mean, median, 95% interval, CoV, n, slowdown (normalized is in the slowdown view), and what makes a figure doubtful
     (labtui.core.stats.trust: one repetition, wide spread, outliers, two modes), explained under its table;

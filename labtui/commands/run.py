@@ -17,7 +17,8 @@ from rich.text import Text
 
 from labtui.commands.common import db_path
 from labtui.commands.printing import render_summary
-from labtui.core.events import Event, Result, SessionEnded, StepEnded, StepStarted
+from labtui.core.events import Event, Log, Result, SessionEnded, StepEnded, StepStarted
+from labtui.core.stats import summarize
 from labtui.core.stopsignals import raise_if_stopped
 from labtui.core.units import quantity
 from labtui.session import LabRun, Plan, RunRequest, SessionInfo
@@ -27,7 +28,8 @@ from labtui.session.service import DEADLINE_S
 from labtui.store import StoreError
 from labtui.suites import load_suite
 
-EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130}
+#: A session's status as the command's exit status; an aborted one ends with LabRun.stopped_exit_status.
+EXIT_CODES = {"completed": 0, "failed": 1}
 
 
 class _QuietWhenClosed(Console):
@@ -67,12 +69,16 @@ def cmd_run(args) -> int:
     in_journals = lab.feeder is not None and lab.feeder.left_in_journals is not None  # said already, in one line
     for outcome in outcomes:
         where = f" on {outcome.host}" if several else ""
+        if not outcome.recorded:
+            console.print(Text.assemble("session ", (outcome.session_id, "bold"), f"{where} stopped before it started: "
+                                        "nothing was created or recorded"))
+            continue
         console.print(Text.assemble("session ", (outcome.session_id, "bold"), f"{where} {outcome.status} -> {path}"))
         if not in_journals:
             render_summary(_QuietWhenClosed(), path, outcome.session_id)
     for command in lab.left_running():
         console.print(Text(f"instances left running: `{command}` ends them", "red"))
-    return max(EXIT_CODES.get(o.status, 1) for o in outcomes)
+    return max(lab.stopped_exit_status if o.status == "aborted" else EXIT_CODES.get(o.status, 1) for o in outcomes)
 
 
 def _exit_now(lab: LabRun) -> None:
@@ -82,7 +88,7 @@ def _exit_now(lab: LabRun) -> None:
     lines += [f"instances may be left: `{command}` ends them" for command in lab.left_running(every=True)]
     with contextlib.suppress(OSError, ValueError):
         os.write(sys.stderr.fileno(), ("\n".join(lines) + "\n").encode())
-    os._exit(EXIT_CODES["aborted"])
+    os._exit(lab.stopped_exit_status)
 
 
 def _notice(console: Console, level: str, text: str) -> None:
@@ -135,25 +141,44 @@ class _ProgressLine:
         self.clock = StepClock(plan)
         label = f"{session.suite.name} @ {session.host}" if several else session.suite.name
         self.task = progress.add_task(label, total=plan.total_steps, detail="starting", clock=self.clock)
+        #: The last ended step's figure, named with its background; the values of the step under way.
         self.latest = ""
+        self.step_values: dict[tuple[str, str], list[float]] = {}
 
     def apply(self, event: Event) -> None:
         """Move the line on by one of its session's events."""
         self.clock.apply(event)
         reps = self.session.suite.repetitions
         if isinstance(event, Result):
-            self.latest = f"{event.metric}={quantity(event.value, event.unit)}"
+            self.step_values.setdefault((event.metric, event.unit), []).append(event.value)
         elif isinstance(event, StepStarted):
+            self.step_values = {}
             self.progress.update(self.task, detail=_detail(event.repetition, reps, event.step, event.steps,
                                                            event.background, self.latest))
         elif isinstance(event, StepEnded):
+            self.latest = _step_figure(self.step_values, event.background)
             self.progress.advance(self.task)
             self.progress.update(self.task, detail=_detail(event.repetition, reps, event.step,
                                                            self.plan.steps_per_repetition, event.background,
                                                            self.latest))
+        elif isinstance(event, Log) and event.level in ("warning", "error"):
+            where = f" ({self.session.host})" if self.several else ""
+            self.console.print(Text(f"{event.level}{where} [{event.category}]: {event.message}",
+                                    "red" if event.level == "error" else "yellow"))
+        elif isinstance(event, Log) and event.category == "quiet-wait":
+            self.progress.update(self.task, detail=event.message)
         elif isinstance(event, SessionEnded) and event.message:
             where = f" ({self.session.host})" if self.several else ""
             self.console.print(Text.assemble((f"{event.status}{where}: ", "red"), event.message))
+
+
+def _step_figure(values: dict[tuple[str, str], list[float]], background: int) -> str:
+    """The ended step's first metric as its median over the step's values, named with the step's background (the
+    line shows it while the next step runs): `bg 10: boot_time median 3.2 ms (n=5)`."""
+    if not values:
+        return ""
+    (metric, unit), found = next(iter(values.items()))
+    return f"bg {background}: {metric} median {quantity(summarize(found).median, unit)} (n={len(found)})"
 
 
 def _detail(rep: int, reps: int, step: int, steps: int, background: int, latest: str) -> str:

@@ -226,6 +226,10 @@ async def _unless_lost(work: Awaitable[None], sampler: asyncio.Task[None]) -> No
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):  # the host is gone: its errors add nothing
                 await task
+        elif not task.cancelled():
+            # this await was cancelled as the work ended (an abort ends both at once): its outcome is read here,
+            # or asyncio prints "Task exception was never retrieved" with the gate's Aborted
+            task.exception()
 
 
 def _images(suite: Suite) -> list[str]:

@@ -66,6 +66,8 @@ class Outcome:
     host: str
     status: str
     message: str = ""
+    #: False when the run was stopped before the session started: nothing of it is in the store.
+    recorded: bool = True
 
 
 def _never_raising(notify: Notify) -> Notify:
@@ -310,7 +312,8 @@ class LabRun:
         host = runner.ctx.host.name
         if isinstance(status, BaseException):
             return Outcome(runner.session_id, host, "failed", f"{type(status).__name__}: {status}")
-        return Outcome(runner.session_id, host, status, runner.abort_reason if status == "aborted" else "")
+        return Outcome(runner.session_id, host, status, runner.abort_reason if status == "aborted" else "",
+                       recorded=bool(self._tasks))
 
     # --- what faces ask for ---------------------------------------------------------
 
@@ -362,6 +365,13 @@ class LabRun:
         self._notify("error", f"{why}: force-destroying what is left")
         for runner in self.runners:
             runner.force()
+
+    @property
+    def stopped_exit_status(self) -> int:
+        """The status a process ends with when this run was stopped: 128 + the stop signal's number, as a shell
+        reports a command a signal ended (130 SIGINT, 143 SIGTERM, 129 SIGHUP); 130 for an abort asked for
+        otherwise (the step prompt's q, the console's x)."""
+        return 128 + signal.Signals[self.signal].value if self.signal else 130
 
     @property
     def stopping(self) -> bool:

@@ -412,7 +412,7 @@ class RunView(Vertical):
             self.start_idle_sampler()
             self.post_message(self.Finished(session_id, status))
         if lab.signal is not None:  # a kill: the session is recorded, the console ends
-            self.app.exit(130)
+            self.app.exit(lab.stopped_exit_status)
 
     def _gate(self) -> LabRun | None:
         if self.lab is None:
@@ -478,4 +478,4 @@ def _end_if_hung_up(lab: LabRun) -> None:
     and never ended), so the process cannot leave through the app's exit.
     """
     if lab.signal == signal.SIGHUP.name:
-        os._exit(130)
+        os._exit(lab.stopped_exit_status)

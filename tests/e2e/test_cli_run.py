@@ -162,3 +162,17 @@ def test_adaptive_runs_need_both_keys(tmp_path, env):
     out = labtui("run", "boot-scaling", "--set", "worker.runs=3", "--set", "worker.max_runs=2",
                  "--set", "worker.target_cv=0.05", "--db", str(tmp_path / "x.duckdb"), env=env)
     assert out.returncode == 2 and "at least runs (3)" in out.stderr
+
+
+@pytest.mark.parametrize("answer", ["", "q\n"], ids=["end-of-input", "q"])
+def test_the_step_prompt_ends_the_run_without_a_traceback(tmp_path, env, answer):
+    """End of input or q at the first --step prompt aborts the run cleanly; it printed asyncio's "Task exception was
+    never retrieved" with the gate's Aborted and its stack first."""
+    db = tmp_path / "x.duckdb"
+    proc = subprocess.run([sys.executable, "-m", "labtui", "run", "boot-scaling", "--profile", "quick", "--step",
+                           "--db", str(db)], input=answer, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert "never retrieved" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "aborted at the step prompt" in proc.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("select status from sessions").fetchall() == [("aborted",)]

@@ -65,7 +65,7 @@ def test_a_run_whose_stderr_reader_went_away_still_stops_on_sigterm(tmp_path: Pa
         proc.stderr.close()
         time.sleep(1.0)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=120) == 130
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -169,3 +169,24 @@ async def test_a_face_follows_stepping_and_live_instances_through_the_service(tm
     assert lab.stepping == "aborting"
     (outcome,) = await task
     assert outcome.status == "aborted" and lab.live_instances() == []
+
+
+async def test_a_run_stopped_before_its_sessions_start_says_nothing_was_recorded(tmp_path: Path,
+                                                                                 runtime_dir: Path) -> None:
+    """A stop while the run prepares (reconcile) keeps the sessions from starting: the outcome says so, and the CLI
+    no longer prints "aborted -> store" then "no session" for a session that never was."""
+    suite = load_suite("boot-scaling", ["scale.steps=1", "scale.per_step=2", "sampling.quiet_timeout_s=0"], "quick")
+    db = tmp_path / "lab.duckdb"
+    lab = LabRun(RunRequest(suite, db))
+    lab.prepare()
+    lab.abort("stopped by the test")
+    (outcome,) = await lab.run()
+    assert outcome.status == "aborted" and not outcome.recorded
+    assert session_row(db) is None
+    assert lab.stopped_exit_status == 130
+
+
+async def test_a_run_that_started_is_recorded(tmp_path: Path, runtime_dir: Path) -> None:
+    suite = load_suite("boot-scaling", ["scale.steps=1", "scale.per_step=2", "sampling.quiet_timeout_s=0"], "quick")
+    (outcome,) = await LabRun(RunRequest(suite, tmp_path / "lab.duckdb")).run()
+    assert outcome.recorded and session_row(tmp_path / "lab.duckdb") is not None
