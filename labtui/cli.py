@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sessions", help="list recorded sessions; `sessions rm ID...` deletes finished ones")
     p.set_defaults(func=Handler("labtui.commands.query", "cmd_sessions"))
     _format_option(p)
-    sessions = p.add_subparsers(dest="sessions_command", metavar="ACTION")
+    sessions = p.add_subparsers(dest="sessions_command", metavar="[ACTION]", title="actions (none: list them)")
     p = sessions.add_parser("rm", help="delete finished sessions and all their rows, after a confirmation")
     p.add_argument("ids", nargs="+", metavar="ID", help="session ids (or unique prefixes)")
     p.add_argument("--yes", action="store_true", help="delete without asking")
@@ -137,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("backends", help="list backends and whether they are usable here")
     p.set_defaults(func=Handler("labtui.commands.catalog", "cmd_backends"))
-    p.add_argument("--host", metavar="H", default="local")
+    p.add_argument("--host", metavar="H", default="local", help="check them on this host from the lab config "
+                   "(default: local)")
     _format_option(p)
 
     p = sub.add_parser("hosts", help="the lab's hosts; `hosts check` tests them, `hosts trust NAME` records a host key")
@@ -175,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="write every table of a session to parquet or CSV files")
     p.set_defaults(func=Handler("labtui.commands.report", "cmd_export"))
     p.add_argument("session", help="session id (or a unique prefix)")
-    p.add_argument("--format", choices=["parquet", "csv"], required=True)
+    p.add_argument("--format", choices=["parquet", "csv"], default="parquet",
+                   help="one file per table in this format (default: parquet)")
     p.add_argument("--out", metavar="DIR", help="output directory (default: exports/<session>)")
 
     p = sub.add_parser("compare", help="each metric of session B against session A: change, slowdown, Welch's t-test")
@@ -190,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sessions", nargs="+", metavar="SESSION", help="session ids (or unique prefixes) to fit")
     p.add_argument("--baseline", metavar="SESSION", help="the baseline session (the global zone): d%% is measured from it")
     p.add_argument("--metric", metavar="NAME", help="only this metric")
-    p.add_argument("--format", choices=["table", "csv"], default="table")
+    _format_option(p)
 
     p = sub.add_parser("import", help="results measured elsewhere (a CSV or a real tool's output) into a new session")
     p.set_defaults(func=Handler("labtui.commands.import_results", "cmd_import"))

@@ -17,13 +17,13 @@ d% have their sign turned (``SIGN_TURNED``): positive is better for every metric
 
 from __future__ import annotations
 
-import csv
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from labtui.commands.common import db_path
+from labtui.commands.listing import write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import Trendline, trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
 from labtui.core.units import display_unit, number
@@ -92,10 +92,8 @@ def cmd_trend(args) -> int:
         what = f"metric {args.metric!r}" if args.metric else "any metric"
         print(f"labtui trend: no session has {what} at two or more background counts", file=sys.stderr)
         return 1
-    if args.format == "csv":
-        out = csv.writer(sys.stdout)
-        out.writerow(COLUMNS)
-        out.writerows(["" if _blank(v) else v for v in r.record().values()] for r in rows)
+    if args.format in ("csv", "json"):  # a missing figure is empty in CSV, null in JSON
+        write_rows(args.format, COLUMNS, [[None if _blank(v) else v for v in r.record().values()] for r in rows])
     else:
         _print_table(rows, baseline)
     return 0

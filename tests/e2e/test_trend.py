@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -91,6 +92,12 @@ def test_labtui_trend_fits_each_session_and_measures_d_from_the_baseline(tmp_pat
     assert float(tested["d_pct"]) == pytest.approx(-3.0)
     code, table, _ = run("trend", "20260101-000100", "--baseline", "20260101-000000", "--db", str(db))
     assert code == 0 and "(baseline)" in table and "-3.00" in table and "-4.21" in table
+    code, doc, err = run("trend", "20260101-000100", "--baseline", "20260101-000000", "--db", str(db),
+                         "--format", "json")
+    assert code == 0, err
+    found = {r["role"]: r for r in json.loads(doc)}
+    assert found["tested"]["d_pct"] == pytest.approx(-3.0) and found["baseline"]["d_pct"] == float(base["d_pct"])
+    assert set(found["tested"]) == set(rows["tested"])  # the same columns as the CSV
 
 
 def test_labtui_trend_names_what_it_cannot_fit(tmp_path: Path) -> None:
