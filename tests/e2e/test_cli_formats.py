@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,9 @@ DATA = Path(__file__).parents[1] / "data"
 #: Session ids longer than any column an 80-column table would give them.
 NATIVE = "brandz-native-measured-on-the-lab-machine-in-november"
 LXZONE = "brandz-lxzone-measured-on-the-lab-machine-in-november"
-SLEEPERS = "sleepers-with-a-session-id-too-long-for-eighty-columns"
+#: Unique per test process: the process backend lists instances machine-wide, and a CI run once listed another
+#: process's two sleepers of the same fixed id beside this module's own.
+SLEEPERS = f"sleepers-with-a-session-id-too-long-for-eighty-columns-{secrets.token_hex(3)}"
 
 
 @dataclass

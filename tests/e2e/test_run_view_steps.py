@@ -21,7 +21,7 @@ from labtui.ui.model.pane_text import log_line, next_step_text, run_text
 PLACED = '["alone", "other-core", "all-other-cores"]'
 
 
-async def test_an_isolation_run_counts_its_steps_1_to_n_of_n(tmp_path: Path, runtime_dir: Path) -> None:
+async def test_an_isolation_run_counts_its_steps_0_to_n_minus_1_by_plan_position(tmp_path: Path, runtime_dir: Path) -> None:
     suite = load_suite("isolation-cpu", [f"isolation.placements={PLACED}", "suite.repetitions=2",
                                          "isolation.settle_s=0", "sampling.quiet_timeout_s=0"], "quick")
     lab = LabRun(RunRequest(suite, tmp_path / "lab.duckdb"))
@@ -43,7 +43,7 @@ async def test_an_isolation_run_counts_its_steps_1_to_n_of_n(tmp_path: Path, run
     (outcome,) = await run
     assert outcome.status == "completed", outcome
     assert max(indices) + 1 > lab.plan.steps_per_repetition  # the engine's index runs past the plan here
-    assert shown == logged == ["1/3", "2/3", "3/3"] * 2
+    assert shown == logged == ["0/2", "1/2", "2/2"] * 2  # from 0, as the store, the CLI and the prompt number them
     assert upcoming == [
         "rep 1/2, step 1: worker with an attacker on other-core",
         "rep 1/2, step 2: worker with an attacker on all-other-cores",
@@ -66,5 +66,5 @@ def test_fewer_steps_than_planned_still_counts_to_the_end() -> None:
     for index in (0, 1, 3, 4):  # sibling-thread (2) skipped
         model.apply(StepStarted("s", 1, index, 4, 1))
         upcoming.append(next_step_text(plan, model))
-    assert "step 4/4" in run_text(model, "auto").plain
+    assert "step 3/3" in run_text(model, "auto").plain
     assert upcoming == ["rep 1/1, step 1", "rep 1/1, step 2", "rep 1/1, step 3", "end of the run: teardown"]

@@ -124,9 +124,11 @@ def test_mean_ci_is_students_t_for_many_symmetric_values():
 
 def test_mean_ci_of_two_values_is_students_t_and_of_one_is_none():
     assert mean_ci([1.0]) is None and mean_ci([]) is None
-    ci = mean_ci([1.0, 3.0])  # few: never a bootstrap
+    ci = mean_ci([-1.0, 5.0])  # few: never a bootstrap (values that may be negative: the whole t interval)
     assert ci is not None and ci.method == "t"
-    assert (ci.low, ci.high) == (pytest.approx(2.0 - 12.706204736), pytest.approx(2.0 + 12.706204736))
+    assert (ci.low, ci.high) == (pytest.approx(2.0 - 3 * 12.706204736), pytest.approx(2.0 + 3 * 12.706204736))
+    positive = mean_ci([1.0, 3.0])  # none negative: the interval starts at 0, not at 2 - 12.7
+    assert positive is not None and (positive.low, positive.high) == (0.0, pytest.approx(2.0 + 12.706204736))
 
 
 def test_mean_ci_of_skewed_values_is_a_bootstrap():
