@@ -117,6 +117,8 @@ def _cleanup_session(args, hosts: list[str]) -> str:
     """Resolve `cleanup --session` against every id known: the store's, its journals' and the sessions whose
     instances the backends on `hosts` list (a crash may leave instances of a session nothing recorded)."""
     known = known_sessions(db_path(args))
+    if args.session in known:  # a whole id wins whatever the backends list: no need to ask them twice
+        return args.session
     for name in hosts:
         try:
             known |= asyncio.run(_sessions_listed(args, name))
