@@ -86,7 +86,9 @@ async def test_cleanup_of_a_session_never_selects_one_whose_id_merely_starts_wit
             orphans = await plan_cleanup([backend], tmp_path / "none.duckdb", session=None, orphans=True,
                                          dry_run=True)
         mine = {short, longer}
-        assert {i.labels.session for i in await backend.list(short)} == ({short} if listing == "exact" else mine)
+        listed = {i.labels.session for i in await backend.list(short)}
+        # a loose listing is machine-wide: other tests' sleepers may be listed beside both of ours
+        assert (listed == {short}) if listing == "exact" else (mine <= listed)
         assert {t.instance.labels.session for t in plan.targets} == {short}
         assert {t.instance.labels.session for t in orphans.targets} & mine == {short}
         assert not any(longer in note for note in plan.notes), plan.notes
