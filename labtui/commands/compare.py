@@ -36,6 +36,7 @@ from labtui.commands.listing import PipeConsole, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import BOOTSTRAP_MIN, Comparison, compare_samples, summarize
 from labtui.core.units import MISSING, display_unit, number, shown, signed_pct
+from labtui.figures import sample_figures, sample_values
 from labtui.store import StoreError, fetch_frame, resolve_session
 from labtui.store.frames import repetition_table
 from labtui.suites.model import PLACEMENTS
@@ -51,6 +52,11 @@ COLUMNS = (
     "significant", "verdict",
     "samples", "values_a", "values_b", "ci_method", "t_ci95_low", "t_ci95_high",
 )
+
+
+def columns() -> tuple[str, ...]:
+    """A row's columns: COLUMNS, then each sample figure (labtui.figures.columns) of A and of B."""
+    return (*COLUMNS, *(f"{f.name}_{side}" for f in sample_figures() for side in "ab"))
 
 #: What one sample is, by how many sessions a side names.
 REPETITIONS, SESSIONS = "repetitions", "sessions"
@@ -86,7 +92,7 @@ class Row:
         return "both" if self.comparison else ("A only" if self.a else "B only")
 
     def record(self) -> dict[str, Any]:
-        """The row as plain values (None where there is nothing), in COLUMNS order."""
+        """The row as plain values (None where there is nothing), in columns() order."""
         benchmark, metric, placement, background, unit, better = self.key
         c = self.comparison
         sa = c.a if c else (summarize(self.a.values) if self.a else None)
@@ -102,7 +108,10 @@ class Row:
             cast(Samples, self.a or self.b).unit, self.a.raw if self.a else None, self.b.raw if self.b else None,
             ci and ci.method, w and w.ci_low, w and w.ci_high,
         ]
-        return dict(zip(COLUMNS, (finite(v) for v in values)))
+        found = dict(zip(COLUMNS, values))
+        for side, samples in (("a", self.a), ("b", self.b)):
+            found |= {f"{name}_{side}": v for name, v in sample_values(samples.values if samples else []).items()}
+        return {column: finite(found[column]) for column in columns()}
 
 
 def cmd_compare(args) -> int:
@@ -126,7 +135,7 @@ def cmd_compare(args) -> int:
     rows = compare_sessions(load_samples(path, sides[0], unit), load_samples(path, sides[1], unit))
     ids = [",".join(side) for side in sides]
     if args.format == "csv":
-        write_rows("csv", COLUMNS, [tuple(r.record().values()) for r in rows])
+        write_rows("csv", columns(), [tuple(r.record().values()) for r in rows])
     elif args.format == "json":
         doc = {"a": _one(sessions[0]), "b": _one(sessions[1]), "alpha": ALPHA, "samples": unit,
                "rows": [r.record() for r in rows]}

@@ -13,7 +13,8 @@ from rich.text import Text
 from labtui.commands.fairshare_table import render_fairshare
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z
 from labtui.core.units import MISSING, display_unit, number, quantity, share_pct, signed_pct
-from labtui.figures import bootstrap_allowed, repetition_samples, with_trust
+from labtui.figures import sample_figures
+from labtui.figures.table import bootstrap_allowed, repetition_samples, with_trust
 from labtui.store import StoreError, fetch_frame, slowdown_frame
 
 MAX_SUMMARY_ROWS = 21
@@ -45,7 +46,8 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
 
 def render_figures(console: Console, db: Path, session_id: str) -> None:
     """Print each metric of a session by background count (and placement, for isolation runs):
-    mean, median, 95% interval, CoV, n, slowdown (normalized is in the slowdown view), and what makes a figure doubtful
+    mean, the sample figures (median, ...: labtui.figures.columns), 95% interval, CoV, n, slowdown (normalized is
+    in the slowdown view), and what makes a figure doubtful
     (labtui.core.stats.trust: one repetition, wide spread, outliers, two modes), explained under its table;
     numbers in their display unit (labtui.core.units)."""
     try:
@@ -78,7 +80,8 @@ def render_figures(console: Console, db: Path, session_id: str) -> None:
         better = rows["better"][0]
         shown_unit = ", ".join(filter(None, (display_unit(unit)[0], f"{better} is better")))
         table = Table(title=Text(f"{benchmark}: {metric} ({shown_unit})"), title_justify="left")
-        for col in (("placement",) if placed else ()) + ("background", "mean", "median", "95% CI", "CoV", "n",
+        extra = tuple(f.name for f in sample_figures())
+        for col in (("placement",) if placed else ()) + ("background", "mean", *extra, "95% CI", "CoV", "n",
                                                           "slowdown %", "trust"):
             worded = col in ("placement", "trust")
             # In a narrow terminal a cell wraps, or a number folds, onto a second line rather than end in "…".
@@ -89,7 +92,7 @@ def render_figures(console: Console, db: Path, session_id: str) -> None:
                 *((Text(r["placement"] or ""),) if placed else ()),
                 str(r["background"]),
                 number(r["mean"], unit),
-                number(r["median"], unit),
+                *(number(r[name], unit) for name in extra),
                 # narrow, it wraps at a space
                 f"{number(r['ci_low'], unit)} – {number(r['ci_high'], unit)}" if r["ci_low"] is not None else MISSING,
                 share_pct(r["cv"]),

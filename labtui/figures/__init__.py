@@ -2,28 +2,16 @@
 
 A figure is one slowdown row (benchmark, metric, unit, better, placement, background): its mean,
 std, n, normalization and slowdown come from the store's own SQL (the ``slowdown`` view, or the
-same SQL over live results), and its median, 95% interval, CoV, flags, outliers and modes from
-labtui.core.stats.trust of its repetitions' values, under one bootstrap policy.  The run table,
-``compare``, ``report`` and the console draw these columns; none assembles trust itself.
+same SQL over live results); its sample figures (the median, and whatever labtui.figures.columns
+registers) come from its repetitions' values, and its 95% interval, CoV, flags, outliers and modes
+from labtui.core.stats.trust of them, under one bootstrap policy.  The run table, ``compare``,
+``report`` and the console draw these columns; none assembles trust itself.
+
+The package itself holds what a figure is (its keys, the sample figures), light enough for the
+console's first paint; the table (``labtui.figures.table``) needs polars and the store.
 """
 
+from labtui.figures.columns import SampleFigure, sample_figures, sample_values
 from labtui.figures.keys import FIGURE_KEY, METRIC_KEY
-from labtui.figures.table import (
-    TRUST_SCHEMA,
-    bootstrap_allowed,
-    live_figures,
-    repetition_samples,
-    session_figures,
-    with_trust,
-)
 
-__all__ = [
-    "FIGURE_KEY",
-    "METRIC_KEY",
-    "TRUST_SCHEMA",
-    "bootstrap_allowed",
-    "live_figures",
-    "repetition_samples",
-    "session_figures",
-    "with_trust",
-]
+__all__ = ["FIGURE_KEY", "METRIC_KEY", "SampleFigure", "sample_figures", "sample_values"]

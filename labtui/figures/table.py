@@ -8,13 +8,14 @@ import os
 import polars as pl
 
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, Trust, trust
+from labtui.figures.columns import sample_figures, sample_values
 from labtui.figures.keys import FIGURE_KEY
 from labtui.store import REPETITION_VALUES, fetch_frame, slowdown_frame
 from labtui.store.frames import repetition_table
 
-#: What `with_trust` adds to a slowdown frame: labtui.core.stats.trust of each figure's repetitions.
+#: What `with_trust` adds to a slowdown frame besides the sample figures (labtui.figures.columns):
+#: labtui.core.stats.trust of each figure's repetitions.
 TRUST_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "median": pl.Float64,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
     "ci_method": pl.String,
@@ -44,19 +45,23 @@ def repetition_samples(db: str | os.PathLike[str], session_id: str) -> pl.DataFr
 
 
 def with_trust(slow: pl.DataFrame, samples: pl.DataFrame) -> pl.DataFrame:
-    """The slowdown frame with each figure's median, 95% interval (and its method), CoV, trust flags,
-    outliers and modes: labtui.core.stats.trust of the figure's repetitions' values (`samples`: the
-    columns of FIGURE_KEY and a list column `samples`, as repetition_samples gives)."""
+    """The slowdown frame with each figure's sample figures (the median, and whatever labtui.figures.columns
+    registers), 95% interval (and its method), CoV, trust flags, outliers and modes: labtui.core.stats.trust of
+    the figure's repetitions' values (`samples`: the columns of FIGURE_KEY and a list column `samples`, as
+    repetition_samples gives)."""
     by_figure = {_key(r): r["samples"] for r in samples.iter_rows(named=True)}
     bootstrap = bootstrap_allowed(slow.height)
-    columns: dict[str, list] = {name: [] for name in TRUST_SCHEMA}
+    schema = {**{f.name: pl.Float64 for f in sample_figures()}, **TRUST_SCHEMA}
+    columns: dict[str, list] = {name: [] for name in schema}
     for r in slow.iter_rows(named=True):
-        t = _trust(tuple(by_figure.get(_key(r)) or [r["mean"]]), bootstrap)
-        values = (t.summary.median, t.ci.low if t.ci else None, t.ci.high if t.ci else None,
-                  t.ci.method if t.ci else None, t.cov, ", ".join(t.flags()), list(t.outliers), list(t.modes or ()))
-        for name, value in zip(TRUST_SCHEMA, values):
-            columns[name].append(value)
-    return slow.with_columns(pl.Series(name, values, dtype=TRUST_SCHEMA[name]) for name, values in columns.items())
+        values = tuple(by_figure.get(_key(r)) or [r["mean"]])
+        t = _trust(values, bootstrap)
+        found = {**sample_values(values), "ci_low": t.ci.low if t.ci else None, "ci_high": t.ci.high if t.ci else None,
+                 "ci_method": t.ci.method if t.ci else None, "cv": t.cov, "flags": ", ".join(t.flags()),
+                 "outliers": list(t.outliers), "modes": list(t.modes or ())}
+        for name in schema:
+            columns[name].append(found[name])
+    return slow.with_columns(pl.Series(name, values, dtype=schema[name]) for name, values in columns.items())
 
 
 def _key(row: dict) -> tuple:

@@ -6,7 +6,7 @@ import polars as pl
 
 from labtui.core.stats import OUTLIER_Z, SINGLE, SPREAD_LIMIT
 from labtui.core.units import quantity
-from labtui.figures import with_trust
+from labtui.figures.table import with_trust
 from labtui.report.data import SessionData
 
 #: Coefficient of variation above which a step's numbers are flagged.

@@ -9,7 +9,8 @@ import polars as pl
 from labtui.core.units import MISSING, display_unit
 from labtui.core.units import shown as fmt
 from labtui.core.units import signed_pct as fmt_pct
-from labtui.figures import METRIC_KEY, with_trust
+from labtui.figures import METRIC_KEY, sample_figures
+from labtui.figures.table import with_trust
 from labtui.report.data import SessionData, share_points, share_unit
 from labtui.report.isolation import placement_name, placement_order
 from labtui.report.plotting import better_text
@@ -25,10 +26,12 @@ class Table:
 
 
 def slowdown_tables(data: SessionData) -> list[Table]:
-    """One table per metric (Table 5.1 for isolation runs): mean, median, 95% interval, std, n, CV, normalized,
-    slowdown and trust flags: the figures table (labtui.figures.with_trust), as the CLI's run table draws it."""
+    """One table per metric (Table 5.1 for isolation runs): mean, the sample figures (median, ...), 95% interval,
+    std, n, CV, normalized, slowdown and trust flags: the figures table (labtui.figures.table.with_trust), as the
+    CLI's run table draws it."""
     tables = []
     frame = with_trust(data.slowdown, data.samples)
+    extra = [f.name for f in sample_figures()]
     for key in frame.select(METRIC_KEY).unique(maintain_order=True).iter_rows(named=True):
         part = frame.filter(*(pl.col(k) == v for k, v in key.items()))
         isolation = (part["placement"] != "").any()
@@ -40,13 +43,13 @@ def slowdown_tables(data: SessionData) -> list[Table]:
             part = part.sort("background")
         shown, factor = display_unit(key["unit"])
         first = "attacker placement" if isolation else "background"
-        headers = [first, f"mean ({shown})", f"median ({shown})", f"95% CI ({shown})", f"std ({shown})", "n", "CV %",
-                   "normalized", "slowdown %", "trust"]
+        headers = [first, f"mean ({shown})", *(f"{name} ({shown})" for name in extra), f"95% CI ({shown})",
+                   f"std ({shown})", "n", "CV %", "normalized", "slowdown %", "trust"]
         rows = []
         for r in part.iter_rows(named=True):
             where = placement_name(r["placement"]) if isolation else str(r["background"])
             rows.append([
-                where, fmt(r["mean"] / factor), fmt(r["median"] / factor),
+                where, fmt(r["mean"] / factor), *(fmt(None if r[name] is None else r[name] / factor) for name in extra),
                 f"{fmt(r['ci_low'] / factor)} – {fmt(r['ci_high'] / factor)}" if r["ci_low"] is not None else fmt(None),
                 fmt(None if r["std"] is None else r["std"] / factor),
                 str(r["n"]), fmt(None if r["cv"] is None else r["cv"] * 100), fmt(r["normalized"]),

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from labtui.ui.model.pane_text import SLOWDOWN_HEADERS, slowdown_cells
+from labtui.ui.model.pane_text import slowdown_cells, slowdown_headers
 from labtui.ui.rowtable import RowTable
 from labtui.ui.tablesync import sync_rows
 
@@ -53,7 +53,7 @@ class SlowdownPanel(Vertical):
 
             yield MetricChart(classes="chart")
         table = RowTable()
-        for header in SLOWDOWN_HEADERS:
+        for header in slowdown_headers():
             table.add_column(header, key=header)
         yield table
 

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Input
 
-from labtui.figures import session_figures
+from labtui.figures.table import session_figures
 from labtui.store import list_sessions
 from labtui.ui.model.format import cell, plain
 from labtui.ui.model.query_export import open_in_desktop

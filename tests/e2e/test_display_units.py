@@ -11,6 +11,7 @@ and a missing value (its 95% interval, a SQL NULL) reads the same in the CLI and
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
 from labtui.core.stats import SINGLE
@@ -96,7 +98,7 @@ async def console_replay(db: Path, session: str) -> tuple[dict[str, str], str]:
     from textual.widgets import DataTable
 
     from labtui.ui.app import LabApp
-    from labtui.ui.model.pane_text import SLOWDOWN_HEADERS
+    from labtui.ui.model.pane_text import slowdown_headers
     from labtui.ui.panes import SlowdownPanel
     from labtui.ui.sessions_view import SessionsView
 
@@ -109,7 +111,7 @@ async def console_replay(db: Path, session: str) -> tuple[dict[str, str], str]:
         replay = app.query_one("#replay", SlowdownPanel)
         await wait_for(pilot, lambda: replay.table.row_count > 0 and "boot/boot_time@0" in replay.table.rows, 30,
                        "the replayed slowdown table")
-        cells = dict(zip(SLOWDOWN_HEADERS, (str(c) for c in replay.table.get_row("boot/boot_time@0"))))
+        cells = dict(zip(slowdown_headers(), (str(c) for c in replay.table.get_row("boot/boot_time@0"))))
         console = Console(width=300, file=io.StringIO(), record=True)
         console.print(app.query_one("#replay .chart-title").content)
         return cells, console.export_text()
@@ -196,3 +198,54 @@ async def console_sql_cells(db: Path, sql: str) -> list[str]:
         await pilot.pause(0.2)
         drawn = grid.render_line(1).text  # the header is line 0
         return drawn.split()
+
+
+async def test_a_figure_registered_in_labtui_figures_shows_in_every_face(
+        recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 35: a new figure (a 95th percentile) is one entry in labtui.figures.columns, and the run table,
+    `compare`, `report` and the console's slowdown table show it, in the figure's display unit, with nothing
+    changed in the faces."""
+    import numpy as np
+    from rich.console import Console
+
+    from labtui.cli import main
+    from labtui.commands.printing import render_summary
+    from labtui.figures import columns
+    from labtui.figures.table import repetition_samples
+
+    p95 = columns.SampleFigure("p95", lambda values: float(np.percentile(values, 95)))
+    monkeypatch.setattr(columns, "SAMPLE_FIGURES", (*columns.SAMPLE_FIGURES, p95))
+    samples = repetition_samples(recorded.db, recorded.b).filter(
+        (pl.col("metric") == "boot_time") & (pl.col("background") == 0))["samples"][0].to_list()
+    assert len(samples) == 2 and samples[0] != samples[1]  # two repetitions: the p95 is neither one nor the median
+    expected = in_ms(float(np.percentile(samples, 95)))
+    assert expected != in_ms(float(np.median(samples)))
+
+    # 1. the run table
+    out = io.StringIO()
+    render_summary(Console(file=out, width=250), recorded.db, recorded.b)
+    header = next(x for x in out.getvalue().splitlines() if x.startswith("┃"))
+    assert [c.strip() for c in header.split("┃")[1:5]] == ["background", "mean", "median", "p95"], header
+    assert table_row(out.getvalue(), "0")[3] == expected
+
+    # 2. compare A B, as JSON and CSV
+    assert main(["--db", str(recorded.db), "compare", recorded.a, recorded.b, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    (row,) = [r for r in rows if r["metric"] == "boot_time" and r["background"] == 0]
+    assert in_ms(row["p95_b"]) == expected and row["p95_a"] == pytest.approx(boot_mean(recorded.db, recorded.a))
+    assert main(["--db", str(recorded.db), "compare", recorded.a, recorded.b, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(",median_a,median_b,p95_a,p95_b")
+
+    # 3. the report's table
+    out_dir = tmp_path / "report"
+    assert main(["--db", str(recorded.db), "report", recorded.b, "--out", str(out_dir)]) == 0
+    html = (out_dir / "report.html").read_text()
+    table = html[html.index("boot: boot_time"):]
+    table = table[:table.index("</table>")]
+    assert "<th>p95 (ms)</th>" in table
+    cells = re.findall(r"<td>(.*?)</td>", table[table.index("<tr><td>0</td>"):])
+    assert cells[3] == expected, cells
+
+    # 4. the console's replayed slowdown table
+    console_cells, _ = await console_replay(recorded.db, recorded.b)
+    assert console_cells["p95"] == f"{expected} ms"

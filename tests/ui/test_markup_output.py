@@ -202,15 +202,15 @@ def test_backends_table_prints_reasons_as_text(capsys: pytest.CaptureFixture[str
 
 
 def test_run_view_renderables_print_names_as_text() -> None:
-    from labtui.ui.model.pane_text import SLOWDOWN_HEADERS, counts_table, log_line, slowdown_cells
+    from labtui.ui.model.pane_text import counts_table, log_line, slowdown_cells, slowdown_headers
 
     model = SimpleNamespace(counts=lambda: {(CLOSE, BOLD, LINK): 2})
     out = io.StringIO()
     Console(file=out, width=250).print(counts_table(model))
     _has_all(out.getvalue(), CLOSE, BOLD, LINK)
-    cells = slowdown_cells((f"{CLOSE} m", 10, LINK, 1.0, 1.0, 0.9, 1.1, 0.1, 2, 0.0, BOLD))
+    cells = slowdown_cells((f"{CLOSE} m", 10, LINK, 1.0, 0.9, 1.1, 0.1, 2, 0.0, BOLD, 1.0))
     assert cells[0].plain == f"{CLOSE} m" and not cells[0].spans
-    assert cells[SLOWDOWN_HEADERS.index("trust")].plain == BOLD  # flags are words, never markup
+    assert cells[slowdown_headers().index("trust")].plain == BOLD  # flags are words, never markup
     line = log_line(Log("s", "error", CLOSE, BOLD))
     assert line is not None and f"[{CLOSE}] {BOLD}" in line.plain
 

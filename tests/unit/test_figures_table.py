@@ -6,8 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, trust
-from labtui.figures import with_trust
-from labtui.figures.table import bootstrap_allowed
+from labtui.figures.table import bootstrap_allowed, with_trust
 
 KEY = {"benchmark": "bench", "metric": "boot", "unit": "s", "better": "lower"}
 

@@ -16,13 +16,13 @@ from labtui.commands.printing import render_summary
 from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, SINGLE, modes, modified_z_scores, outliers, trust
 from labtui.core.units import number, share_pct, shown
-from labtui.figures import repetition_samples, session_figures, with_trust
+from labtui.figures.table import repetition_samples, session_figures, with_trust
 from labtui.report.alerts import session_warnings
 from labtui.report.data import load_session
 from labtui.report.tables import slowdown_tables
 from labtui.store import StoreWriter, fetch_frame, slowdown_frame
 from labtui.ui.model.live import RESULT_COLUMNS, RunModel
-from labtui.ui.model.pane_text import SLOWDOWN_HEADERS, slowdown_cells
+from labtui.ui.model.pane_text import slowdown_cells, slowdown_headers
 from labtui.ui.model.series import slowdown_rows, trusted_slowdown
 
 
@@ -154,7 +154,7 @@ def test_the_console_says_how_far_to_trust_each_figure_as_the_run_table_does(tmp
             assert (row["ci_low"], row["ci_high"]) == pytest.approx((expected.ci.low, expected.ci.high))
             assert row["cv"] == pytest.approx(abs(expected.summary.cv))
             assert row["flags"] == ", ".join(expected.flags())
-    cells = {str(row[1]): dict(zip(SLOWDOWN_HEADERS, (c.plain for c in slowdown_cells(row))))
+    cells = {str(row[1]): dict(zip(slowdown_headers(), (c.plain for c in slowdown_cells(row))))
              for row in slowdown_rows(live).values()}
     assert cells["10"]["trust"] == "spread, 1 outlier" and "bimodal" in cells["20"]["trust"] and cells["0"]["trust"] == ""
     steady = trust(SAMPLES[0])
@@ -239,7 +239,7 @@ def test_the_faces_draw_one_figures_table(tmp_path: Path) -> None:
            for line in out.getvalue().splitlines() if line.startswith("│ ") and line.split("│")[1].strip().isdigit()}
     (table,) = slowdown_tables(load_session(db, "s1"))
     report = {int(row[0]): dict(zip(table.headers, row)) for row in table.rows}
-    console = {int(cells[1].plain): dict(zip(SLOWDOWN_HEADERS, (c.plain for c in cells)))
+    console = {int(cells[1].plain): dict(zip(slowdown_headers(), (c.plain for c in cells)))
                for cells in map(slowdown_cells, slowdown_rows(session_figures(db, "s1")).values())}
     assert set(cli) == set(report) == set(console) == set(figures) == set(SAMPLES)
     for background, f in figures.items():

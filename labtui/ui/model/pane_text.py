@@ -10,14 +10,20 @@ from rich.text import Text
 
 from labtui.core.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.core.units import MISSING, quantity, share_pct, signed_pct
+from labtui.figures import sample_figures
 from labtui.ui.model.format import pct, sparkline
 from labtui.ui.model.live import HostState, RunModel
 
 if TYPE_CHECKING:
     from labtui.session import Plan
 
-#: The slowdown table's columns: what a 60-column pane shows first, then the interval, n and median (scrolled to).
-SLOWDOWN_HEADERS = ("metric", "bg", "mean", "slowdown", "CoV", "trust", "95% CI", "n", "median")
+#: The slowdown table's first columns: what a 60-column pane shows first, then the interval and n (scrolled to).
+_FIRST_HEADERS = ("metric", "bg", "mean", "slowdown", "CoV", "trust", "95% CI", "n")
+
+
+def slowdown_headers() -> tuple[str, ...]:
+    """The slowdown table's columns: the first ones, then the sample figures (median, ...: labtui.figures.columns)."""
+    return (*_FIRST_HEADERS, *(f.name for f in sample_figures()))
 
 
 def hosts_text(hosts: dict[str, HostState], width: int = 40, stale_s: float = 10.0) -> Text:
@@ -94,10 +100,10 @@ def counts_table(model: RunModel) -> Table:
 
 def slowdown_cells(row: tuple) -> tuple[Text, ...]:
     """One slowdown row (see series.slowdown_rows) as table cells: plain Text, since a DataTable reads str as markup."""
-    metric, background, unit, mean, median, low, high, cv, n, slow, flags = row
+    metric, background, unit, mean, low, high, cv, n, slow, flags, *extra = row
     return (Text(str(metric)), Text(str(background)), Text(quantity(mean, unit)), Text(signed_pct(slow, "%")),
             Text(share_pct(cv)), Text(flags or "", style="yellow"),
-            Text(interval(low, high, unit)), Text(str(n)), Text(quantity(median, unit)))
+            Text(interval(low, high, unit)), Text(str(n)), *(Text(quantity(value, unit)) for value in extra))
 
 
 def interval(low: float | None, high: float | None, unit: str) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from labtui.figures import live_figures
+from labtui.figures import sample_figures
+from labtui.figures.table import live_figures
 from labtui.store.frames import slowdown_table
 
 SLOWDOWN_COLUMNS = [
@@ -36,7 +37,7 @@ def slowdown(results: pl.DataFrame) -> pl.DataFrame:
 
 
 def trusted_slowdown(results: pl.DataFrame) -> pl.DataFrame:
-    """The slowdown table of live results with each figure's trust (labtui.figures.live_figures)."""
+    """The slowdown table of live results with each figure's trust (labtui.figures.table.live_figures)."""
     return live_figures(slowdown(results), results)
 
 
@@ -52,11 +53,13 @@ def availability(samples: pl.DataFrame) -> pl.DataFrame:
 
 
 def slowdown_rows(frame: pl.DataFrame) -> dict[str, tuple]:
-    """Slowdown rows (of a with_trust frame) keyed by benchmark/metric@background, for a keyed table diff."""
+    """Slowdown rows (of a with_trust frame) keyed by benchmark/metric@background, for a keyed table diff: metric,
+    background, unit, mean, 95% interval, CoV, n, slowdown, flags, then the sample figures (labtui.figures.columns)."""
+    extra = [f.name for f in sample_figures()]
     rows: dict[str, tuple] = {}
     for r in frame.iter_rows(named=True):
         where = f"{r['placement']}/{r['background']}" if r["placement"] else str(r["background"])
         key = f"{r['benchmark']}/{r['metric']}@{where}"
-        rows[key] = (r["metric"], r["background"], r["unit"], r["mean"], r["median"], r["ci_low"], r["ci_high"], r["cv"],
-                     r["n"], r["slowdown_pct"], r["flags"])
+        rows[key] = (r["metric"], r["background"], r["unit"], r["mean"], r["ci_low"], r["ci_high"], r["cv"], r["n"],
+                     r["slowdown_pct"], r["flags"], *(r[name] for name in extra))
     return rows
