@@ -34,6 +34,7 @@ from labtui.core.paths import default_db_path
 from labtui.ui.command_line import COMMANDS, Command, CommandError, CommandLine, cli_argv, parse, run_cli
 from labtui.ui.keymap import KeysError, binding_ids, check_keymap, keys_path, read_keymap
 from labtui.ui.run_view import RunView
+from labtui.ui.tabs import INSTANCES, RUN, SESSIONS, TABS, Tab, tab_named
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -41,14 +42,6 @@ if TYPE_CHECKING:
     from labtui.ui.instances_view import InstancesView
     from labtui.ui.sessions_view import SessionsView
 
-TABS = {"tab-run": "Run", "tab-instances": "Instances", "tab-sessions": "Sessions+SQL"}
-#: Each tab's view: (module, class, id, the widget that takes the focus when the tab is shown).  The Run
-#: view is in the first frame; the others are imported after it (LabApp._import_views).
-VIEWS = {
-    "tab-run": ("labtui.ui.run_view", "RunView", "run-view", "#live DataTable"),
-    "tab-instances": ("labtui.ui.instances_view", "InstancesView", "instances-view", "#inst-table"),
-    "tab-sessions": ("labtui.ui.sessions_view", "SessionsView", "sessions-view", "#sessions"),
-}
 #: Actions bound to printable keys: they never act while an input or the SQL editor has the focus.
 TYPED_ACTIONS = frozenset({"show_tab", "sql", "help", "filter", "request_quit", "command_line"})
 
@@ -72,9 +65,8 @@ class LabApp(App[int]):
         Binding("colon", "command_line", "command", show=False, id="app.command_line"),
         Binding("4", "sql", "SQL", id="app.sql"),
         Binding("escape", "back", "back", show=False),
-        Binding("1", "show_tab('tab-run')", "run", show=False, id="app.run"),
-        Binding("2", "show_tab('tab-instances')", "instances", show=False, id="app.instances"),
-        Binding("3", "show_tab('tab-sessions')", "sessions", show=False, id="app.sessions"),
+        *(Binding(str(key), f"show_tab({tab.pane_id!r})", tab.name, show=False, id=f"app.{tab.name}")
+          for key, tab in enumerate(TABS, start=1)),
     ]
 
     def __init__(self, db_path: Path | None = None, backend: str = "process", host: str = "local", *,
@@ -88,7 +80,7 @@ class LabApp(App[int]):
         self.sub_title = str(self.db_path)
         #: Set once every view is mounted (LabApp.run_test waits for it).
         self.views_loaded = asyncio.Event()
-        self.view_classes: dict[str, type[Widget]] = {}
+        self.view_classes: dict[Tab, type[Widget]] = {}
         #: The widgets that typed keys go into: Input from the first frame, the SQL editor once its view
         #: is mounted (published by _mount_view from the module the thread imported in full; never looked
         #: up in sys.modules, which holds a module while another thread is still running it).
@@ -100,21 +92,21 @@ class LabApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with TabbedContent(initial="tab-run"):
-            for tab, title in TABS.items():
-                with TabPane(title, id=tab):
-                    if tab == "tab-run":
+        with TabbedContent(initial=RUN.pane_id):
+            for tab in TABS:
+                with TabPane(tab.title, id=tab.pane_id):
+                    if tab is RUN:
                         yield RunView(self.db_path, self.backend_name, self.host_name,
-                                      idle_sampling=self.idle_sampling, id=VIEWS[tab][2])
+                                      idle_sampling=self.idle_sampling, id=RUN.view_id)
                     else:  # seen only when the tab is shown within the first second or so
-                        yield Static(f"loading the {title} view...", classes="loading")
+                        yield Static(f"loading the {tab.title} view...", classes="loading")
         yield Footer()
 
     # --- loading the views after the first frame ----------------------------------------------
 
     def on_mount(self) -> None:
         self._read_keys()
-        self.view_classes["tab-run"] = RunView
+        self.view_classes[RUN] = RunView
         self.run_view.focus()  # its keys work from the first frame; its table takes the focus once mounted
 
     def on_ready(self) -> None:
@@ -153,10 +145,10 @@ class LabApp(App[int]):
     def _import_views(self) -> None:
         """In a thread: import each hidden view's module (the heavy imports), then mount it on the UI thread."""
         try:
-            for tab, (module, name, _, _) in VIEWS.items():
+            for tab in TABS:
                 if tab in self.view_classes:  # composed in the first frame
                     continue
-                cls = getattr(importlib.import_module(module), name)
+                cls = getattr(importlib.import_module(tab.module), tab.class_name)
                 # call_from_thread takes Callable[..., T | Awaitable[T]]: mypy solves T to Never for a coroutine function
                 self.call_from_thread(self._mount_view, tab, cls)  # type: ignore[arg-type]
             # What is loaded now lives as long as the console: keep it out of the collector's
@@ -167,26 +159,25 @@ class LabApp(App[int]):
                 self.call_from_thread(self._check_keys)
                 self.call_from_thread(self.views_loaded.set)
 
-    async def _mount_view(self, tab: str, cls: type[Widget]) -> None:
-        _, _, view_id, _ = VIEWS[tab]
-        pane = self.query_one(f"#{tab}", TabPane)
+    async def _mount_view(self, tab: Tab, cls: type[Widget]) -> None:
+        pane = self.query_one(f"#{tab.pane_id}", TabPane)
         view: Widget
-        if tab == "tab-instances":
-            view = cast("type[InstancesView]", cls)(self.db_path, self.host_name, id=view_id)
+        if tab is INSTANCES:
+            view = cast("type[InstancesView]", cls)(self.db_path, self.host_name, id=tab.view_id)
         else:
-            view = cast("type[SessionsView]", cls)(self.db_path, id=view_id)
+            view = cast("type[SessionsView]", cls)(self.db_path, id=tab.view_id)
         self.view_classes[tab] = cls
-        if tab == "tab-sessions":
+        if tab is SESSIONS:
             from labtui.ui.sql_view import SqlEditor  # imported in full with the view, by the thread
 
             self.text_entry = (Input, SqlEditor)
         with self.batch_update():
             await pane.query(".loading").remove()
             await pane.mount(view)
-        active = self.query_one(TabbedContent).active
-        if tab == active and not self._typing():
+        active = self.current_tab()
+        if tab is active and not self._typing():
             self.focus_view(tab)
-        if tab == "tab-instances" and active == tab:
+        if tab is INSTANCES and active is tab:
             cast("InstancesView", view).action_refresh()
 
     @asynccontextmanager
@@ -200,12 +191,22 @@ class LabApp(App[int]):
 
     # --- views ------------------------------------------------------------------------
 
-    def view(self, tab: str) -> Widget | None:
+    def view(self, tab: Tab) -> Widget | None:
         """The view of a tab, None while it is still loading."""
         try:
-            return self.query_one(f"#{VIEWS[tab][2]}")
+            return self.query_one(f"#{tab.view_id}")
         except NoMatches:
             return None
+
+    @property
+    def instances_view(self) -> InstancesView | None:
+        """The Instances view, None while it is still loading."""
+        return cast("InstancesView | None", self.view(INSTANCES))
+
+    @property
+    def sessions_view(self) -> SessionsView | None:
+        """The Sessions+SQL view, None while it is still loading."""
+        return cast("SessionsView | None", self.view(SESSIONS))
 
     @property
     def run_view(self) -> RunView:
@@ -213,57 +214,61 @@ class LabApp(App[int]):
 
     @property
     def run_active(self) -> bool:
-        view = self.view("tab-run")
-        return bool(view is not None and view.active)  # type: ignore[attr-defined]
+        return bool(self.view(RUN) is not None and self.run_view.active)
 
-    def current_tab(self) -> str:
-        return self.query_one(TabbedContent).active
+    def current_tab(self) -> Tab:
+        return tab_named(self.query_one(TabbedContent).active)
 
     def current_view(self) -> RunView | InstancesView | SessionsView | None:
         return self.view(self.current_tab())  # type: ignore[return-value]
 
-    def focus_view(self, tab: str) -> None:
+    def focus_view(self, tab: Tab) -> None:
         """Give the focus to the view's main widget (its keys then show in the footer)."""
         view = self.view(tab)
         if view is None:
             return
         try:
-            view.query_one(VIEWS[tab][3]).focus()
+            view.query_one(tab.focus).focus()
         except NoMatches:
             for widget in view.query("*"):
                 if widget.focusable:
                     widget.focus()
                     break
 
-    def action_show_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+    def action_show_tab(self, pane_id: str) -> None:
+        self.show(tab_named(pane_id))
+
+    def show(self, tab: Tab) -> None:
+        """Show a tab and give its view the focus."""
+        self.query_one(TabbedContent).active = tab.pane_id
         self.focus_view(tab)
 
     def action_sql(self) -> None:
         """The SQL editor, from anywhere (one key: 4)."""
-        self.query_one(TabbedContent).active = "tab-sessions"
-        view = self.view("tab-sessions")
+        self.query_one(TabbedContent).active = SESSIONS.pane_id
+        view = self.sessions_view
         if view is None:
             self.notify("the Sessions+SQL view is still loading")
             return
-        view.sql.focus_editor()  # type: ignore[attr-defined]
+        view.sql.focus_editor()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        tab = event.pane.id or ""
+        tab = tab_named(event.pane.id or "")
         view = self.view(tab)
         if view is None:
             return
-        if tab == "tab-run":
-            self.call_after_refresh(view.redraw)  # type: ignore[attr-defined]  # it skips redraws while hidden
-        if tab == "tab-instances" and not view.found:  # type: ignore[attr-defined]
-            view.action_refresh()  # type: ignore[attr-defined]
-        if tab == "tab-sessions":  # the store is readable during a run too: show what it holds now
-            view.action_refresh()  # type: ignore[attr-defined]
+        if tab is RUN:
+            self.call_after_refresh(self.run_view.redraw)  # it skips redraws while hidden
+        instances, sessions = self.instances_view, self.sessions_view
+        if tab is INSTANCES and instances is not None and not instances.found:
+            instances.action_refresh()
+        if tab is SESSIONS and sessions is not None:  # the store is readable during a run too: show what it holds now
+            sessions.action_refresh()
         focused = self.focused
         if focused is None or view not in focused.ancestors_with_self:
             self.call_after_refresh(self._focus_if_outside, tab)
 
-    def _focus_if_outside(self, tab: str) -> None:
+    def _focus_if_outside(self, tab: Tab) -> None:
         view, focused = self.view(tab), self.focused
         if view is not None and (focused is None or view not in focused.ancestors_with_self):
             self.focus_view(tab)
@@ -271,9 +276,9 @@ class LabApp(App[int]):
     def on_run_view_finished(self, event: Any) -> None:
         self.notify(f"session {event.session_id} {event.status}",
                     severity="information" if event.status == "completed" else "warning")
-        view = self.view("tab-sessions")
+        view = self.sessions_view
         if view is not None:
-            view.action_refresh()  # type: ignore[attr-defined]
+            view.action_refresh()
 
     # --- keys: typed characters go to inputs ------------------------------------------------------
 
@@ -293,13 +298,13 @@ class LabApp(App[int]):
     def action_help(self) -> None:
         from labtui.ui.help import HelpScreen
 
-        self.push_screen(HelpScreen(self.help_sections(), current=TABS[self.current_tab()]))
+        self.push_screen(HelpScreen(self.help_sections(), current=self.current_tab().title))
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """Every key: the app's, then each loaded view's, from their bindings."""
         from labtui.ui.help import sections
 
-        return sections(self, {TABS[tab]: cls for tab, cls in self.view_classes.items()})
+        return sections(self, {tab.title: cls for tab, cls in self.view_classes.items()})
 
     def action_filter(self) -> None:
         view = self.current_view()
@@ -367,7 +372,7 @@ class LabApp(App[int]):
             self.notify(str(exc), severity="error", markup=False)
             return
         if command.kind == "view":
-            self.action_show_tab(command.target)
+            self.show(tab_named(command.target))
         elif command.kind == "app":
             getattr(self, f"action_{command.target}")()
         else:
@@ -397,12 +402,12 @@ class LabApp(App[int]):
 
     def action_cleanup_orphans(self) -> None:
         """`:cleanup orphans`: in the Instances view, destroy every orphaned instance after confirming."""
-        self.action_show_tab("tab-instances")
-        view = self.view("tab-instances")
+        self.show(INSTANCES)
+        view = self.instances_view
         if view is None:
             self.notify("the Instances view is still loading")
             return
-        view.cleanup_orphans()  # type: ignore[attr-defined]
+        view.cleanup_orphans()
 
     def action_command_palette(self) -> None:
         """ctrl+p: the command palette (labtui.ui.palette: Textual's, safe when its search outlives it)."""
@@ -418,7 +423,7 @@ class LabApp(App[int]):
     def action_interrupt(self) -> None:
         """ctrl+c, as in the CLI: abort a running run and tear it down (a second one forces the teardown);
         with no run going, the same as q."""
-        view = self.run_view if self.view("tab-run") is not None else None
+        view = self.run_view if self.view(RUN) is not None else None
         lab = view.lab if view is not None else None
         if lab is None:
             self.action_request_quit()
@@ -429,7 +434,7 @@ class LabApp(App[int]):
 
     def action_request_quit(self) -> None:
         """Quit; while a run is active, ask whether to tear its instances down or leave them running."""
-        lab = getattr(self.view("tab-run"), "lab", None)
+        lab = getattr(self.view(RUN), "lab", None)
         if lab is None:
             self.exit(0)
             return
@@ -468,8 +473,7 @@ class LabApp(App[int]):
     def _abort_run_after_crash(self, error: Exception) -> None:
         """Abort the console's run, if any: its thread tears down and ends, and the process can exit
         (a run left waiting for `n` would keep it alive)."""
-        view = self.view("tab-run")
-        lab = getattr(view, "lab", None)
+        lab = getattr(self.view(RUN), "lab", None)
         if lab is not None:
             lab.abort(f"the console crashed: {type(error).__name__}")
 
@@ -479,9 +483,8 @@ class LabApp(App[int]):
         for command in COMMANDS:
             yield SystemCommand(command.help, f":{command.name} {command.usage}".rstrip(),
                                 self._palette_callback(command))
-        run = cast("RunView | None", self.view("tab-run"))
-        inst = cast("InstancesView | None", self.view("tab-instances"))
-        sess = cast("SessionsView | None", self.view("tab-sessions"))
+        run = cast("RunView | None", self.view(RUN))
+        inst, sess = self.instances_view, self.sessions_view
         commands: list[tuple[str, str, Any]] = []
         if run is not None:
             commands += [

@@ -21,6 +21,8 @@ from pathlib import Path
 from textual.binding import Binding
 from textual.widgets import Input
 
+from labtui.ui.tabs import TABS
+
 
 @dataclass(frozen=True, slots=True)
 class Command:
@@ -40,9 +42,7 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("run", "", "Go to the Run view", "view", "tab-run"),
-    Command("instances", "", "Go to the Instances view", "view", "tab-instances"),
-    Command("sessions", "", "Go to the Sessions+SQL view", "view", "tab-sessions"),
+    *(Command(tab.name, "", f"Go to the {tab.title} view", "view", tab.pane_id) for tab in TABS),
     Command("sql", "", "Go to the SQL editor", "app", "sql"),
     Command("compare", "A B", "Compare: each metric of session B against session A", "cli"),
     Command("report", "ID [ID_B] [--format html|png|svg] [--out DIR]",

@@ -17,6 +17,7 @@ from test_console import destroy_session, wait_for
 from labtui.backends.base import Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.ui.command_line import COMMANDS, CommandError, complete, parse
+from labtui.ui.tabs import INSTANCES, RUN, SESSIONS
 
 SIZE = (120, 40)
 
@@ -64,10 +65,10 @@ async def test_colon_completes_and_switches_view(native_store: Path) -> None:
         await pilot.press("s", "e", "s", "tab")
         assert line.value == "sessions "
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.current_tab() == "tab-sessions", 5, "the Sessions view")
+        await wait_for(pilot, lambda: app.current_tab() is SESSIONS, 5, "the Sessions view")
         assert not line.has_class("shown")
         await pilot.press("colon", "x", "escape")
-        assert not line.has_class("shown") and app.current_tab() == "tab-sessions"
+        assert not line.has_class("shown") and app.current_tab() is SESSIONS
         palette = {c.title: c.help for c in app.get_system_commands(app.screen)}
         assert all(palette.get(c.help, "").startswith(f":{c.name}") for c in COMMANDS)
 
@@ -81,7 +82,7 @@ async def test_colon_sql_leaves_the_keys_in_the_sql_editor(native_store: Path) -
     app = LabApp(native_store, idle_sampling=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("2")  # the Instances view first, as a user would come from it
-        await wait_for(pilot, lambda: app.current_tab() == "tab-instances", 5, "the Instances view")
+        await wait_for(pilot, lambda: app.current_tab() is INSTANCES, 5, "the Instances view")
         await pilot.press("colon", *"sql", "enter")
         await wait_for(pilot, lambda: isinstance(app.focused, SqlEditor), 5, "the SQL editor's focus")
         editor = app.focused
@@ -165,7 +166,7 @@ async def test_keys_from_the_config_file(native_store: Path) -> None:
         await pilot.press("ctrl+k")
         assert line.has_class("shown") and app.focused is line
         await pilot.press("escape", "f1")
-        assert app.current_tab() == "tab-run"
+        assert app.current_tab() is RUN
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 5, "the help")
         assert "^k" in app.screen.text and "command line" in app.screen.text
@@ -201,3 +202,19 @@ async def test_log_of_a_docker_container(native_store: Path) -> None:
         assert "Redis is starting" in text
     finally:
         await backend.destroy(instance, force=True)
+
+
+def test_each_tab_names_a_view_class_its_module_defines_and_a_command_shows_it() -> None:
+    """The console's views are found through labtui.ui.tabs, never a string typed elsewhere: each Tab's class
+    exists where it says, the class's own id matches, and `:NAME` is the command that shows it."""
+    import importlib
+
+    from labtui.ui.tabs import TABS, tab_named
+
+    for tab in TABS:
+        cls = getattr(importlib.import_module(tab.module), tab.class_name)
+        assert cls.__name__ == tab.class_name and tab_named(tab.pane_id) is tab
+        command, args = parse(tab.name)
+        assert (command.kind, command.target, args) == ("view", tab.pane_id, [])
+    with pytest.raises(KeyError, match="tab-nothing"):
+        tab_named("tab-nothing")

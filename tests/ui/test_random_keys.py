@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 from test_console import SIZE, destroy_session, quick_suite, wait_for
 
+from labtui.ui.tabs import RUN, TABS, Tab
+
 SEEDS = (1, 2, 3, 4, 5)
 #: The keys a user might press anywhere; all letters but q, which quits when no run is active (each seed
 #: would spend most of its time starting the console again; tests/ui/test_console.py quits with q from every view).
@@ -156,7 +158,7 @@ async def start_quick_run(app, pilot, sessions: set[str]) -> None:
     from labtui.ui.start_dialog import StartDialog
 
     await close_screens(app, pilot)
-    app.action_show_tab("tab-run")
+    app.show(RUN)
     await pilot.press("s")
     await wait_for(pilot, lambda: isinstance(app.screen, StartDialog), 10, "the start dialog")
     dialog = app.screen
@@ -179,7 +181,7 @@ async def abort_run(app, pilot) -> None:
     await close_screens(app, pilot)
     view = app.run_view
     if view.active:
-        app.action_show_tab("tab-run")
+        app.show(RUN)
         await pilot.press("x")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) or not view.active, 10, "the question")
         if isinstance(app.screen, ConfirmScreen):
@@ -191,9 +193,9 @@ async def drive(keys: Keys, lab: Path, sessions: set[str], release: threading.Ev
     """The seed's whole stream: the console is restarted whenever the keys quit it."""
     from textual.app import App
 
-    from labtui.ui.app import TABS, LabApp
+    from labtui.ui.app import LabApp
 
-    plan = [*TABS, "4", "run", "abort", "after"]
+    plan: list[Tab | str] = [*TABS, "4", "run", "abort", "after"]
     while plan:
         app = LabApp(lab, idle_sampling=False)
         async with App.run_test(app, size=SIZE) as pilot:  # Textual's own: it does not wait for the views
@@ -202,12 +204,12 @@ async def drive(keys: Keys, lab: Path, sessions: set[str], release: threading.Ev
             await wait_for(pilot, lambda app=app: app.views_loaded.is_set() or not app.is_running, 120, "the views")
             while plan and app.is_running:
                 stretch = plan.pop(0)
-                if stretch in TABS or stretch == "4":
+                if isinstance(stretch, Tab) or stretch == "4":
                     await close_screens(app, pilot)
                     if stretch == "4":
                         app.action_sql()
                     else:
-                        app.action_show_tab(stretch)
+                        app.show(stretch)
                     await keys.press(app, pilot, PER_VIEW)
                 elif stretch == "run":
                     await start_quick_run(app, pilot, sessions)

@@ -24,6 +24,7 @@ from labtui.core.events import SessionEnded, SessionStarted, StepEnded, StepStar
 from labtui.engine.kinds import Plan
 from labtui.session.estimate import Line, StepClock, StepTime, clock, fit
 from labtui.store import fetch_frame
+from labtui.ui.tabs import RUN
 
 QUICK = ("scale.steps=3", "scale.per_step=2", "suite.repetitions=2", "sampling.quiet_timeout_s=0")
 T0 = 1_800_000_000.0
@@ -213,7 +214,7 @@ async def test_the_run_view_shows_elapsed_and_left(tmp_path: Path, runtime_dir: 
     monkeypatch.setenv("LABTUI_STATE_DIR", str(tmp_path / "state"))
     app = LabApp(tmp_path / "lab.duckdb", idle_sampling=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        await wait_for(pilot, lambda: app.view("tab-run") is not None, 30, "the Run view")
+        await wait_for(pilot, lambda: app.view(RUN) is not None, 30, "the Run view")
         view = app.run_view
         view.start(StartRequest(load_suite("boot-scaling", QUICK), "process", "local", manual=True))
         runbox = view.query_one("#runbox")
