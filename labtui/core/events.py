@@ -67,6 +67,8 @@ class StepStarted:
     step: int
     steps: int
     background: int
+    #: Seconds the step gate held this step before it started (a manual run waiting for next; else 0).
+    held_s: float = 0.0
     ts: float = field(default_factory=now)
 
 

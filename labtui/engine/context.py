@@ -26,6 +26,7 @@ from labtui.core.events import (
     ResourceSample,
     Result,
     SessionEnded,
+    StepStarted,
 )
 from labtui.core.record import Recorder, Unrecorded
 from labtui.engine.bus import EventBus
@@ -79,8 +80,11 @@ class RunContext:
 
         A journal that cannot take it (a full disk) fails this call, so the experiment stops; not
         while tearing down, nor for a log line or the session's end: ending the instances and the
-        session matters more.  The first failure is kept in `lost` for the run to report.
+        session matters more.  The first failure is kept in `lost` for the run to report.  A step's start
+        carries how long the step gate held it (StepStarted.held_s), so time estimates leave a person's wait out.
         """
+        if isinstance(event, StepStarted):
+            event = replace(event, held_s=self.gate.take_held())
         try:
             self.journal.append(event)
         except Exception as exc:

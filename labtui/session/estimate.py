@@ -5,7 +5,10 @@ duration is fitted by least squares as a line in its position (0 for the first
 step of a repetition) and the line is summed over the plan's steps still to
 run.  What passes between steps is added as the mean gap seen so far, kept
 apart for a repetition's first step (setup or the last repetition's teardown,
-waiting for a quiet host) and for the others.  The CLI's progress line, the console's Run view
+waiting for a quiet host) and for the others.  The time the step gate held a
+step (a manual run waiting for next: StepStarted.held_s) is not a gap: a
+person's pauses are left out, so a past manual session estimates a run as well
+as an automatic one.  The CLI's progress line, the console's Run view
 and the start dialog all use this module; the dialog's estimate before a run
 comes from a past session of the same suite on the same host and backend
 (`history`).
@@ -120,7 +123,7 @@ class StepClock:
             self._position = self._position + 1 if event.repetition == self._repetition else 0
             self._repetition = event.repetition
             self._step_started = event.ts
-            gap = max(0.0, event.ts - (self.started if self._last_end is None else self._last_end))
+            gap = max(0.0, event.ts - (self.started if self._last_end is None else self._last_end) - event.held_s)
             (self._first_gaps if self._position == 0 else self._inner_gaps).append(gap)
         elif isinstance(event, StepEnded) and self._step_started is not None:
             self.times.append(StepTime(self._position, event.background, max(0.0, event.ts - self._step_started)))
@@ -201,7 +204,7 @@ WITH last AS (
     LIMIT 1
 )
 SELECT t.session_id, last.session_started, t.repetition, t.step, t.steps, t.background,
-       epoch(t.started_at) AS started, epoch(t.ended_at) AS ended
+       epoch(t.started_at) AS started, epoch(t.ended_at) AS ended, coalesce(t.held_s, 0) AS held_s
 FROM steps t JOIN last USING (session_id)
 WHERE t.started_at IS NOT NULL
 ORDER BY t.started_at
@@ -221,8 +224,8 @@ def history(db: str | os.PathLike[str], suite: str, host: str, backend: str, pla
         return None
     session_id, started = rows[0][0], rows[0][1]
     past = StepClock(plan, rows[0][6] if started is None else started)
-    for _sid, _started, repetition, step, steps, background, step_started, step_ended in rows:
-        past.apply(StepStarted(session_id, repetition, step, steps or 0, background or 0, ts=step_started))
+    for _sid, _started, repetition, step, steps, background, step_started, step_ended, held_s in rows:
+        past.apply(StepStarted(session_id, repetition, step, steps or 0, background or 0, held_s, ts=step_started))
         if step_ended is not None:
             past.apply(StepEnded(session_id, repetition, step, background or 0, ts=step_ended))
     return History(session_id, past, max(row[4] or 0 for row in rows))

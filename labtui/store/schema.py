@@ -18,7 +18,7 @@ from labtui.store.errors import StoreError, first_line
 #: over a worker's runs of the mean over the instances of each (REPETITION_VALUES); 6 added
 #: sessions.tags and sessions.note (`labtui run --tag KEY=VALUE --note TEXT`); 7 renamed events.kind to
 #: events.category (a session's `kind` is its experiment kind).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 STATUSES = ("running", "completed", "failed", "aborted", "crashed")
 
@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS steps (
     started_at TIMESTAMPTZ,
     ended_at TIMESTAMPTZ,
     ok BOOLEAN,
+    held_s DOUBLE,
     PRIMARY KEY (session_id, repetition, step)
 );
 CREATE TABLE IF NOT EXISTS instances (
@@ -244,13 +245,15 @@ def _migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:
         con.execute("ALTER TABLE sessions ADD COLUMN IF NOT EXISTS note TEXT")
     if version < 7 and _has_column(con, "events", "kind"):  # `kind` was also a session's experiment kind
         con.execute("ALTER TABLE events RENAME COLUMN kind TO category")
+    if version < 8:
+        con.execute("ALTER TABLE steps ADD COLUMN IF NOT EXISTS held_s DOUBLE")
 
 
 def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
     """Whether the file's own table (not a temporary view) has the column."""
     return bool(con.execute(
         "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main' "
-        "AND table_name = ? AND column_name = ?", [table, column]).fetchone()[0])  # type: ignore[index]
+        "AND table_name = ? AND column_name = ?", [table, column]).fetchall()[0][0])
 
 
 def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
@@ -267,13 +270,16 @@ def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
     missing = {
         "results": (["NULL::TEXT AS placement"] if version < 2 else []) + (["NULL::INTEGER AS run"] if version < 5 else []),
         "sessions": ["NULL::JSON AS tags", "NULL::TEXT AS note"] if version < 6 else [],
+        "steps": ["NULL::DOUBLE AS held_s"] if version < 8 else [],
     }
     renamed = {"events": "RENAME (kind AS category)"} if version < 7 and _has_column(con, "events", "kind") else {}
     tables = {name for (name,) in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'"
     ).fetchall()}
     for table in sorted(set(missing) | set(renamed)):
-        added = "".join(f", {column}" for column in missing.get(table, []))
+        # a column the file has already (a table created by a newer labtui than its version says) is not added
+        added = "".join(f", {column}" for column in missing.get(table, [])
+                        if not _has_column(con, table, column.rsplit(" AS ", 1)[1]))
         # a file so old, or so bare, that it lacks the table has nothing to add
         if (added or table in renamed) and table in tables:
             con.execute(f"CREATE TEMP VIEW {table} AS SELECT * {renamed.get(table, '')}{added} FROM {quoted}.main.{table}")

@@ -133,7 +133,7 @@ _TABLES = {
             "steps",
             (
                 ("session_id", "str"), ("repetition", "int"), ("step", "int"), ("steps", "int"),
-                ("background", "int"), ("started_at", "ts"), ("ended_at", "ts"), ("ok", "bool"),
+                ("background", "int"), ("started_at", "ts"), ("ended_at", "ts"), ("ok", "bool"), ("held_s", "float"),
             ),
             key=("session_id", "repetition", "step"),
         ),
@@ -498,7 +498,7 @@ class StoreWriter:
     def _step_started(self, e: StepStarted) -> None:
         self._upsert(
             "steps", session_id=e.session_id, repetition=e.repetition, step=e.step,
-            steps=e.steps, background=e.background, started_at=e.ts,
+            steps=e.steps, background=e.background, started_at=e.ts, held_s=e.held_s,
         )
 
     def _step_ended(self, e: StepEnded) -> None:

@@ -336,6 +336,21 @@ async def test_the_sql_view_answers_while_the_consoles_own_run_waits_at_a_step(l
         assert run.waiting_at_step and view.active  # the run still waits at its step
 
 
+async def test_a_manual_runs_wait_for_next_is_recorded_as_the_steps_hold(lab: Path) -> None:
+    """The time a person took to press n is the next step's held_s (steps table), which time estimates leave out
+    of the gaps between steps; the first step, started without waiting, held nothing."""
+    from labtui.store import run_sql
+
+    async with console_run(lab, manual=True) as (app, pilot, view, session):
+        run = view.lab
+        await wait_for(pilot, lambda: run.waiting_at_step and view.model.steps_done == 1, 60, "the first step's gate")
+        await asyncio.sleep(1.5)
+        await pilot.press("1", "n")
+        await wait_for(pilot, lambda: run.waiting_at_step and view.model.steps_done == 2, 60, "the second step's gate")
+    held = dict(run_sql(lab, f"select step, held_s from steps where session_id = '{session}' and repetition = 1").rows)
+    assert held[0] == 0.0 and 1.5 <= held[1] < 60, held
+
+
 async def test_ctrl_c_aborts_the_consoles_run_and_tears_it_down_as_in_the_cli(lab: Path) -> None:
     from labtui.store import run_sql
 

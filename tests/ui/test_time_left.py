@@ -108,6 +108,23 @@ def test_noisy_steps_give_an_estimate_close_to_what_is_left() -> None:
     assert max(errors) < 0.05 * truth
 
 
+def test_a_persons_wait_at_the_gate_is_not_a_gap_between_steps() -> None:
+    """A manual run's steps are held for next: StepStarted.held_s is left out of the gaps, so a session stepped
+    by hand (each step held 100 s) estimates what is left as the same session run on its own does."""
+    estimates = []
+    for held in (0.0, 100.0):
+        run = replay(1, 6)
+        for position in range(4):
+            run.t += (FIRST_GAP if position == 0 else INNER_GAP) + (held if position else 0.0)
+            run.clock.apply(StepStarted("s", 1, position, 6, 10 * position, held if position else 0.0, ts=run.t))
+            run.t += duration(position)
+            run.clock.apply(StepEnded("s", 1, position, 10 * position, ts=run.t))
+        assert run.clock.gaps().inner == pytest.approx(INNER_GAP)
+        estimates.append(run.clock.left(at=run.t))
+    assert estimates[1] == pytest.approx(estimates[0])
+    assert estimates[0] == pytest.approx(duration(4) + duration(5) + 2 * INNER_GAP)
+
+
 def test_one_step_per_repetition_is_a_flat_line() -> None:
     assert fit([StepTime(0, 1, 2.0), StepTime(0, 1, 4.0)]) == Line(3.0, 0.0)
     assert fit([StepTime(0, 1, 2.0)]) is None

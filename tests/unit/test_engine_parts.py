@@ -60,3 +60,18 @@ def test_liveness_lock_follows_the_process(tmp_path, monkeypatch):
     os.kill(proc.pid, signal.SIGKILL)  # a crash: the kernel drops the lock
     proc.join(10)
     assert not session_is_running("s1")
+
+
+async def test_the_gate_counts_how_long_it_held_the_run():
+    """StepStarted.held_s comes from here: a manual wait for next is measured once, then the count is 0."""
+    gate = StepGate(auto=False)
+    waiter = asyncio.create_task(gate.passed())
+    await asyncio.sleep(0.3)
+    gate.next()
+    await asyncio.wait_for(waiter, 1)
+    held = gate.take_held()
+    assert 0.3 <= held < 5
+    assert gate.take_held() == 0.0
+    gate.set_auto(True)
+    await gate.passed()  # an automatic pass holds nothing
+    assert gate.take_held() == 0.0

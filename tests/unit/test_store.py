@@ -23,6 +23,7 @@ from labtui.core.events import (
     Log,
     SessionEnded,
     StepEnded,
+    StepStarted,
 )
 from labtui.core.liveness import session_lock
 from labtui.store import (
@@ -415,3 +416,16 @@ def test_a_version_6_store_reads_its_log_category_and_is_migrated_by_the_next_wr
     assert one(db, "SELECT value FROM meta WHERE key = 'schema_version'") == (str(SCHEMA_VERSION),)
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT category FROM events ORDER BY ts").fetchall() == [("backend",), ("step",)]
+
+
+def test_a_version_7_store_reads_steps_held_as_null_and_the_next_writer_adds_the_column(tmp_path: Path) -> None:
+    """Schema 8 added steps.held_s (how long the step gate held a manual run before the step)."""
+    db = tmp_path / "v7.duckdb"
+    record_events(db, [StepStarted("s1", 1, 0, 2, 0, ts=T0)])
+    with duckdb.connect(str(db)) as con:  # the file as labtui 7 left it
+        con.execute("ALTER TABLE steps DROP COLUMN held_s")
+        con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    assert run_sql(db, "SELECT step, held_s FROM steps").rows == [(0, None)]
+    record_events(db, [StepStarted("s1", 1, 1, 2, 2, 12.5, ts=T0 + 20)])
+    assert one(db, "SELECT value FROM meta WHERE key = 'schema_version'") == (str(SCHEMA_VERSION),)
+    assert run_sql(db, "SELECT step, held_s FROM steps ORDER BY step").rows == [(0, None), (1, 12.5)]
