@@ -128,7 +128,7 @@ def step_events(step: int) -> list:
     """One step's rows: what a StepEnded flush of a scaling run writes."""
     sid, base = "share", 1_790_000_000.0 + step
     return (
-        [StepStarted(sid, 1, step, 100, step * 20, base)]
+        [StepStarted(sid, 1, step, 100, step * 20, ts=base)]
         + [InstanceCreating(sid, f"i{step}-{n}", "local", "process", "background", f"i{step}-{n}", base) for n in range(20)]
         + [Result(sid, 1, step, step * 20, "local", f"i{step}-{n % 20}", "boot", "boot_time", 0.01, "s", "lower", base)
            for n in range(200)]
