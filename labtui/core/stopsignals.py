@@ -6,7 +6,9 @@ nothing is half done (``raise_if_stopped``: after the imports, the suite, the ho
 with StopSignal, 128 + the signal's number, or at the latest NOTED_EXIT_S after the signal.  They
 are noted even when the command started with one of them ignored: a script's ``labtui run ... &``
 starts with SIGINT ignored (POSIX shells ignore INT in the background jobs of a non-interactive
-shell), and Python and asyncio keep an ignored SIGINT ignored.  Noted, not raised where they land:
+shell), and Python and asyncio keep an ignored SIGINT ignored.  SIGHUP is the exception: a command
+started with it ignored (``nohup labtui run ...``) was asked to outlive its terminal, and keeps it
+ignored throughout (``stop_signals()``).  Noted, not raised where they land:
 an exception raised inside the import of a native module (seen: SIGTERM amid pyarrow's or polars')
 can abort the interpreter (SIGABRT) instead of unwinding.
 """
@@ -24,6 +26,14 @@ from types import FrameType
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: A second one of these during teardown forces it.
 FORCE_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Whether labtui started with SIGHUP ignored (nohup), read when this module is first imported: at main's
+#: first line, before any handler of labtui's own.
+_HANGUP_IGNORED = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+
+
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The stop signals this process acts on: STOP_SIGNALS, less SIGHUP when it started ignored (nohup)."""
+    return tuple(s for s in STOP_SIGNALS if not (s == signal.SIGHUP and _HANGUP_IGNORED))
 
 
 class StopSignal(KeyboardInterrupt):
@@ -81,7 +91,7 @@ def raise_if_stopped() -> None:
     signum = take_noted_stop_signal()
     if signum is None:
         return
-    for each in STOP_SIGNALS:
+    for each in stop_signals():
         if signal.getsignal(each) is _note:
             signal.signal(each, signal.SIG_IGN)
     raise StopSignal(signum)
@@ -89,7 +99,7 @@ def raise_if_stopped() -> None:
 
 @contextlib.contextmanager
 def stop_signals_noted() -> Iterator[None]:
-    """In the block, INT, TERM and HUP are noted for raise_if_stopped, whatever was inherited.
+    """In the block, INT, TERM and HUP (stop_signals) are noted for raise_if_stopped, whatever else was inherited.
 
     At its end the handlers before it come back where the block's own is still in place: a run that
     took the signals over keeps its choice (a run stopped by a signal ignores a repeat until it exits).
@@ -97,9 +107,9 @@ def stop_signals_noted() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    before = {signum: signal.getsignal(signum) for signum in stop_signals()}
     _noted.clear()
-    for signum in STOP_SIGNALS:
+    for signum in stop_signals():
         signal.signal(signum, _note)
     try:
         yield

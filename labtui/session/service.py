@@ -33,7 +33,7 @@ from labtui.backends.base import Backend, BackendError, open_backend
 from labtui.core.errors import UsageError
 from labtui.core.events import Event
 from labtui.core.liveness import LivenessError, lock_dir
-from labtui.core.stopsignals import FORCE_SIGNALS, STOP_SIGNALS, take_noted_stop_signal
+from labtui.core.stopsignals import FORCE_SIGNALS, stop_signals, take_noted_stop_signal
 from labtui.engine import Plan, SessionRunner, StepGate, plan_for
 from labtui.hosts import Host, HostError, get_host
 from labtui.lifecycle.reconcile import StoreView, read_store_quietly, reconcile_before_run
@@ -403,14 +403,15 @@ class LabRun:
 
     @contextlib.contextmanager
     def _signals(self, handler: Callable[[int], None]):
-        """INT, TERM and HUP call handler (abort; a second INT or TERM forces) in the block.
+        """INT, TERM and HUP (unless started ignored: labtui.core.stopsignals.stop_signals) call handler (abort;
+        a second INT or TERM forces) in the block.
 
         Blocks may nest (a face's ``signals()`` around ``run()``'s own): the inner end removes the
         handlers, and then the outer one has nothing left to remove.
         """
         loop = asyncio.get_running_loop()
         installed = []
-        for signum in STOP_SIGNALS:
+        for signum in stop_signals():
             try:
                 loop.add_signal_handler(signum, handler, signum)
             except (ValueError, RuntimeError, NotImplementedError):  # not the main thread: the face handles it

@@ -274,3 +274,32 @@ def _kill_under(root: Path) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
         except (OSError, ProcessLookupError):
             continue
+
+
+def _ignore_sighup() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def test_a_run_started_under_nohup_outlives_its_terminal(tmp_path: Path, runtime_dir: Path) -> None:
+    """`nohup labtui run ...` starts it with SIGHUP ignored: a closed terminal must not stop the run then (it
+    did: labtui took SIGHUP over whatever it inherited), while SIGINT and SIGTERM still do."""
+    lock_dir, db = tmp_path / "locks", tmp_path / "lab.duckdb"
+    env = {**os.environ, "LABTUI_LOCK_DIR": str(lock_dir), "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
+    short = ["boot-scaling", "--set", "scale.steps=2", "--set", "scale.per_step=2", "--set", "suite.repetitions=1",
+             "--set", "sampling.quiet_timeout_s=0"]
+    proc = subprocess.Popen([sys.executable, "-m", "labtui", "run", *short, "--db", str(db)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_ignore_sighup)
+    try:
+        for moment in (0.05, 0.5, 1.5, 3.0):  # from the imports to the first steps
+            time.sleep(moment - (0.05 if moment > 0.05 else 0.0))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGHUP)
+        _, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err[-3000:]
+    assert [status for _, status in _sessions(db)] == ["completed"], err[-3000:]
+    assert "SIGHUP" not in err
+    assert _still_left(lock_dir) == []
