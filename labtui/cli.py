@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -228,17 +230,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `labtui` console script.
 
     A reader that stops early (`labtui sessions | head -1`) ends the command quietly with status
-    EXIT_CLOSED_PIPE, as git, docker and kubectl end on SIGPIPE.
+    EXIT_CLOSED_PIPE, as git, docker and kubectl end on SIGPIPE.  Ctrl-C before a command took it
+    over (while the arguments are read) ends it with "interrupted" and 130, not a traceback.
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        status = _run(args)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
-    except BrokenPipeError:
-        _quiet_output()
-        return EXIT_CLOSED_PIPE
+    with _interrupts_noted() as interrupted:
+        try:
+            args = build_parser().parse_args(argv)
+            status = _run(args)
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        except BrokenPipeError:
+            _quiet_output()
+            return EXIT_CLOSED_PIPE
+        except Exception:
+            if not interrupted:  # a native module's import turns Ctrl-C into its own error (duckdb: ImportError)
+                raise
+            print("interrupted", file=sys.stderr)
+            return 130
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
     return status
+
+
+@contextlib.contextmanager
+def _interrupts_noted() -> Iterator[list[int]]:
+    """In the block Ctrl-C raises KeyboardInterrupt as Python's own handler does, and is noted in the list
+    yielded; an ignored SIGINT (a script's background job) stays ignored."""
+    interrupted: list[int] = []
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield interrupted
+        return
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield interrupted
+    finally:
+        if signal.getsignal(signal.SIGINT) is on_interrupt:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -260,9 +293,6 @@ def _run(args: argparse.Namespace) -> int:
         except StopSignal as exc:  # before the run took the signals over: nothing was created
             print(f"stopped by {exc}", file=sys.stderr)
             return exc.exit_status
-        except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
-            return 130
 
 
 def _quiet_output() -> None:
