@@ -62,7 +62,8 @@ class LabApp(App[int]):
         Binding("question_mark", "help", "help", id="app.help"),
         Binding("slash", "filter", "filter", id="app.filter"),
         # in ? and the palette; the footer is full
-        Binding("colon", "command_line", "command", show=False, id="app.command_line"),
+        # priority: acted on as the key arrives, so keys typed right after it go into the line it opens
+        Binding("colon", "command_line", "command", show=False, id="app.command_line", priority=True),
         Binding("4", "sql", "SQL", id="app.sql"),
         Binding("escape", "back", "back", show=False),
         *(Binding(str(key), f"show_tab({tab.pane_id!r})", tab.name, show=False, id=f"app.{tab.name}")

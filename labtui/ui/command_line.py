@@ -157,7 +157,9 @@ class CommandLine(Input):
         self.cursor_position = len(text)
         self.disabled = False
         self.add_class("shown")
-        self.focus()
+        # at once, not a refresh later as focus() does: keys typed right after `:` (a paste, typing ahead) are
+        # already queued, and would reach the view's bindings (`s` opened the start dialog)
+        self.screen.set_focus(self)
 
     def close(self) -> None:
         """Hide the line and forget its text."""

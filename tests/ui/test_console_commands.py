@@ -73,6 +73,26 @@ async def test_colon_completes_and_switches_view(native_store: Path) -> None:
         assert all(palette.get(c.help, "").startswith(f":{c.name}") for c in COMMANDS)
 
 
+async def test_a_burst_typed_after_colon_goes_into_the_command_line(native_store: Path) -> None:
+    """`:sessions` and Enter typed faster than the console draws (a paste, tmux send-keys, typing ahead): every
+    key after `:` reaches the line.  The focus used to move one refresh later, so `s` opened the start dialog."""
+    from textual import events
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.start_dialog import StartDialog
+
+    app = LabApp(native_store, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        keys = [events.Key("colon", ":"), *(events.Key(c, c) for c in "sessions"), events.Key("enter", "\r")]
+        for key in keys:  # all queued before the first is handled, as the terminal's driver sends them
+            key.set_sender(app)
+            app._driver.send_message(key)
+        await wait_for(pilot, lambda: app.current_tab() is SESSIONS or isinstance(app.screen, StartDialog), 10,
+                       "the command to run")
+        assert not isinstance(app.screen, StartDialog)
+        assert app.current_tab() is SESSIONS
+
+
 async def test_colon_sql_leaves_the_keys_in_the_sql_editor(native_store: Path) -> None:
     """`:sql` from another view, then typing: the letters go into the editor (they used to reach the Sessions
     table, whose keys took them as refresh, open and so on), and Tab completes a table name."""
