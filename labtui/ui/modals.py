@@ -19,7 +19,8 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen > Vertical { width: 90; max-width: 95%; height: auto; max-height: 80%;
         border: thick $error; background: $surface; padding: 1 2; }
     ConfirmScreen #confirm-title { text-style: bold; margin-bottom: 1; }
-    ConfirmScreen VerticalScroll { height: auto; max-height: 20; }
+    /* a list of hundreds of instances scrolls; the answer's buttons always show, down to 80x24 */
+    ConfirmScreen VerticalScroll { height: auto; max-height: 40vh; }
     ConfirmScreen Horizontal { height: auto; margin-top: 1; }
     ConfirmScreen Button { margin-right: 2; }
     """
@@ -59,7 +60,7 @@ class QuitScreen(ModalScreen[str | None]):
     QuitScreen > Vertical { width: 90; max-width: 95%; height: auto; max-height: 80%;
         border: thick $warning; background: $surface; padding: 1 2; }
     QuitScreen #quit-title { text-style: bold; margin-bottom: 1; }
-    QuitScreen VerticalScroll { height: auto; max-height: 16; }
+    QuitScreen VerticalScroll { height: auto; max-height: 25vh; }
     QuitScreen Horizontal { height: auto; margin-top: 1; }
     QuitScreen Button { margin-right: 2; }
     """
