@@ -392,7 +392,9 @@ class LabApp(App[int]):
         argv = cli_argv(command, args)
         shown = f"labtui {shlex.join(argv)}"
         self.notify(f"{shown}: running...", markup=False, timeout=3)
-        status, out, err = await run_cli(self.db_path, argv)  # TextScreen scrolls long lines, never wraps
+        # laid out for the text box it is shown in (95% of the screen, less its border, padding and scroll bar), as the CLI
+        # lays out for a terminal: a table too wide for it turns into lines; what is still wider scrolls
+        status, out, err = await run_cli(self.db_path, argv, width=max(40, int(self.size.width * 0.95) - 6))
         if status != 0 and not out.strip():
             last = (err.strip().splitlines() or [f"exit status {status}"])[-1]
             self.notify(f"{shown}: {last}", severity="error", markup=False, timeout=10)

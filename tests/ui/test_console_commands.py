@@ -130,6 +130,30 @@ async def test_report_command_writes_the_report(native_store: Path) -> None:
     assert "native" in report.read_text()
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 35)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_compare_is_laid_out_for_the_box_it_shows_in(native_store: Path, size: tuple[int, int]) -> None:
+    """`:compare A B` shows the CLI's own output, laid out for the text box's width as the CLI lays out for a
+    terminal: no line is cut (at 120 columns the CI, p and verdict columns were past the box's edge)."""
+    from textual.widgets import Static
+
+    from labtui.cli import main
+    from labtui.ui.app import LabApp
+    from labtui.ui.text_screen import TextScreen
+
+    native_csv = Path(__file__).parents[1] / "data" / "compare_brandz_native.csv"
+    assert main(["--db", str(native_store), "import", str(native_csv), "--session", "again"]) == 0
+    app = LabApp(native_store, idle_sampling=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("colon", *"compare native again", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextScreen), 60, "the comparison")
+        await pilot.pause(0.2)
+        body = app.screen.query_one("#text-body", Static)
+        box = body.parent
+        lines = str(body.render()).splitlines()
+        assert any("B/A" in line for line in lines) and any("no test: one repetition each" in line for line in lines)
+        assert max(map(len, lines)) <= box.scrollable_content_region.width, max(lines, key=len)
+
+
 async def test_describe_log_and_refresh_by_itself(native_store: Path, sleepers: tuple[str, list[Instance]]) -> None:
     from labtui.ui.app import LabApp
     from labtui.ui.instances_view import InstancesView
