@@ -1,9 +1,11 @@
 """The figures each face draws beside a condition's mean, computed from its independent samples.
 
 A sample figure is one number of a condition's samples (its repetitions' values; in ``compare``, a
-side's samples), shown in the metric's display unit.  The run table, ``report``, the console's
-slowdown pane and ``compare`` draw every entry of SAMPLE_FIGURES, in this order, by its name: adding a
-figure here (say a 95th percentile) adds it to all four, and nothing in the faces changes.
+side's samples), shown in the metric's display unit.  The run table, ``report``'s tables and the
+console's slowdown pane draw every entry of SAMPLE_FIGURES as a column, in this order, by its name;
+``compare A B`` gives each side's as NAME_a and NAME_b in its JSON and CSV rows (its printed table
+compares the means).  Adding a figure here (say a 95th percentile) adds it to all four, and nothing in
+the faces changes.
 """
 
 from __future__ import annotations
