@@ -46,6 +46,8 @@ class StartDialog(ModalScreen[StartRequest | None]):
     StartDialog #numbers > Label { width: auto; padding: 1 1 0 1; }
     StartDialog #numbers > Label:first-child { width: 13; padding: 1 0 0 0; }
     StartDialog RadioSet { layout: horizontal; width: auto; height: auto; border: none; }
+    /* one row high: Textual's focus border would hide the choices; the highlighted choice shows the focus */
+    StartDialog RadioSet:focus { border: none; }
     StartDialog #stepping > RadioButton { width: auto; margin-right: 2; }
     StartDialog #stepping-row { height: 1; margin: 1 0; }
     StartDialog #plan { color: $text-muted; height: auto; max-height: 6; }
