@@ -37,7 +37,7 @@ from labtui.core.errors import UsageError
 from labtui.core.stats import BOOTSTRAP_MIN, Comparison, compare_samples, summarize
 from labtui.core.units import MISSING, display_unit, number, shown, signed_pct
 from labtui.figures import sample_figures, sample_values
-from labtui.store import StoreError, fetch_frame, resolve_session
+from labtui.store import UnknownSession, fetch_frame, resolve_session
 from labtui.store.frames import repetition_table
 from labtui.suites.model import PLACEMENTS
 
@@ -118,7 +118,7 @@ def cmd_compare(args) -> int:
     path = db_path(args)
     try:
         sides = [[resolve_session(path, s) for s in _names(arg)] for arg in (args.a, args.b, *(args.more or []))]
-    except StoreError as exc:
+    except UnknownSession as exc:  # not a store that cannot be read: the session list would not help then
         raise UsageError(f"{exc} (see `labtui sessions`)") from None
     if len(sides) > 2:
         from labtui.commands.compare_side import cmd_side_by_side

@@ -175,8 +175,9 @@ async def _plan_and_clean(args, backends: list[Backend], console: Console) -> Cl
 def _print_plan(console: Console, plan: CleanupPlan) -> None:
     rows = [(t.instance.name, t.backend.name, t.instance.labels.role, t.instance.labels.session, t.instance.state,
              t.reason) for t in plan.targets]
-    print_table(console, [Column("name", key=True), "backend", "role", Column("session", key=True), "state", "why"],
-                rows, title="to destroy")
+    if rows:  # an empty table says nothing "nothing to clean up" does not
+        print_table(console, [Column("name", key=True), "backend", "role", Column("session", key=True), "state",
+                              "why"], rows, title="to destroy")
     for note in plan.notes:
         console.print(Text(str(note), "yellow"), highlight=False)
 

@@ -27,7 +27,7 @@ from labtui.commands.listing import write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import Trendline, trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
 from labtui.core.units import display_unit, number
-from labtui.store import REPETITION_VALUES, StoreError, fetch_frame, resolve_session
+from labtui.store import REPETITION_VALUES, UnknownSession, fetch_frame, resolve_session
 
 COLUMNS = ["session_id", "role", "benchmark", "metric", "unit", "better", "n", "levels", "slope", "intercept",
            "r2", "delta_pct", "delta_ci95_pct", "d_pct", "sign"]
@@ -61,12 +61,13 @@ class TrendRow:
     @property
     def delta_pct(self) -> float:
         """Δ% (study 000, Table 5-2), positive when the figure gets better as the background grows."""
-        return self.sign * trend_delta_pct(self.line)
+        return self.sign * trend_delta_pct(self.line) + 0.0  # never -0.0
 
     @property
     def d_pct(self) -> float | None:
         """d% (study 000, section 5.1.2) from the baseline's line, positive when better than it; None without one."""
-        return None if self.baseline is None else self.sign * trend_distance_pct(self.line, self.baseline)
+        # + 0.0: a turned sign of 0 is 0, not the -0.0 a CSV would print for the baseline
+        return None if self.baseline is None else self.sign * trend_distance_pct(self.line, self.baseline) + 0.0
 
     def record(self) -> dict[str, object]:
         benchmark, metric, unit, better = self.key
@@ -81,7 +82,7 @@ def cmd_trend(args) -> int:
     try:
         baseline = resolve_session(path, args.baseline) if args.baseline else None
         tested = [resolve_session(path, s) for s in args.sessions]
-    except StoreError as exc:
+    except UnknownSession as exc:  # not a store that cannot be read: the session list would not help then
         raise UsageError(f"{exc} (see `labtui sessions`)") from None
     base_lines = session_trendlines(path, baseline, args.metric) if baseline else {}
     rows = [TrendRow(baseline, "baseline", key, line, line) for key, line in base_lines.items()] if baseline else []

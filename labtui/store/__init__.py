@@ -4,7 +4,7 @@ Imports only labtui.core.events (never the engine or the UI).
 """
 
 from labtui.store.crashes import controller_name, crashed_sessions, mark_crashed_sessions
-from labtui.store.errors import StoreError
+from labtui.store.errors import StoreError, UnknownSession
 from labtui.store.reader import (
     QueryResult,
     connect_readonly,
@@ -23,6 +23,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "QueryResult",
     "StoreError",
+    "UnknownSession",
     "StoreWriter",
     "connect_readonly",
     "controller_name",

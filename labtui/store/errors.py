@@ -15,6 +15,10 @@ class StoreError(LabError):
     exit_status = 2
 
 
+class UnknownSession(StoreError):
+    """No session id of the store is, or starts with, the one asked for (or several start with it)."""
+
+
 class StoreBusy(StoreError):
     """Another process (or a connection with other settings) held the store for the whole wait."""
 

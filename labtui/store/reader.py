@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 
 from labtui.store.access import check_file, connect
-from labtui.store.errors import StoreError
+from labtui.store.errors import StoreError, UnknownSession
 from labtui.store.feed import sync_quietly
 from labtui.store.schema import check_store, read_as_current
 
@@ -175,7 +175,8 @@ def session_ids(path: str | os.PathLike[str]) -> list[str]:
 
 
 def resolve_session(path: str | os.PathLike[str], prefix: str) -> str:
-    """The one session id equal to or starting with `prefix`; StoreError otherwise."""
+    """The one session id equal to or starting with `prefix`; UnknownSession when none or several are, StoreError
+    when the store cannot be read."""
     ids = session_ids(path)
     if prefix in ids:
         return prefix
@@ -183,5 +184,5 @@ def resolve_session(path: str | os.PathLike[str], prefix: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise StoreError(f"no session id starts with {prefix!r} in {path}")
-    raise StoreError(f"{prefix!r} is ambiguous; it matches: {', '.join(matches)}")
+        raise UnknownSession(f"no session id starts with {prefix!r} in {path}")
+    raise UnknownSession(f"{prefix!r} is ambiguous; it matches: {', '.join(matches)}")

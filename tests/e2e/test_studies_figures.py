@@ -124,6 +124,7 @@ def test_trend_reads_a_time_so_that_positive_is_better(study_runs) -> None:
     assert float(row["d_pct"]) == pytest.approx(distance, rel=1e-6)
     faster = np.mean([a * x + b for x in xs]) < np.mean([a0 * x + b0 for x in xs])
     assert (float(row["d_pct"]) > 0) == faster  # the zone's fork is faster: it is better than the global zone
+    assert rows["baseline"]["d_pct"] == "0.0"  # the baseline against itself, with its sign turned: never "-0.0"
 
     table = labtui(study_runs["env"], "trend", study_runs["worker"], "--baseline", study_runs["creation"], "--metric", "fork_us",
                    "--db", str(db))

@@ -102,6 +102,10 @@ ROWS: dict[str, tuple[Callable[[Path], list[str]], str, int]] = {
     "sqlite file": (_store("sqlite"), r"is a SQLite database, not a labtui store", 2),
     "other file": (_store("text"), r"is not a DuckDB database \(unknown file header\)", 2),
     "foreign duckdb": (_store("foreign duckdb"), r"is a DuckDB database but not a labtui store", 2),
+    # a store that cannot be read is not a session missing from it: no "(see `labtui sessions`)"
+    "compare other file": (lambda f: _store("text")(f) and ["compare", "a", "b", "--db", "lab.duckdb"],
+                           r"^labtui compare: store lab\.duckdb is not a DuckDB database \(unknown file header\); "
+                           r"labtui will not touch it$", 2),
     "newer schema": (_store("newer schema"), r"newer than this labtui understands", 2),
     "suite integer": (lambda f: ["run", _suite(f, "steps = 100", "steps = 9223372036854775807"), "--db", "x.duckdb"],
                       r"^labtui run: bad\.toml:\d+: scale\.steps: .*an integer from 1 to 100000", 2),

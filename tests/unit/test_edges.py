@@ -25,7 +25,7 @@ from labtui.lifecycle.cleanup import plan_cleanup
 from labtui.parsers import ParseError
 from labtui.parsers.stress_ng import parse_stress_ng
 from labtui.parsers.wrk import parse_wrk
-from labtui.store import StoreWriter, fetch_frame
+from labtui.store import StoreWriter, fetch_frame, record_events
 from labtui.suites import SuiteError, load_suite
 
 DATA = Path(__file__).parents[1] / "data" / "parsers"
@@ -118,6 +118,12 @@ def test_cleanup_and_instances_take_a_prefix_of_a_session_id_and_refuse_one_that
         assert main(["--db", str(db), "cleanup", "--session", session[:-3], "--backend", "process"]) == 0
         assert "destroyed 1, failed 0" in capsys.readouterr().out
         assert _on_process(lambda backend: backend.list(session)) == []
+        ended = f"done-{secrets.token_hex(4)}"  # a session the store knows, with nothing left
+        record_events(db, [SessionStarted(ended, "boot-scaling", "scaling", "process", "local", {}, 1),
+                           SessionEnded(ended, "completed")])
+        assert main(["--db", str(db), "cleanup", "--session", ended, "--backend", "process"]) == 0
+        again = capsys.readouterr().out
+        assert "nothing to clean up" in again and "to destroy" not in again  # no empty table above it
         unknown = f"none-{secrets.token_hex(4)}"
         assert main(["--db", str(db), "cleanup", "--session", unknown, "--backend", "process"]) == 2
         assert "no session has that id or one starting with it" in capsys.readouterr().err
