@@ -29,13 +29,19 @@ class Interrupted:
     stderr: str
 
 
+def terminal_signals() -> None:
+    """In a child before it runs labtui: SIGHUP as a program in a terminal gets it (its default), whatever the
+    tests inherited (a CI started under nohup ignores it, and labtui keeps an ignored SIGHUP ignored)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def interrupt_run(argv: list[str], db: Path, first: signal.Signals, second: signal.Signals | None, *,
                   env: dict[str, str] | None = None, latest_s: float = 3.0) -> Interrupted:
     """Run `python -m labtui run ARGV --db DB`, send `first` within `latest_s` of its session row appearing
     (and `second` 0.05-0.5 s later if it still runs), then wait for its end."""
     proc = subprocess.Popen([sys.executable, "-m", "labtui", "run", *argv, "--db", str(db)],
                             env={**os.environ, "COLUMNS": "200", **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=terminal_signals)
     deadline = time.monotonic() + 180
     while session_row(db) is None:  # the session has started (its row is committed)
         assert proc.poll() is None, proc.communicate()

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from interrupted_run import open_rows, open_store, session_row
+from interrupted_run import open_rows, open_store, session_row, terminal_signals
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
@@ -95,7 +95,8 @@ def _sessions(db: Path) -> list[tuple[str, str]]:
         return con.execute("select session_id, status from sessions").fetchall()
 
 
-def _ignore_sigint() -> None:
+def _background_job() -> None:
+    terminal_signals()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -140,7 +141,7 @@ def _start(first: signal.Signals, second: signal.Signals | None, where: Path, ru
     env = {**os.environ, "LABTUI_LOCK_DIR": str(lock_dir), "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
     proc = subprocess.Popen([sys.executable, "-m", "labtui", "run", *RUN, "--db", str(db)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_ignore_sigint if background_job else None)
+                            preexec_fn=_background_job if background_job else terminal_signals)
     return Run(first, second, lock_dir, db, proc, background_job)
 
 

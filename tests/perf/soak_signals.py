@@ -58,7 +58,9 @@ def one_round(backend: str, schedule: str, db: Path, rng: random.Random) -> str:
     first, second = draw(schedule, rng)
     argv = [sys.executable, "-m", "labtui", "run", SUITE[backend], "--db", str(db), "--set", "scale.steps=6",
             "--set", "scale.per_step=20", "--set", "suite.repetitions=1", "--set", "sampling.quiet_timeout_s=0"]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # SIGHUP as in a terminal (its default), even when this soak runs under nohup: labtui keeps an ignored one
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     deadline = time.monotonic() + 180
     while session_row(db) is None:
         if proc.poll() is not None or time.monotonic() > deadline:
