@@ -42,7 +42,7 @@ async def run_concurrent(ctx: RunContext) -> None:
         await wait_for_quiet_host(ctx)
         for step, count in enumerate(suite.concurrent.instances):
             await _run_count(ctx, step, count)
-            await ctx.gate.passed()
+            await ctx.pass_gate()
 
 
 async def _run_count(ctx: RunContext, step: int, count: int) -> None:

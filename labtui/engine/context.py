@@ -73,6 +73,8 @@ class RunContext:
     journal: Recorder = field(default_factory=Unrecorded)
     #: The journal's first failure (a full disk): the run reports it once the session has ended.
     lost: Exception | None = None
+    #: Seconds the step gate held this session since its last step started (the next StepStarted.held_s).
+    held_s: float = 0.0
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def record(self, event: Event) -> None:
@@ -84,7 +86,7 @@ class RunContext:
         carries how long the step gate held it (StepStarted.held_s), so time estimates leave a person's wait out.
         """
         if isinstance(event, StepStarted):
-            event = replace(event, held_s=self.gate.take_held())
+            event, self.held_s = replace(event, held_s=self.held_s), 0.0
         try:
             self.journal.append(event)
         except Exception as exc:
@@ -102,6 +104,11 @@ class RunContext:
             raise
         for event in events:
             self.bus.publish(event)
+
+    async def pass_gate(self) -> None:
+        """Wait at the step gate (a manual run waits for next); the time it held this session goes into the next
+        step's StepStarted.held_s.  Raises Aborted when the run must stop."""
+        self.held_s += await self.gate.passed()
 
     def log(self, level: str, category: str, message: str) -> None:
         self.record(Log(self.session_id, level, category, message))  # type: ignore[arg-type]

@@ -187,7 +187,7 @@ async def run_creation(ctx: RunContext) -> None:
             for step in range(ctx.position.steps):
                 await _run_step(ctx, bench, step, instances, clock)
                 held = time.monotonic()
-                await ctx.gate.passed()
+                await ctx.pass_gate()
                 clock.excluded_s += time.monotonic() - held
         finally:
             await ctx.destroy(instances)

@@ -86,7 +86,7 @@ async def run_fairshare(ctx: RunContext) -> None:
         await wait_for_quiet_host(ctx)
         for step, configuration in enumerate(configurations):
             await _run_configuration(ctx, step, configuration, cpus)
-            await ctx.gate.passed()
+            await ctx.pass_gate()
 
 
 def _check_backend(ctx: RunContext, fair: Fairshare) -> None:

@@ -19,7 +19,6 @@ class StepGate:
         self._wake = asyncio.Event()
         self._waiting = False
         self._waiting_changed = asyncio.Event()
-        self._held_s = 0.0
 
     @property
     def waiting(self) -> bool:
@@ -59,24 +58,20 @@ class StepGate:
     def aborted(self) -> bool:
         return self._aborted
 
-    def take_held(self) -> float:
-        """Seconds the gate held the run since the last call (what a person took to press next), then 0."""
-        held, self._held_s = self._held_s, 0.0
-        return held
-
-    async def passed(self) -> None:
-        """Return when the next step may start; raise Aborted when the run must stop."""
+    async def passed(self) -> float:
+        """Return when the next step may start, with the seconds the gate held the caller (what a person took to
+        press next; 0 in auto mode); raise Aborted when the run must stop."""
         if self._aborted:
             raise Aborted("aborted")
         if self._auto:
-            return
+            return 0.0
         self._set_waiting(True)
         since = time.monotonic()
         try:
             await self._wake.wait()
         finally:
-            self._held_s += time.monotonic() - since
             self._set_waiting(False)
             self._wake.clear()
         if self._aborted:
             raise Aborted("aborted")
+        return time.monotonic() - since

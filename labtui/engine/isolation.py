@@ -44,7 +44,7 @@ async def run_isolation(ctx: RunContext) -> None:
         await wait_for_quiet_host(ctx)
         for name, placed in plan.attackers.items():
             await _run_placement(ctx, plan, name, placed)
-            await ctx.gate.passed()
+            await ctx.pass_gate()
 
 
 async def _run_placement(ctx: RunContext, plan: Plan, name: str, cpus: tuple[int, ...]) -> None:

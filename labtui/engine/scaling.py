@@ -35,7 +35,7 @@ async def run_scaling(ctx: RunContext) -> None:
         try:
             for step in range(planned_steps(suite)):
                 await _run_step(ctx, step, background)
-                await ctx.gate.passed()
+                await ctx.pass_gate()
         finally:
             await ctx.destroy(background)
 

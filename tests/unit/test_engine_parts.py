@@ -62,16 +62,16 @@ def test_liveness_lock_follows_the_process(tmp_path, monkeypatch):
     assert not session_is_running("s1")
 
 
-async def test_the_gate_counts_how_long_it_held_the_run():
-    """StepStarted.held_s comes from here: a manual wait for next is measured once, then the count is 0."""
+async def test_the_gate_says_how_long_it_held_each_caller():
+    """StepStarted.held_s comes from here: a manual wait for next is what passed() returns to its caller (a
+    shared gate's callers each get their own wait); an automatic pass holds nothing."""
     gate = StepGate(auto=False)
-    waiter = asyncio.create_task(gate.passed())
+    first = asyncio.create_task(gate.passed())
     await asyncio.sleep(0.3)
+    second = asyncio.create_task(gate.passed())
+    await asyncio.sleep(0.1)
     gate.next()
-    await asyncio.wait_for(waiter, 1)
-    held = gate.take_held()
-    assert 0.3 <= held < 5
-    assert gate.take_held() == 0.0
+    held = await asyncio.wait_for(asyncio.gather(first, second), 1)
+    assert 0.3 <= held[0] < 5 and 0.1 <= held[1] < held[0]
     gate.set_auto(True)
-    await gate.passed()  # an automatic pass holds nothing
-    assert gate.take_held() == 0.0
+    assert await gate.passed() == 0.0
