@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 from rich.text import Text
+from textual import events, on
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Grid, Vertical
 from textual.widgets import Static
 from textual_plot import HiResMode, NumericAxisFormatter, PlotWidget
 
@@ -93,6 +94,13 @@ class _Plot(PlotWidget, can_focus=False):
         self.set_reactive(PlotWidget.margin_top, 0)
         self.set_reactive(PlotWidget.margin_left, 8)
         self.set_reactive(PlotWidget.margin_bottom, bottom)
+
+    @on(events.Mount)
+    def _unless_closing(self, event: events.Mount) -> None:
+        """Leave out PlotWidget's set-up when the console closes while the chart is being mounted: its grid is
+        gone by then, and PlotWidget's query for it would end the closing console with an error."""
+        if not self.query(Grid):
+            event.prevent_default()
 
     def on_resize(self) -> None:
         """Re-measure the canvases: the plot maps data to them only on a layout refresh."""
