@@ -10,6 +10,7 @@ and its output is parsed into results.  The worker is destroyed after every run.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
 
 from labtui.backends.base import BackendError, Instance
@@ -63,7 +64,8 @@ async def measure_load(ctx: RunContext, worker: Worker, *, role: str = "worker",
     try:
         host_port = published_port(ctx, instance, load.port)
         await wait_ready(ctx.host, load, host_port)
-        readings = await run_tool(ctx.host, load, host_port, instance.name)
+        readings = await run_tool_again_if_dropped(ctx.host, load, host_port, instance.name,
+                                                   lambda message: ctx.log("warning", "load", message))
     finally:
         await ctx.destroy([instance])
     if role != "warmup":
@@ -102,6 +104,25 @@ async def wait_ready(host: Host, load: Load, host_port: int) -> None:
                 f"within {load.ready_timeout_s:g} s"
             )
         await asyncio.sleep(_READY_POLL_S)
+
+
+#: What a load tool prints when the server dropped or refused its connections (seen: Redis on Unikraft under
+#: QEMU's TCG, which had just answered PING): worth one more run once the server answers again.
+_CONNECTION_LOST = ("Connection reset by peer", "Connection refused")
+
+
+async def run_tool_again_if_dropped(host: Host, load: Load, host_port: int, name: str,
+                                    warn: Callable[[str], None]) -> list[Reading]:
+    """run_tool; when the server dropped the tool's connections, say so (warn), wait until the server answers its
+    protocol again and run the tool once more.  A second failure, or any other, is the step's error."""
+    try:
+        return await run_tool(host, load, host_port, name)
+    except BackendError as exc:
+        if not any(lost in str(exc) for lost in _CONNECTION_LOST):
+            raise
+        warn(f"{exc}; running {load.tool} once more when the worker answers again")
+    await wait_ready(host, load, host_port)
+    return await run_tool(host, load, host_port, name)
 
 
 async def run_tool(host: Host, load: Load, host_port: int, name: str) -> list[Reading]:
