@@ -275,8 +275,17 @@ TINY = "scale.steps=2 scale.per_step=3 suite.repetitions=1"
 
 
 async def wait_for(pilot, condition, timeout: float = 60.0, what: str = "condition") -> None:
+    """Wait until `condition` holds; a widget not composed yet (NoMatches) is not there yet."""
+    from textual.css.query import NoMatches
+
+    def holds() -> bool:
+        try:
+            return bool(condition())
+        except NoMatches:
+            return False
+
     deadline = time.monotonic() + timeout
-    while not condition():
+    while not holds():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.1)
