@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pytest
 
 from labtui.core.stats import SINGLE
 from labtui.core.units import MISSING
+from tests.pilot_wait import wait_for
 
 #: A tiny scaling run that does not wait for a quiet host (the test machine is shared).
 TINY = ["--set", "scale.steps=1", "--set", "scale.per_step=2", "--set", "sampling.quiet_timeout_s=0"]
@@ -84,12 +84,6 @@ def table_row(text: str, first: str) -> list[str]:
     return [c.strip() for c in line.split("│")[1:-1]]
 
 
-async def wait_for(pilot, condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
 
 
 async def console_replay(db: Path, session: str) -> tuple[dict[str, str], str]:

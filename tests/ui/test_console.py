@@ -269,26 +269,10 @@ def test_pane_renderers() -> None:
 
 from labtui.backends.base import InstanceSpec, Labels, open_backend  # noqa: E402
 from labtui.hosts import get_host  # noqa: E402
+from tests.pilot_wait import wait_for  # noqa: E402
 
 SIZE = (160, 50)
 TINY = "scale.steps=2 scale.per_step=3 suite.repetitions=1"
-
-
-async def wait_for(pilot, condition, timeout: float = 60.0, what: str = "condition") -> None:
-    """Wait until `condition` holds; a widget not composed yet (NoMatches) is not there yet."""
-    from textual.css.query import NoMatches
-
-    def holds() -> bool:
-        try:
-            return bool(condition())
-        except NoMatches:
-            return False
-
-    deadline = time.monotonic() + timeout
-    while not holds():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
 
 
 async def destroy_session(session: str) -> None:

@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from labtui.engine.kinds import Plan
 from labtui.session.estimate import Line, StepClock, StepTime, clock, fit
 from labtui.store import fetch_frame
 from labtui.ui.tabs import RUN
+from tests.pilot_wait import wait_for
 
 QUICK = ("scale.steps=3", "scale.per_step=2", "suite.repetitions=2", "sampling.quiet_timeout_s=0")
 T0 = 1_800_000_000.0
@@ -155,12 +155,6 @@ def test_the_cli_progress_line_shows_elapsed_and_left(past_run: tuple[Path, str]
     assert re.search(r"8/8 .* \d+:\d\d elapsed\s*$", frames[-1]), frames[-1]  # the end: the elapsed time alone
 
 
-async def wait_for(pilot, condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
 
 
 async def open_dialog(app, pilot, store: Path):
