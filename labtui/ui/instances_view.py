@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -122,7 +122,7 @@ class InstancesView(Vertical):
 
     def action_refresh(self) -> None:
         self.status("listing instances...")
-        self.run_worker(self._refresh(), group="inventory", exclusive=True, exit_on_error=False)
+        self._list_again()
 
     def _refresh_if_shown(self) -> None:
         """List again, unless paused, hidden, or a listing or destroy is still going."""
@@ -130,12 +130,17 @@ class InstancesView(Vertical):
             return
         if any(w.group in ("inventory", "destroy") and w.is_running for w in self.workers):
             return
-        self.run_worker(self._refresh(), group="inventory", exclusive=True, exit_on_error=False)
+        self._list_again()
 
     def action_toggle_pause(self) -> None:
         """p: hold or resume the automatic refresh (the table's border says which)."""
         self.paused = not self.paused
         self._show_title()
+
+    @work(group="inventory", exclusive=True, exit_on_error=False)
+    async def _list_again(self) -> None:
+        """List in a worker that replaces a listing still going (its coroutine is made when it runs)."""
+        await self._refresh()
 
     async def _refresh(self) -> None:
         try:
