@@ -35,10 +35,16 @@ from labtui.commands.listing import PipeConsole, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import Comparison, compare_samples, summarize
 from labtui.core.units import MISSING, display_unit, number, signed_pct
+from labtui.figures import sample_figures, sample_values
 from labtui.store import fetch_frame
 
 _KEY = ("benchmark", "metric", "placement", "background", "unit", "better")
 _PER_COLUMN = ("mean", "n", "std", "change_pct", "p_value", "significant")
+
+
+def per_column() -> tuple[str, ...]:
+    """A cell's fields: _PER_COLUMN, then each sample figure (labtui.figures.columns) of the column's samples."""
+    return (*_PER_COLUMN, *(f.name for f in sample_figures()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +56,14 @@ class Cell:
     against_first: Comparison | None
 
     def record(self) -> dict[str, Any]:
-        """mean, n, std, change_pct, p_value, significant (None where there is nothing)."""
+        """The per_column() fields: mean, n, std, change_pct, p_value, significant, then the sample figures
+        (None where there is nothing)."""
         s = summarize(self.samples.values) if self.samples else None
         c = self.against_first
         values = [s and s.mean, s and s.n, s and s.std, c and c.change_pct, c and c.welch and c.welch.p,
                   c.significant if c else None]
-        return dict(zip(_PER_COLUMN, (finite(v) for v in values)))
+        found = dict(zip(_PER_COLUMN, values)) | sample_values(self.samples.values if self.samples else [])
+        return {field: finite(found[field]) for field in per_column()}
 
 
 def side_by_side(columns: list[dict[Key, Samples]]) -> list[tuple[Key, list[Cell]]]:
@@ -148,7 +156,7 @@ def cmd_side_by_side(path: Path, columns: list[list[str]], fmt: str) -> int:
     unit = sample_unit(columns)
     labels, rows = load_side_by_side(path, columns)
     if fmt == "csv":
-        header = [*_KEY, *(f"{k}_{i}" for i in range(1, len(columns) + 1) for k in _PER_COLUMN)]
+        header = [*_KEY, *(f"{k}_{i}" for i in range(1, len(columns) + 1) for k in per_column())]
         write_rows("csv", header, [(*key, *(v for c in cells for v in c.record().values())) for key, cells in rows])
     elif fmt == "json":
         doc = {"columns": [{"label": label, "sessions": [session_about(path, s) for s in ids]}

@@ -3,9 +3,9 @@
 A sample figure is one number of a condition's samples (its repetitions' values; in ``compare``, a
 side's samples), shown in the metric's display unit.  The run table, ``report``'s tables and the
 console's slowdown pane draw every entry of SAMPLE_FIGURES as a column, in this order, by its name;
-``compare A B`` gives each side's as NAME_a and NAME_b in its JSON and CSV rows (its printed table
-compares the means).  Adding a figure here (say a 95th percentile) adds it to all four, and nothing in
-the faces changes.
+``compare A B`` gives each side's as NAME_a and NAME_b in its JSON and CSV rows, ``compare A B C`` each
+column's as NAME (NAME_N in CSV); their printed tables compare the means.  Adding a figure here (say a
+95th percentile) adds it to all of them, and nothing in the faces changes.
 """
 
 from __future__ import annotations

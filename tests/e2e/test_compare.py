@@ -442,8 +442,10 @@ def test_side_by_side_marks_significant_differences_and_rows_of_one_session(reco
     assert (docker["n"], unikraft["n"], process["n"]) == (10, 10, 3)
     assert unikraft["p_value"] == pytest.approx(0.07939, abs=5e-6) and unikraft["significant"] is False  # R's figure
     assert process["significant"] is True and process["change_pct"] == pytest.approx((5.0 / 10.75 - 1) * 100)
+    assert process["median"] == pytest.approx(5.0) and docker["median"] == pytest.approx(statistics.median(SLEEP_1) + 10)
     assert rows[("boot", "memory", "", 0, "bytes")][1:] == [
-        {"mean": None, "n": None, "std": None, "change_pct": None, "p_value": None, "significant": None}] * 2
+        {"mean": None, "n": None, "std": None, "change_pct": None, "p_value": None, "significant": None,
+         "median": None}] * 2
     assert main(["compare", "docker-boot-1", "unikraft-boot-1", "process-boot-1", "--db", str(recorded)]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("boot_time") and " 0 " in x)
     assert re.split(r"\s{2,}", line.strip())[-1] == f"{(5.0 / 10.75 - 1) * 100:+.1f}*"
@@ -456,3 +458,25 @@ def test_side_by_side_refuses_a_session_twice_and_exits_1_with_nothing_in_common
     record_events(recorded, _session("other-2", "x", "process", [(1, 0, 0, "other", "n", 1.0, "s", "lower", "")], T0 + 9500))
     assert main(["compare", "other-1", "other-2", "unikraft-boot-1", "--db", str(recorded)]) == 1
     assert "have no benchmark/metric/background in common with the first" in capsys.readouterr().err
+
+
+def test_side_by_side_gives_every_registered_sample_figure_per_column(recorded: Path, capsys,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A figure registered in labtui.figures.columns (a 95th percentile) is a field of every column, named
+    NAME_N in the CSV, as compare A B gives NAME_a and NAME_b."""
+    import numpy as np
+
+    from labtui.figures import columns
+
+    p95 = columns.SampleFigure("p95", lambda values: float(np.percentile(values, 95)))
+    monkeypatch.setattr(columns, "SAMPLE_FIGURES", (*columns.SAMPLE_FIGURES, p95))
+    record_events(recorded, _session("process-boot-1", "boot-scaling", "process", _boot([5.0, 5.2, 4.8], 0, 0), T0 + 9000))
+    sessions = ("docker-boot-1", "unikraft-boot-1", "process-boot-1", "--db", str(recorded))
+    code, doc = _json(capsys, *sessions)
+    assert code == 0
+    docker, unikraft, process = _rows(doc)[("boot", "boot_time", "", 0, "s")]["columns"]
+    assert docker["p95"] == pytest.approx(np.percentile([v + 10 for v in SLEEP_1], 95))
+    assert process["p95"] == pytest.approx(5.18) and process["median"] == pytest.approx(5.0)
+    assert main(["compare", *sessions, "--format", "csv"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split(",")
+    assert header[-8:] == ["mean_3", "n_3", "std_3", "change_pct_3", "p_value_3", "significant_3", "median_3", "p95_3"]
