@@ -56,7 +56,14 @@ class StartDialog(ModalScreen[StartRequest | None]):
     StartDialog #buttons { height: 3; margin-top: 1; }
     StartDialog Button { margin-right: 2; }
     """
-    BINDINGS = [Binding("escape", "cancel", "cancel"), Binding("ctrl+s", "start", "start", priority=True)]
+    BINDINGS = [
+        Binding("escape", "cancel", "cancel"),
+        Binding("ctrl+s", "start", "start", priority=True),
+        # Priority: the focus moves as the key arrives, so keys typed ahead of it (a paste, tmux send-keys)
+        # go to the next field; a Tab that bubbles up from the field moves it after they are typed.
+        Binding("tab", "app.focus_next", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", show=False, priority=True),
+    ]
 
     def __init__(
         self,

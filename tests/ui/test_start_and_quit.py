@@ -384,3 +384,38 @@ async def test_a_console_closed_without_q_ends_its_run_instead_of_waiting_for_ev
     assert [o.status for o in lab_run.outcomes] == ["aborted"], "the run did not end with the console"
     assert run_sql(lab, f"select status from sessions where session_id = '{session}'").rows == [("aborted",)]
     assert await open_backend("process", get_host("local")).list(session) == []
+
+
+async def test_numbers_typed_ahead_with_tab_land_in_their_own_fields(lab: Path) -> None:
+    """`3 Tab 3 Tab 1` sent in one burst (a paste, tmux send-keys, a fast typist) fills steps, per step and
+    repetitions.  Tab's focus move used to come after the keys already queued, so steps read 331."""
+    from textual import events
+    from textual.widgets import Input
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.model.choices import BackendChoice, StartRequest
+    from labtui.ui.start_dialog import INPUT_IDS, StartDialog
+
+    async def check(host: str) -> list[BackendChoice]:
+        return [BackendChoice("process", True, "Linux with labtui-agent")]
+
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = StartDialog([("boot-scaling  (scaling)", "boot-scaling")], ["local"], check, suite="boot-scaling")
+        started: list[StartRequest | None] = []
+        await app.push_screen(dialog, started.append)
+        field = {key: dialog.query_one(f"#{INPUT_IDS[key]}", Input) for key in INPUT_IDS}
+        await wait_for(pilot, lambda: dialog.choices, 10, "the backend check")
+        field["scale.steps"].focus()
+        await pilot.pause()
+        burst = [events.Key("3", "3"), events.Key("tab", "\t"), events.Key("3", "3"), events.Key("tab", "\t"),
+                 events.Key("1", "1"), events.Key("ctrl+s", None)]
+        for key in burst:  # all queued before the first is handled, as the terminal's driver sends them
+            key.set_sender(app)
+            app._driver.send_message(key)
+        await wait_for(pilot, lambda: started, 10, "the dialog to start the run")
+        assert [field[k].value for k in ("scale.steps", "scale.per_step", "suite.repetitions")] == ["3", "3", "1"]
+        (request,) = started
+        assert request is not None
+        assert dict(o.split("=") for o in request.overrides) == {
+            "scale.steps": "3", "scale.per_step": "3", "suite.repetitions": "1"}
