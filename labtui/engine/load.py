@@ -10,7 +10,6 @@ and its output is parsed into results.  The worker is destroyed after every run.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import replace
 
 from labtui.backends.base import BackendError, Instance
@@ -33,6 +32,12 @@ _READY_SCRIPT = (
 _READY_POLL_S = 0.1
 #: Seconds a wrk run may take beyond its duration (connecting, the summary).
 _WRK_SLACK_S = 60.0
+#: What a load tool prints when the server dropped or refused its connections.
+_CONNECTION_LOST = ("Connection reset by peer", "Connection refused")
+
+
+class ConnectionsDropped(BackendError):
+    """The load tool failed because the worker reset or refused its connections."""
 
 
 def load_argv(load: Load, host_port: int) -> list[str]:
@@ -55,8 +60,26 @@ async def measure_load(ctx: RunContext, worker: Worker, *, role: str = "worker",
     """One run (number `run` of the measurement): create the worker serving on its port, load it from the
     host, record, destroy.
 
-    Readings are recorded as results unless role is ``"warmup"``.
+    A worker that drops the tool's connections (seen: Redis on Unikraft under QEMU's TCG, reset right after
+    it answered PING, then silent) is replaced once by a fresh one, with a warning that quotes the end of
+    its console; a second drop is the step's error.  Readings are recorded as results unless role is
+    ``"warmup"``.
     """
+    try:
+        instance, readings = await _load_one_worker(ctx, worker, role, cpus)
+    except ConnectionsDropped as exc:
+        ctx.log("warning", "load", f"{exc}; measuring once more on a fresh worker")
+        instance, readings = await _load_one_worker(ctx, worker, role, cpus)
+    if role != "warmup":
+        for r in readings:
+            ctx.result(r.benchmark, r.metric, r.value, r.unit, r.better, instance.labels.instance, placement=placement,
+                       run=run)
+    return readings
+
+
+async def _load_one_worker(ctx: RunContext, worker: Worker, role: str,
+                           cpus: str | None) -> tuple[Instance, list[Reading]]:
+    """Create one worker, load it, destroy it; ConnectionsDropped (with its console's end) when it dropped them."""
     load = ctx.suite.load
     assert load is not None
     spec = replace(ctx.spec(role, worker, "ready", cpus=cpus), ports=(load.port,))
@@ -64,15 +87,24 @@ async def measure_load(ctx: RunContext, worker: Worker, *, role: str = "worker",
     try:
         host_port = published_port(ctx, instance, load.port)
         await wait_ready(ctx.host, load, host_port)
-        readings = await run_tool_again_if_dropped(ctx.host, load, host_port, instance.name,
-                                                   lambda message: ctx.log("warning", "load", message))
+        try:
+            return instance, await run_tool(ctx.host, load, host_port, instance.name)
+        except BackendError as exc:
+            if not any(lost in str(exc) for lost in _CONNECTION_LOST):
+                raise
+            raise ConnectionsDropped(f"{exc}{await _console_end(ctx, instance)}") from exc
     finally:
         await ctx.destroy([instance])
-    if role != "warmup":
-        for r in readings:
-            ctx.result(r.benchmark, r.metric, r.value, r.unit, r.better, instance.labels.instance, placement=placement,
-                       run=run)
-    return readings
+
+
+async def _console_end(ctx: RunContext, instance: Instance, chars: int = 300) -> str:
+    """'; its console ended: ...' with the last lines the backend kept of the instance's output, or ''."""
+    try:
+        log = await ctx.backend.logs(instance)
+    except (BackendError, HostError):
+        return ""
+    tail = " | ".join(line for line in (log or "").strip()[-chars:].splitlines() if line.strip())
+    return f"; its console ended: {tail}" if tail else ""
 
 
 def published_port(ctx: RunContext, instance: Instance, port: int) -> int:
@@ -81,7 +113,7 @@ def published_port(ctx: RunContext, instance: Instance, port: int) -> int:
     if not found:
         raise BackendError(
             f"backend {ctx.backend.name} did not publish port {port} of {instance.name} on {ctx.host.name}; "
-            'measure = "load" needs a backend that publishes ports (docker)'
+            'measure = "load" needs a backend that publishes ports (docker, unikraft)'
         )
     return int(found)
 
@@ -104,25 +136,6 @@ async def wait_ready(host: Host, load: Load, host_port: int) -> None:
                 f"within {load.ready_timeout_s:g} s"
             )
         await asyncio.sleep(_READY_POLL_S)
-
-
-#: What a load tool prints when the server dropped or refused its connections (seen: Redis on Unikraft under
-#: QEMU's TCG, which had just answered PING): worth one more run once the server answers again.
-_CONNECTION_LOST = ("Connection reset by peer", "Connection refused")
-
-
-async def run_tool_again_if_dropped(host: Host, load: Load, host_port: int, name: str,
-                                    warn: Callable[[str], None]) -> list[Reading]:
-    """run_tool; when the server dropped the tool's connections, say so (warn), wait until the server answers its
-    protocol again and run the tool once more.  A second failure, or any other, is the step's error."""
-    try:
-        return await run_tool(host, load, host_port, name)
-    except BackendError as exc:
-        if not any(lost in str(exc) for lost in _CONNECTION_LOST):
-            raise
-        warn(f"{exc}; running {load.tool} once more when the worker answers again")
-    await wait_ready(host, load, host_port)
-    return await run_tool(host, load, host_port, name)
 
 
 async def run_tool(host: Host, load: Load, host_port: int, name: str) -> list[Reading]:
