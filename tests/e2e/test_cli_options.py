@@ -122,3 +122,28 @@ def test_config_given_to_main_does_not_outlive_the_call(tmp_path: Path, monkeypa
     monkeypatch.setenv("LABTUI_CONFIG", "/somewhere/else.toml")
     assert main(["info", "--config", str(config), "--db", str(tmp_path / "lab.duckdb")]) == 0
     assert os.environ["LABTUI_CONFIG"] == "/somewhere/else.toml"
+
+
+@pytest.mark.parametrize("command", sorted(MINIMAL))
+@pytest.mark.parametrize("named", ["broken", "missing", "env"])
+def test_a_named_config_that_cannot_be_read_stops_every_command(
+        command: str, named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """--config (before or after the subcommand) or $LABTUI_CONFIG naming a file that is not a lab config is one
+    line naming the file, exit 2, before anything runs; sessions, sql and instances used to pass over it."""
+    from labtui.cli import main
+
+    config = tmp_path / "lab.toml"
+    if named != "missing":
+        config.write_text("x = [")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LABTUI_CONFIG", raising=False)
+    argv = [command, *MINIMAL[command], "--db", str(tmp_path / "lab.duckdb")]
+    if named == "env":
+        monkeypatch.setenv("LABTUI_CONFIG", str(config))
+    else:
+        argv = ["--config", str(config), *argv] if command < "h" else [*argv, "--config", str(config)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err == f"labtui {command}: {config}: {'lab config not found' if named == 'missing' else 'Invalid value'}" \
+        + (" (at end of document)\n" if named != "missing" else "\n")
+    assert out == "" and not (tmp_path / "lab.duckdb").exists()
