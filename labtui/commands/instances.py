@@ -28,10 +28,10 @@ def cmd_instances(args) -> int:
         known = known_sessions(db_path(args)) | {i.labels.session for _, i in found}
         if sessions_matching(args.session, known):
             session = session_named(args.session, known, running_ok=True)
-        else:  # a listing of nothing is no harm, but say why it is empty
+        else:  # none left of a session, or never one: an empty listing (a script waits for it), said why
             session = args.session
-            print(f"--session {session}: no session has that id or one starting with it, in the store, its journals "
-                  "or the backends' listings", file=sys.stderr)
+            print(f"labtui instances: --session {session}: no session has that id or one starting with it, in the "
+                  "store, its journals or the backends' listings", file=sys.stderr)
         found = [(backend, i) for backend, i in found if i.labels.session == session]
     if args.format != "table":
         write_rows(args.format, RECORD_KEYS, [_as_record(backend, i) for backend, i in found])
