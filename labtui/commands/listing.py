@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import IO, Any, Literal, cast
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -35,9 +36,40 @@ class PipeConsole(Console):
     """A rich Console for stdout whose closed pipe raises BrokenPipeError, so that labtui.cli.main ends the
     command with its closed-pipe status (rich's own handler exits 1)."""
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(file=cast(IO[str], _PiecewiseStdout()), **options)
+
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError
+
+
+#: Characters of a table written to stdout at a time (see _PiecewiseStdout).
+_PIECE = 1 << 16
+
+
+class _PiecewiseStdout(io.TextIOBase):
+    """sys.stdout, written a piece at a time.  One large write into a pipe whose reader has gone (a 200,000-row
+    table into `head -1`) ends short without an error: the kernel returns the part written and Python takes it
+    for the whole.  The next piece's write raises BrokenPipeError, as a closed pipe should."""
+
+    def write(self, text: str) -> int:
+        for start in range(0, len(text), _PIECE):
+            sys.stdout.write(text[start:start + _PIECE])
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+    def isatty(self) -> bool:
+        return sys.stdout.isatty()
+
+    def fileno(self) -> int:
+        return sys.stdout.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase's is an attribute; stdout's is the one
+        return sys.stdout.encoding
 
 
 @dataclass(frozen=True, slots=True)

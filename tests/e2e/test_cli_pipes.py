@@ -82,6 +82,17 @@ def test_a_large_csv_into_head_2_is_cut_after_two_lines(store: tuple[Path, dict[
     assert proc.stderr == "" and proc.returncode == EXIT_CLOSED_PIPE, proc.stderr
 
 
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_a_large_output_into_head_1_ends_with_141_in_every_format(store: tuple[Path, dict[str, str]], fmt: str) -> None:
+    """A table is written by rich in one large write, which a reader that has gone cut short without an error:
+    the kernel returns the part written.  It exited 0 after `head -1` while csv and json gave 141."""
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c",
+                           f"{sys.executable} -m labtui sql 'select range from range(200000)' --limit 200000 "
+                           f"--format {fmt} | head -1"], env=store[1], capture_output=True, text=True, timeout=120)
+    assert len(proc.stdout.splitlines()) == 1
+    assert proc.stderr == "" and proc.returncode == EXIT_CLOSED_PIPE, (proc.returncode, proc.stderr)
+
+
 @pytest.mark.parametrize("terminal", ["stdin", "stdout"])
 def test_the_console_without_a_terminal_says_so_instead_of_drawing_into_a_file(tmp_path: Path, terminal: str) -> None:
     """`labtui > file` (or `labtui < /dev/null`, as in cron) used to draw the console's escape codes into the
