@@ -101,7 +101,7 @@ class Row:
         ci = c.ci if c else None
         values = [
             benchmark, metric, placement, background, unit, better, self.present,
-            sa and sa.n, sa and sa.mean, sa and sa.std, sb and sb.n, sb and sb.mean, sb and sb.std,
+            sa and sa.n, sa and sa.mean, sa and sa.sample_std, sb and sb.n, sb and sb.mean, sb and sb.sample_std,
             c and c.ratio, c and c.change_pct, c and c.slowdown_pct, c and c.diff,
             ci and ci.low, ci and ci.high, w and w.df, w and w.t, w and w.p,
             c.significant if c else None, self.verdict,

@@ -60,7 +60,7 @@ class Cell:
         (None where there is nothing)."""
         s = summarize(self.samples.values) if self.samples else None
         c = self.against_first
-        values = [s and s.mean, s and s.n, s and s.std, c and c.change_pct, c and c.welch and c.welch.p,
+        values = [s and s.mean, s and s.n, s and s.sample_std, c and c.change_pct, c and c.welch and c.welch.p,
                   c.significant if c else None]
         found = dict(zip(_PER_COLUMN, values)) | sample_values(self.samples.values if self.samples else [])
         return {field: finite(found[field]) for field in per_column()}

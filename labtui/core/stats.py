@@ -49,6 +49,11 @@ class Summary:
     ci95: float  # half-width of the 95% confidence interval of the mean (Student's t, n - 1 df); nan for one value
     cv: float  # coefficient of variation, std / mean (nan when mean is 0)
 
+    @property
+    def sample_std(self) -> float | None:
+        """The sample standard deviation as a reported figure: None for one value, which has no spread."""
+        return self.std if self.n > 1 else None
+
 
 def summarize(values: Sequence[float]) -> Summary:
     """Mean, std, median, 95% CI half-width and CV of raw values.

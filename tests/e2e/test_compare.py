@@ -144,9 +144,11 @@ def test_higher_is_better_single_samples_and_one_sided_metrics(recorded: Path, c
     assert (one["n_a"], one["n_b"], one["ratio"], one["change_pct"]) == (1, 1, pytest.approx(0.2), pytest.approx(-80.0))
     assert (one["p_value"], one["t"], one["ci95_low"], one["significant"]) == (None, None, None, None)
     assert one["verdict"] == "no test: one repetition each"
+    assert (one["std_a"], one["std_b"]) == (None, None)  # one sample has no spread (it was 0.0)
     cpu = rows[("cpu", "prime_ops", "", 0, "ops/s")]
     assert (cpu["n_a"], cpu["n_b"], cpu["slowdown_pct"], cpu["verdict"]) == (3, 1, pytest.approx(50.0),
                                                                              "no test: one repetition in B")
+    assert (cpu["std_a"], cpu["std_b"]) == (pytest.approx(10.0), None)
     memory = rows[("boot", "memory", "", 0, "bytes")]
     assert (memory["present"], memory["n_a"], memory["n_b"], memory["ratio"]) == ("A only", 1, None, None)
     assert memory["verdict"] == "only in A"
@@ -443,6 +445,8 @@ def test_side_by_side_marks_significant_differences_and_rows_of_one_session(reco
     assert unikraft["p_value"] == pytest.approx(0.07939, abs=5e-6) and unikraft["significant"] is False  # R's figure
     assert process["significant"] is True and process["change_pct"] == pytest.approx((5.0 / 10.75 - 1) * 100)
     assert process["median"] == pytest.approx(5.0) and docker["median"] == pytest.approx(statistics.median(SLEEP_1) + 10)
+    assert process["std"] == pytest.approx(0.2)
+    assert [c["std"] for c in rows[("boot", "image_bytes", "", 0, "bytes")]] == [None, None, None]  # n = 1 each
     assert rows[("boot", "memory", "", 0, "bytes")][1:] == [
         {"mean": None, "n": None, "std": None, "change_pct": None, "p_value": None, "significant": None,
          "median": None}] * 2
