@@ -265,10 +265,10 @@ class StartDialog(ModalScreen[StartRequest | None]):
         if past is None or seconds is None:
             shown.update(f"time: no estimate: no past session of {where} in the store")
         else:
-            how = "by" if past.per_repetition == plan.steps_per_repetition else \
-                f"extrapolated from {past.per_repetition} a repetition in"
-            shown.update(f"time: about {clock(seconds)}, {how} the {past.steps} steps of session {past.session_id} "
-                         f"({where})")
+            how = "" if past.per_repetition == plan.steps_per_repetition else \
+                f", extrapolated from {past.per_repetition} steps a repetition to {plan.steps_per_repetition}"
+            shown.update(f"time: about {clock(seconds)}, by the {past.steps} steps of session {past.session_id}"
+                         f"{how} ({where})")
 
     # --- start --------------------------------------------------------------------------------
 

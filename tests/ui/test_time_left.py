@@ -197,7 +197,8 @@ async def test_the_start_dialog_estimates_from_a_past_session(
         minutes, seconds = re.search(said, str(shown.render())).groups()  # type: ignore[union-attr]
         assert abs(int(minutes) * 60 + int(seconds) - took) <= 1, (shown.render(), took)
         dialog.query_one("#steps", Input).value = "9"  # a longer plan: the past steps' line, extrapolated
-        await wait_for(pilot, lambda: "extrapolated from 4 a repetition in the 8 steps" in str(shown.render()), 20,
+        await wait_for(pilot, lambda: "by the 8 steps of session " in str(shown.render())
+                       and ", extrapolated from 4 steps a repetition to 10 (boot-scaling" in str(shown.render()), 20,
                        "the extrapolation named")
         dialog.query_one("#suite", Select).value = "isolation-cpu"
         await wait_for(pilot, lambda: "time: no estimate: no past session of isolation-cpu on local with process"
