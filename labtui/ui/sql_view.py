@@ -190,7 +190,7 @@ class SqlPane(Vertical):
     SqlPane #schema { width: 32; border: round $secondary; }
     SqlPane.narrow #schema, SqlPane.schema-flip #schema { display: none; }
     SqlPane.narrow.schema-flip #schema { display: block; width: 1fr; }
-    SqlPane #sql-status { height: 1; padding: 0 1; }
+    SqlPane #sql-status { height: auto; max-height: 3; padding: 0 1; }  /* a refusal wraps, not cut */
     SqlPane #sql-status.error { color: $error; text-style: bold; }
     SqlPane #result { height: 1fr; max-height: 100%; border: round $secondary; }
     SqlPane #result:focus { border: round $accent; }

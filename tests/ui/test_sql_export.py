@@ -59,6 +59,8 @@ async def test_e_in_the_console_writes_json_to_a_json_name_and_refuses_a_txt_one
         await pilot.press("enter")
         assert f"cannot export to {tmp_path / 'res.txt'}: extension '.txt'" in str(status.content)
         assert app.focused is box and box.has_class("shown") and not (tmp_path / "res.txt").exists()
+        await pilot.pause()  # the refusal wraps onto the lines it needs: it was cut at the pane's width
+        assert len(str(status.content)) > status.content_size.width and status.size.height > 1, status.size
 
         box.value = str(tmp_path / "res.json")
         await pilot.press("enter")
