@@ -31,7 +31,7 @@ from labtui.commands.compare import (
     load_samples,
     session_about,
 )
-from labtui.commands.listing import PipeConsole, write_rows
+from labtui.commands.listing import PipeConsole, print_uncut, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import Comparison, compare_samples, summarize
 from labtui.core.units import MISSING, display_unit, number, signed_pct
@@ -187,11 +187,11 @@ def _print(path: Path, columns: list[list[str]], labels: list[str], rows: list[t
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for i, header in enumerate(headers([str(i) for i in range(1, len(columns) + 1)], placed, scaled)):
         if i == 0:
-            table.add_column(header, no_wrap=False)
+            table.add_column(header, no_wrap=True)
         elif header == "placement":
-            table.add_column(header)
+            table.add_column(header, no_wrap=True)
         else:
-            table.add_column(header, justify="right", no_wrap=header != "background")
+            table.add_column(header, justify="right", no_wrap=True)
     benchmark = None
     for key, cells in rows:
         if key[0] != benchmark:
@@ -199,5 +199,5 @@ def _print(path: Path, columns: list[list[str]], labels: list[str], rows: list[t
             table.add_row(benchmark, style="bold")
         text = row_cells(key, cells, placed, scaled)
         table.add_row(f"  {text[0]}", *text[1:], style=None if any(c.against_first for c in cells) else "dim")
-    console.print(table)
+    print_uncut(console, table)
     console.print(LEGEND, highlight=False, markup=False, style="dim")

@@ -141,6 +141,18 @@ def print_table(console: Console, columns: Sequence[Column | str], rows: Sequenc
               "--format json shows every column)", file=sys.stderr)
 
 
+def print_uncut(console: Console, table: Table) -> None:
+    """Print a table none of whose cells may be cut or folded (a metric's name, a number): at the console's
+    width when it fits, else as wide as its cells need (a terminal wraps the long lines; a pipe keeps them
+    whole, for grep and cut)."""
+    from rich.measure import Measurement
+
+    need = Measurement.get(console, console.options.update(width=1 << 14), table).maximum
+    if need > console.width:
+        console = PipeConsole(width=need)
+    console.print(table)
+
+
 def cell_text(value: Any) -> str:
     """A value as a table shows it: MISSING for none, six significant digits, times to the second, yes/no."""
     if value is None:

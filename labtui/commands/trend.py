@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labtui.commands.common import db_path
-from labtui.commands.listing import write_rows
+from labtui.commands.listing import PipeConsole, print_uncut, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import Trendline, trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
 from labtui.core.units import display_unit, number
@@ -120,16 +120,15 @@ def _blank(value: object) -> bool:
 
 def _print_table(rows: list[TrendRow], baseline: str | None) -> None:
     """A heading per session, then one row per metric: n, levels, the line, r², Δ% with its CI, d%."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = PipeConsole()
     for session_id in dict.fromkeys(r.session_id for r in rows):
         mine = [r for r in rows if r.session_id == session_id]
         console.print(f"{session_id}" + (" (baseline)" if mine[0].role == "baseline" else ""), style="bold",
                       highlight=False, markup=False)
         table = Table(show_edge=False, pad_edge=False)
-        table.add_column("benchmark/metric (unit)", overflow="fold")
+        table.add_column("benchmark/metric (unit)", no_wrap=True)
         for header in ("n", "levels", "a", "b", "r²", "Δ%", "±95%", "d%", "sign"):
             table.add_column(header, justify="right", no_wrap=True)
         for r in mine:
@@ -142,7 +141,7 @@ def _print_table(rows: list[TrendRow], baseline: str | None) -> None:
                           f"{r.line.r2:.3f}",
                           "-" if _blank(rec["delta_pct"]) else f"{rec['delta_pct']:+.2f}",
                           "" if _blank(ci) else f"{ci:.2f}", d, str(rec["sign"]))
-        console.print(table)
+        print_uncut(console, table)
     note = ("Trendline y = a·x + b over the background counts x. Δ% = a·x_max / b: its change over the counts "
             "measured, over its value at 0 (study 000, Table 5-2); ±95%: from the slope's standard error.")
     if baseline:

@@ -402,7 +402,7 @@ def _table2(db: Path, capsys) -> dict[str, dict[str, float]]:
     return paper
 
 
-def test_side_by_side_sets_table_2_beside_linux(db: Path, capsys) -> None:
+def test_side_by_side_sets_table_2_beside_linux(db: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     paper = _table2(db, capsys)
     code, doc = _json(capsys, "linux-up", "vserver-up", "xen3-up", "--db", str(db))
     assert code == 0 and doc["samples"] == "repetitions"
@@ -427,6 +427,11 @@ def test_side_by_side_sets_table_2_beside_linux(db: Path, capsys) -> None:
     line = next(x for x in out.splitlines() if x.strip().startswith("proc_shell_us"))
     cells = re.split(r"\s{2,}", line.strip())
     assert cells == ["proc_shell_us (µs, ↓)", "968.1 (1)", "977.7 (1)", "+1.0", "1893 (1)", "+95.6"]
+
+    monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal or a pipe: the metric and numbers stay whole
+    assert main(["compare", "linux-up", "vserver-up", "xen3-up", "--db", str(db)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("proc_shell_us"))
+    assert re.split(r"\s{2,}", line.strip()) == cells
 
     assert main(["compare", "linux-up", "vserver-up", "xen3-up", "--db", str(db), "--format", "csv"]) == 0
     records = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

@@ -107,3 +107,19 @@ def test_labtui_trend_names_what_it_cannot_fit(tmp_path: Path) -> None:
     assert run("trend", "nosuch", "--db", str(db))[0] == 2
     code, _, err = run("trend", "20260101", "--metric", "fork_us", "--db", str(db))
     assert code == 1 and "no session has metric 'fork_us' at two or more background counts" in err
+
+
+def test_an_80_column_table_cuts_no_metric_name_and_no_number(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`labtui trend A --baseline B | cat` at 80 columns split the metric as 'arith/i', 'nt_mop', 's' and cut
+    the numbers with an ellipsis; the table is now as wide as its cells need."""
+    monkeypatch.setenv("COLUMNS", "80")
+    db = tmp_path / "lab.duckdb"
+    with StoreWriter.open(db) as writer:
+        _session(writer, "20260101-000000-global", -2.0, 1000.0, t0=1.79e9)
+        _session(writer, "20260101-000100-nonglobal", -1.0, 950.0, t0=1.79e9 + 100)
+    code, table, err = run("trend", "20260101-000100", "--baseline", "20260101-000000", "--db", str(db))
+    assert code == 0, err
+    (row,) = [line for line in table.splitlines() if "-3.00" in line]
+    cells = [c.strip() for c in row.split("│")]
+    assert cells[0] == "arith/int_mops (Mops/s)" and "…" not in row, table
+    assert "-4.21" in cells and "-1.000" in cells and "950.0" in cells, cells
