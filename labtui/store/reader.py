@@ -90,8 +90,10 @@ def read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
         raise StoreError(f"expected one SQL statement, got {len(statements)}")
     kind = statements[0].type
     if kind not in _ALLOWED:
+        first = statements[0].query.split(None, 1)[0].upper() if statements[0].query.strip() else ""
+        named = first if first.isalpha() else kind.name  # INSTALL is of DuckDB's LOAD kind: say what was typed
         raise StoreError(
-            f"{kind.name} statements are not allowed: the store is read-only here "
+            f"{named} statements are not allowed: the store is read-only here "
             "(use SELECT, FROM, WITH, SHOW, DESCRIBE, SUMMARIZE or EXPLAIN)"
         )
     return statements[0].query

@@ -150,8 +150,9 @@ def test_slowdown_higher_is_better(tmp_path: Path) -> None:
         ("COPY results TO '/tmp/labtui-stolen.csv'", "COPY"),
         ("ATTACH '/tmp/other.duckdb' AS other", "ATTACH"),
         ("EXPORT DATABASE '/tmp/labtui-export'", "EXPORT"),
-        ("INSTALL httpfs", "LOAD"),
+        ("INSTALL httpfs", "INSTALL"),  # DuckDB's LOAD kind; the message says what was typed
         ("LOAD json", "LOAD"),
+        ("/* a comment */ DROP TABLE results", "DROP"),
         ("SET threads = 1", "SET"),
         ("CALL pragma_version()", "CALL"),
         ("PRAGMA table_info('results')", "PRAGMA"),
