@@ -123,3 +123,13 @@ def test_an_80_column_table_cuts_no_metric_name_and_no_number(tmp_path: Path, mo
     cells = [c.strip() for c in row.split("│")]
     assert cells[0] == "arith/int_mops (Mops/s)" and "…" not in row, table
     assert "-4.21" in cells and "-1.000" in cells and "950.0" in cells, cells
+
+
+def test_a_session_named_twice_is_refused_as_compare_refuses_it(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    with StoreWriter.open(db) as writer:
+        _session(writer, "20260101-000000-global", -2.0, 1000.0, t0=1.79e9)
+    for argv in (["20260101-000000", "--baseline", "20260101-000000-global"], ["20260101", "20260101-000000"]):
+        code, out, err = run("--db", str(db), "trend", *argv)
+        assert (code, out) == (2, "") and err == (
+            "labtui trend: session 20260101-000000-global is named twice; give each session once\n"), err
