@@ -120,8 +120,16 @@ class LabApp(App[int]):
 
     async def _after_first_frame(self) -> None:
         await self.run_view.after_first_frame()
-        await self.mount(CommandLine(id="command-line"), before=self.query_one(Footer))
+        await self._command_line()
         self._load_views()
+
+    async def _command_line(self) -> CommandLine:
+        """The command line, mounted after the first frame, or at once by a `:` typed before that."""
+        for line in self.query(CommandLine):
+            return line
+        line = CommandLine(id="command-line")
+        await self.mount(line, before=self.query_one(Footer))
+        return line
 
     def _read_keys(self) -> None:
         """Use the key bindings of keys.toml from the first frame (checked once every view is loaded)."""
@@ -327,8 +335,9 @@ class LabApp(App[int]):
 
     # --- the command line (`:`) -----------------------------------------------------------------
 
-    def action_command_line(self) -> None:
-        """`:`: open the command line."""
+    async def action_command_line(self) -> None:
+        """`:`: open the command line (the keys typed after it wait in the app's queue until it is open)."""
+        await self._command_line()
         self.open_command_line()
 
     def open_command_line(self, text: str = "") -> None:

@@ -94,6 +94,31 @@ async def test_a_burst_typed_after_colon_goes_into_the_command_line(native_store
         assert app.current_tab() is SESSIONS
 
 
+async def test_a_colon_typed_before_the_command_line_is_loaded_still_opens_it(native_store: Path) -> None:
+    """`:sessions` typed as the console starts (tmux send-keys right after launching it): the command line is
+    loaded after the first frame, and a `:` before that was dropped, so `s` opened the start dialog."""
+    from textual import events
+    from textual.app import App
+
+    from labtui.ui.app import LabApp
+    from labtui.ui.command_line import CommandLine
+    from labtui.ui.start_dialog import StartDialog
+
+    app = LabApp(native_store, idle_sampling=False)
+    async with App.run_test(app, size=SIZE) as pilot:  # Textual's own: it does not wait for the views
+        while not app.screen_stack:  # keys need a screen; the terminal's are queued from the start
+            await asyncio.sleep(0)
+        assert not app.query(CommandLine)  # the burst comes before the line is loaded
+        keys = [events.Key("colon", ":"), *(events.Key(c, c) for c in "sessions"), events.Key("enter", "\r")]
+        for key in keys:
+            key.set_sender(app)
+            app._driver.send_message(key)
+        await wait_for(pilot, lambda: app.current_tab() is SESSIONS or isinstance(app.screen, StartDialog), 30,
+                       "the command to run")
+        assert not isinstance(app.screen, StartDialog)
+        assert app.current_tab() is SESSIONS
+
+
 async def test_colon_sql_leaves_the_keys_in_the_sql_editor(native_store: Path) -> None:
     """`:sql` from another view, then typing: the letters go into the editor (they used to reach the Sessions
     table, whose keys took them as refresh, open and so on), and Tab completes a table name."""
