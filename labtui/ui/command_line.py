@@ -142,6 +142,9 @@ class CommandLine(Input):
     """
     BINDINGS = [
         Binding("tab", "complete", "complete", show=False),
+        # Enter typed ahead while the console starts (`labtui`, then `:sessions` Enter at once) is read by the
+        # terminal in line mode, which turns it into a newline: it arrives as ctrl+j
+        Binding("ctrl+j", "submit", show=False),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -94,9 +94,12 @@ async def test_a_burst_typed_after_colon_goes_into_the_command_line(native_store
         assert app.current_tab() is SESSIONS
 
 
-async def test_a_colon_typed_before_the_command_line_is_loaded_still_opens_it(native_store: Path) -> None:
+@pytest.mark.parametrize("enter", [("enter", "\r"), ("ctrl+j", "\n")])
+async def test_a_colon_typed_before_the_command_line_is_loaded_still_opens_it(native_store: Path,
+                                                                              enter: tuple[str, str]) -> None:
     """`:sessions` typed as the console starts (tmux send-keys right after launching it): the command line is
-    loaded after the first frame, and a `:` before that was dropped, so `s` opened the start dialog."""
+    loaded after the first frame, and a `:` before that was dropped, so `s` opened the start dialog.  Typed
+    before Python has even started, Enter is read by the terminal still in line mode and comes as ctrl+j."""
     from textual import events
     from textual.app import App
 
@@ -109,7 +112,7 @@ async def test_a_colon_typed_before_the_command_line_is_loaded_still_opens_it(na
         while not app.screen_stack:  # keys need a screen; the terminal's are queued from the start
             await asyncio.sleep(0)
         assert not app.query(CommandLine)  # the burst comes before the line is loaded
-        keys = [events.Key("colon", ":"), *(events.Key(c, c) for c in "sessions"), events.Key("enter", "\r")]
+        keys = [events.Key("colon", ":"), *(events.Key(c, c) for c in "sessions"), events.Key(*enter)]
         for key in keys:
             key.set_sender(app)
             app._driver.send_message(key)
