@@ -108,7 +108,9 @@ class LabApp(App[int]):
     def on_mount(self) -> None:
         self._read_keys()
         self.view_classes[RUN] = RunView
-        self.run_view.focus()  # its keys work from the first frame; its table takes the focus once mounted
+        # its keys work from the first frame (its table takes the focus once mounted); at once, not a refresh
+        # later as focus() does, or it would take the focus from a `:` line opened by keys typed ahead
+        self.set_focus(self.run_view)
 
     def on_ready(self) -> None:
         """Once the first frame is drawn and nothing waits to be redrawn: the rest of the Run view, then the
@@ -365,9 +367,19 @@ class LabApp(App[int]):
     @on(Input.Submitted, "#command-line")
     def _command_submitted(self, event: Input.Submitted) -> None:
         self.query_one(CommandLine).close()
+        if self.views_loaded.is_set():
+            self._run_submitted(event.value)
+        else:  # typed ahead as the console starts: the views it names are still loading
+            self.run_worker(self._run_once_loaded(event.value), group="command-ahead", exit_on_error=False)
+
+    async def _run_once_loaded(self, text: str) -> None:
+        await self.views_loaded.wait()
+        self._run_submitted(text)
+
+    def _run_submitted(self, text: str) -> None:
         # a view command moves the focus itself (focusing the old view first would take its tab back), and
         # `:sql` into the editor: only once their focus has landed is a focus left on the closed line moved
-        self.run_command(event.value)
+        self.run_command(text)
         self.call_after_refresh(self._focus_after_command)
 
     def _focus_after_command(self) -> None:

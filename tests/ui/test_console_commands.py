@@ -95,11 +95,14 @@ async def test_a_burst_typed_after_colon_goes_into_the_command_line(native_store
 
 
 @pytest.mark.parametrize("enter", [("enter", "\r"), ("ctrl+j", "\n")])
-async def test_a_colon_typed_before_the_command_line_is_loaded_still_opens_it(native_store: Path,
-                                                                              enter: tuple[str, str]) -> None:
-    """`:sessions` typed as the console starts (tmux send-keys right after launching it): the command line is
-    loaded after the first frame, and a `:` before that was dropped, so `s` opened the start dialog.  Typed
-    before Python has even started, Enter is read by the terminal still in line mode and comes as ctrl+j."""
+async def test_a_command_typed_ahead_as_the_console_starts_runs_once_its_views_are_loaded(
+        native_store: Path, enter: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`:sessions` Enter typed as the console starts (tmux send-keys right after launching it).  The command
+    line is loaded after the first frame, and a `:` before that was dropped, so `s` opened the start dialog;
+    typed before Python has even started, Enter is read by the terminal in line mode and comes as ctrl+j;
+    and a command run before the views are loaded found no Sessions view to show."""
+    import threading
+
     from textual import events
     from textual.app import App
 
@@ -107,18 +110,32 @@ async def test_a_colon_typed_before_the_command_line_is_loaded_still_opens_it(na
     from labtui.ui.command_line import CommandLine
     from labtui.ui.start_dialog import StartDialog
 
-    app = LabApp(native_store, idle_sampling=False)
+    release, load = threading.Event(), LabApp._import_views
+
+    def held(self: LabApp) -> None:  # the views' heavy imports, still going when the keys arrive
+        release.wait(60)
+        load(self)
+
+    class TypedAhead(LabApp):
+        """The keys are in the terminal before the console has mounted: queued as it mounts."""
+
+        def on_mount(self) -> None:
+            super().on_mount()
+            assert not self.query(CommandLine)  # the burst comes before the line is loaded
+            for key in [events.Key("colon", ":"), *(events.Key(c, c) for c in "sessions"), events.Key(*enter)]:
+                key.set_sender(self)
+                self._driver.send_message(key)
+
+    monkeypatch.setattr(LabApp, "_import_views", held)
+    app = TypedAhead(native_store, idle_sampling=False)
     async with App.run_test(app, size=SIZE) as pilot:  # Textual's own: it does not wait for the views
-        while not app.screen_stack:  # keys need a screen; the terminal's are queued from the start
-            await asyncio.sleep(0)
-        assert not app.query(CommandLine)  # the burst comes before the line is loaded
-        keys = [events.Key("colon", ":"), *(events.Key(c, c) for c in "sessions"), events.Key(*enter)]
-        for key in keys:
-            key.set_sender(app)
-            app._driver.send_message(key)
-        await wait_for(pilot, lambda: app.current_tab() is SESSIONS or isinstance(app.screen, StartDialog), 30,
-                       "the command to run")
-        assert not isinstance(app.screen, StartDialog)
+        await wait_for(pilot, lambda: app.query(CommandLine) and not app.query_one(CommandLine).has_class("shown")
+                       or isinstance(app.screen, StartDialog), 30, "the line to take the command")
+        assert not isinstance(app.screen, StartDialog) and not app.views_loaded.is_set()
+        release.set()
+        await wait_for(pilot, lambda: app.views_loaded.is_set() and app.sessions_view is not None, 60, "the views")
+        await wait_for(pilot, lambda: app.current_tab() is SESSIONS, 10, "the Sessions view")
+        await pilot.pause(0.5)  # nothing takes the focus or the tab back afterwards
         assert app.current_tab() is SESSIONS
 
 
