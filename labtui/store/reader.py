@@ -26,6 +26,8 @@ from labtui.store.schema import check_store, read_as_current
 
 _READ_CONFIG = {"enable_external_access": False, "lock_configuration": True}
 _ALLOWED = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+#: First words of the statements allowed (and of writes dressed as them: WITH ... INSERT).
+_READ_WORDS = frozenset({"SELECT", "FROM", "WITH", "SHOW", "DESCRIBE", "SUMMARIZE", "EXPLAIN", "VALUES", "TABLE"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +93,8 @@ def read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     kind = statements[0].type
     if kind not in _ALLOWED:
         first = statements[0].query.split(None, 1)[0].upper() if statements[0].query.strip() else ""
-        named = first if first.isalpha() else kind.name  # INSTALL is of DuckDB's LOAD kind: say what was typed
+        # INSTALL is of DuckDB's LOAD kind: say what was typed, unless a read could start so (WITH ... INSERT)
+        named = first if first.isalpha() and first not in _READ_WORDS else kind.name
         raise StoreError(
             f"{named} statements are not allowed: the store is read-only here "
             "(use SELECT, FROM, WITH, SHOW, DESCRIBE, SUMMARIZE or EXPLAIN)"

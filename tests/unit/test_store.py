@@ -153,6 +153,8 @@ def test_slowdown_higher_is_better(tmp_path: Path) -> None:
         ("INSTALL httpfs", "INSTALL"),  # DuckDB's LOAD kind; the message says what was typed
         ("LOAD json", "LOAD"),
         ("/* a comment */ DROP TABLE results", "DROP"),
+        ("WITH x AS (SELECT 1 AS a) INSERT INTO sessions (session_id) SELECT 'y' FROM x", "INSERT"),
+        ("with x as (select 1) delete from results", "DELETE"),
         ("SET threads = 1", "SET"),
         ("CALL pragma_version()", "CALL"),
         ("PRAGMA table_info('results')", "PRAGMA"),
