@@ -276,7 +276,7 @@ def _interrupts_noted() -> Iterator[list[int]]:
 
 def _run(args: argparse.Namespace) -> int:
     with _lab_config(getattr(args, "config", None)):
-        if error := _named_config_error():
+        if args.command != "completion" and (error := _named_config_error()):  # a shell's rc file: no config
             print(f"labtui{' ' + args.command if args.command else ''}: {error}", file=sys.stderr)
             return 2
         if args.command is None:
