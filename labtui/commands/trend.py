@@ -86,7 +86,8 @@ def cmd_trend(args) -> int:
         raise UsageError(f"{exc} (see `labtui sessions`)") from None
     named_twice = sorted({s for s in tested if tested.count(s) > 1 or s == baseline})
     if named_twice:  # its d% against itself is 0 by construction: a typo, as compare A A is
-        raise UsageError(f"session {', '.join(named_twice)} is named twice; give each session once")
+        said = f"session {named_twice[0]} is" if len(named_twice) == 1 else f"sessions {', '.join(named_twice)} are"
+        raise UsageError(f"{said} named twice; give each session once")
     base_lines = session_trendlines(path, baseline, args.metric) if baseline else {}
     rows = [TrendRow(baseline, "baseline", key, line, line) for key, line in base_lines.items()] if baseline else []
     for session_id in tested:

@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from textual import on
+from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -370,8 +370,9 @@ class LabApp(App[int]):
         if self.views_loaded.is_set():
             self._run_submitted(event.value)
         else:  # typed ahead as the console starts: the views it names are still loading
-            self.run_worker(self._run_once_loaded(event.value), group="command-ahead", exit_on_error=False)
+            self._run_once_loaded(event.value)
 
+    @work(group="command-ahead", exit_on_error=False)
     async def _run_once_loaded(self, text: str) -> None:
         await self.views_loaded.wait()
         self._run_submitted(text)

@@ -147,8 +147,8 @@ class RunView(Vertical):
         log = RichLog(id="log", max_lines=2000, wrap=False)
         log.border_title = "events"
         await self.mount(SlowdownPanel(lazy_chart=True, id="live"), log)
-        if self.has_focus:
-            self.query_one("#live DataTable").focus()
+        if self.has_focus:  # at once, not a refresh later: a `:` typed meanwhile must keep the focus it takes
+            self.app.set_focus(self.query_one("#live DataTable"))
         self.can_focus = False
         for line in self._early_log:
             log.write(line)
