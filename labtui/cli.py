@@ -276,9 +276,13 @@ def _interrupts_noted() -> Iterator[list[int]]:
 
 def _run(args: argparse.Namespace) -> int:
     with _lab_config(getattr(args, "config", None)):
-        if args.command != "completion" and (error := _named_config_error()):  # a shell's rc file: no config
-            print(f"labtui{' ' + args.command if args.command else ''}: {error}", file=sys.stderr)
-            return 2
+        # checked before any command (the console says it after its first frame; completion reads none)
+        if args.command not in (None, "completion"):
+            from labtui.hosts.config import named_config_error
+
+            if error := named_config_error():
+                print(f"labtui {args.command}: {error}", file=sys.stderr)
+                return 2
         if args.command is None:
             if not (sys.stdin.isatty() and sys.stdout.isatty()):
                 print("labtui: the console needs a terminal on standard input and output; in a script or a pipe "
@@ -296,20 +300,6 @@ def _run(args: argparse.Namespace) -> int:
         except StopSignal as exc:  # before the run took the signals over: nothing was created
             print(f"stopped by {exc}", file=sys.stderr)
             return exc.exit_status
-
-
-def _named_config_error() -> str | None:
-    """What is wrong with a lab config named by --config or $LABTUI_CONFIG (missing, not TOML, a bad host),
-    checked before any command, so that one that needs no host does not pass over it in silence."""
-    from labtui.hosts.config import ConfigError, config_path, load_lab_config
-
-    if not config_path()[1]:
-        return None
-    try:
-        load_lab_config()
-    except ConfigError as exc:
-        return str(exc)
-    return None
 
 
 def _quiet_output() -> None:

@@ -141,6 +141,18 @@ def load_lab_config(path: Path | None = None) -> LabConfig:
     return LabConfig(path, _parse(path, text, data))
 
 
+def named_config_error() -> str | None:
+    """What is wrong with a lab config named by --config or $LABTUI_CONFIG (missing, not TOML, a bad host), None
+    when it is fine or none is named: said before a command that needs no host, so it is not passed over."""
+    if not config_path()[1]:
+        return None
+    try:
+        load_lab_config()
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def _read(path: Path) -> str:
     """The config's text; a file that cannot be read or is not UTF-8 text is a ConfigError."""
     try:

@@ -124,6 +124,16 @@ class LabApp(App[int]):
         await self.run_view.after_first_frame()
         await self._command_line()
         self._load_views()
+        self._check_lab_config()
+
+    @work(thread=True, group="lab-config", exit_on_error=False)
+    def _check_lab_config(self) -> None:
+        """In a thread: say what is wrong with a lab config named by --config or $LABTUI_CONFIG (the CLI refuses
+        it before a command; reading it here, not before the first frame, keeps asyncssh out of that frame)."""
+        from labtui.hosts.config import named_config_error
+
+        if error := named_config_error():
+            self.call_from_thread(self.notify, error, severity="error", markup=False, timeout=15)
 
     async def _command_line(self) -> CommandLine:
         """The command line, mounted after the first frame, or at once by a `:` typed before that."""

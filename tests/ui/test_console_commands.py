@@ -308,3 +308,20 @@ def test_each_tab_names_a_view_class_its_module_defines_and_a_command_shows_it()
         assert (command.kind, command.target, args) == ("view", tab.pane_id, [])
     with pytest.raises(KeyError, match="tab-nothing"):
         tab_named("tab-nothing")
+
+
+async def test_a_broken_named_lab_config_is_said_after_the_first_frame(native_store: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI refuses a broken --config or $LABTUI_CONFIG before a command; the console opens (reading it
+    before the first frame would import asyncssh for a key check) and says it in one notification."""
+    from labtui.ui.app import LabApp
+
+    config = tmp_path / "lab.toml"
+    config.write_text("x = [")
+    monkeypatch.setenv("LABTUI_CONFIG", str(config))
+    app = LabApp(native_store, idle_sampling=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: any(str(config) in str(n.message) for n in app._notifications), 10,
+                       "the config's error")
+        (said,) = [str(n.message) for n in app._notifications if str(config) in str(n.message)]
+        assert said == f"{config}: Invalid value (at end of document)"
