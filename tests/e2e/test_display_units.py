@@ -22,10 +22,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+from pilot_wait import wait_for
 
 from labtui.core.stats import SINGLE
 from labtui.core.units import MISSING
-from tests.pilot_wait import wait_for
 
 #: A tiny scaling run that does not wait for a quiet host (the test machine is shared).
 TINY = ["--set", "scale.steps=1", "--set", "scale.per_step=2", "--set", "sampling.quiet_timeout_s=0"]

@@ -267,9 +267,10 @@ def test_pane_renderers() -> None:
 
 # --- pilot tests on the real process backend ---------------------------------------------------
 
+from pilot_wait import wait_for  # noqa: E402
+
 from labtui.backends.base import InstanceSpec, Labels, open_backend  # noqa: E402
 from labtui.hosts import get_host  # noqa: E402
-from tests.pilot_wait import wait_for  # noqa: E402
 
 SIZE = (160, 50)
 TINY = "scale.steps=2 scale.per_step=3 suite.repetitions=1"

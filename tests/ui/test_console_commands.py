@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pilot_wait import wait_for
 from test_console import destroy_session
 
 from labtui.backends.base import Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.ui.command_line import COMMANDS, CommandError, complete, parse
 from labtui.ui.tabs import INSTANCES, RUN, SESSIONS
-from tests.pilot_wait import wait_for
 
 SIZE = (120, 40)
 

@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pilot_wait import wait_for
 from test_console import destroy_session
 
 from labtui.backends.base import Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.ui.model.inventory import Found
-from tests.pilot_wait import wait_for
 
 SIZE = (120, 40)
 

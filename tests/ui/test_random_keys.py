@@ -23,10 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pilot_wait import wait_for
 from test_console import SIZE, destroy_session, quick_suite
 
 from labtui.ui.tabs import RUN, TABS, Tab
-from tests.pilot_wait import wait_for
 
 SEEDS = (1, 2, 3, 4, 5)
 #: The keys a user might press anywhere; all letters but q, which quits when no run is active (each seed

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from pilot_wait import wait_for
 from test_console import SIZE, make_store
 
 from labtui.core.outputs import ExportError
 from labtui.ui.model.query_export import export, export_format, result_frame
-from tests.pilot_wait import wait_for
 
 
 def test_each_extension_writes_its_format(tmp_path: Path) -> None:

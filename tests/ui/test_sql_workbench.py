@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pilot_wait import wait_for
 from test_console import make_store
 
 from labtui.ui.model.completion import Catalog, complete, word_before
 from labtui.ui.model.sql_statements import statement_at
-from tests.pilot_wait import wait_for
 
 CATALOG = Catalog.from_rows([("resources", "cpu_avail", "DOUBLE"), ("results", "metric", "TEXT"),
                              ("results", "session_id", "TEXT"), ("sessions", "session_id", "TEXT"),

@@ -8,12 +8,12 @@ import secrets
 import time
 from pathlib import Path
 
+from pilot_wait import wait_for
 from test_console import SIZE, destroy_session, start_run
 
 from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts import get_host
 from labtui.ui.model.inventory import STUCK_AFTER_S, Found, destroy_errors, flags
-from tests.pilot_wait import wait_for
 
 
 def test_flags_and_destroy_errors() -> None:

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pilot_wait import wait_for
 
 from labtui.core.events import SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.engine.kinds import Plan
 from labtui.session.estimate import Line, StepClock, StepTime, clock, fit
 from labtui.store import fetch_frame
 from labtui.ui.tabs import RUN
-from tests.pilot_wait import wait_for
 
 QUICK = ("scale.steps=3", "scale.per_step=2", "suite.repetitions=2", "sampling.quiet_timeout_s=0")
 T0 = 1_800_000_000.0
