@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import statistics
 import sys
 
 from rich.console import Console
@@ -16,9 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from labtui.commands.common import db_path
-from labtui.commands.printing import render_summary
 from labtui.core.events import Event, Log, Result, SessionEnded, StepEnded, StepStarted
-from labtui.core.stats import summarize
 from labtui.core.stopsignals import raise_if_stopped
 from labtui.core.units import quantity
 from labtui.session import LabRun, Plan, RunRequest, SessionInfo
@@ -65,6 +64,8 @@ def cmd_run(args) -> int:
         ids = ", ".join(s.session_id for s in lab.sessions)
         console.print(Text(f"session {ids} stopped; what was committed before is intact in {path}"))
         return 1
+    from labtui.commands.printing import render_summary  # DuckDB, polars and scipy load after the last window
+
     several = len(outcomes) > 1
     in_journals = lab.feeder is not None and lab.feeder.left_in_journals is not None  # said already, in one line
     for outcome in outcomes:
@@ -178,7 +179,7 @@ def _step_figure(values: dict[tuple[str, str], list[float]], background: int) ->
     if not values:
         return ""
     (metric, unit), found = next(iter(values.items()))
-    return f"bg {background}: {metric} median {quantity(summarize(found).median, unit)} (n={len(found)})"
+    return f"bg {background}: {metric} median {quantity(statistics.median(found), unit)} (n={len(found)})"
 
 
 def _detail(rep: int, reps: int, step: int, steps: int, background: int, latest: str) -> str:

@@ -71,8 +71,15 @@ def summarize(values: Sequence[float]) -> Summary:
         return Summary(n, mean, nan, nan, nan, nan)
     std = statistics.stdev(values) if n > 1 else 0.0
     ci95 = _t975(n - 1) * std / math.sqrt(n) if n > 1 else float("nan")
-    cv = std / mean if mean else float("nan")
-    return Summary(n, mean, std, statistics.median(values), ci95, cv)
+    return Summary(n, mean, std, statistics.median(values), ci95, coefficient_of_variation(values))
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    """The sample standard deviation over the mean (0 for one value, nan for a zero mean); stdlib only, so the
+    engine can judge a step's spread without loading scipy while it measures."""
+    mean = statistics.fmean(values)
+    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    return std / mean if mean else float("nan")
 
 
 @functools.lru_cache(maxsize=1024)

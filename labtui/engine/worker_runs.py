@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from labtui.backends.base import HOST_TOOL, STDERR, Backend, BackendError, Instance, InstanceSpec
-from labtui.core.stats import summarize
+from labtui.core.stats import coefficient_of_variation
 from labtui.engine.context import RunContext
 from labtui.engine.load import measure_load
 from labtui.parsers import ParseError, Reading
@@ -55,10 +55,10 @@ async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement:
 
     else:
         for _ in range(worker.warmup):
-            await ctx.destroy(await ctx.create([worker_spec(ctx, "warmup", worker, cpus=cpus)]))
+            await ctx.destroy(await ctx.create([worker_spec(ctx, "warmup", worker, cpus=cpus)], measured=True))
 
         async def run(number: int) -> list[Reading]:
-            (instance,) = await ctx.create([worker_spec(ctx, "worker", worker, cpus=cpus)])
+            (instance,) = await ctx.create([worker_spec(ctx, "worker", worker, cpus=cpus)], measured=True)
             try:
                 return record_run(ctx, worker, instance, placement=placement, run=number)
             finally:
@@ -107,7 +107,7 @@ def worst_cv(readings: list[Reading]) -> float:
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in readings:
         values[(r.benchmark, r.metric)].append(r.value)
-    cvs = [abs(summarize(v).cv) for v in values.values() if len(v) > 1]
+    cvs = [abs(coefficient_of_variation(v)) for v in values.values() if len(v) > 1]
     return max((cv for cv in cvs if cv == cv), default=0.0)  # a zero mean gives nan: no verdict
 
 

@@ -29,7 +29,7 @@ from labtui.backends.base import Backend, BackendError, Instance
 from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, Log
 from labtui.core.liveness import session_is_running
 from labtui.hosts.base import HostError
-from labtui.store import StoreError, connect_readonly, controller_name, crashed_sessions
+from labtui.store.errors import StoreError
 from labtui.store.journal import Pending, pending
 
 UNRECORDED = "unrecorded"
@@ -112,7 +112,10 @@ def _with_journals(view: StoreView, journals: Pending, session: str | None) -> S
 
 
 def _read_store_file(db: Path, session: str | None, wait: float | None) -> StoreView:
-    """The store's own rows (read-only)."""
+    """The store's own rows (read-only).  DuckDB loads here, not with this module: a run reads the store
+    from its feed process (labtui.session.store_process)."""
+    from labtui.store import connect_readonly, controller_name, crashed_sessions
+
     con = connect_readonly(db, wait=wait)
     try:
         sessions = con.execute("SELECT session_id, status, controller FROM sessions").fetchall()

@@ -17,11 +17,10 @@ comes from a past session of the same suite on the same host and backend
 from __future__ import annotations
 
 import os
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from labtui.core.events import Event, SessionEnded, SessionStarted, StepEnded, StepStarted, now
 from labtui.engine.kinds import Plan
@@ -58,12 +57,12 @@ def fit(times: Sequence[StepTime]) -> Line | None:
     """
     if len(times) < MIN_STEPS:
         return None
-    x = np.array([t.position for t in times], dtype=float)
-    y = np.array([t.duration_s for t in times], dtype=float)
-    if np.ptp(x) == 0:
-        return Line(float(y.mean()), 0.0)
-    slope, intercept = np.polyfit(x, y, 1)
-    return Line(float(intercept), float(slope))
+    x = [float(t.position) for t in times]
+    y = [t.duration_s for t in times]
+    if min(x) == max(x):
+        return Line(statistics.fmean(y), 0.0)
+    slope, intercept = statistics.linear_regression(x, y)  # the stdlib: a run's process loads no numpy
+    return Line(intercept, slope)
 
 
 def upcoming(plan: Plan, repetition: int, position: int) -> list[int]:
