@@ -53,12 +53,12 @@ async def _run_count(ctx: RunContext, step: int, count: int) -> None:
     ok = False
     try:
         for _ in range(worker.warmup):
-            await ctx.destroy(await ctx.create([worker_spec(ctx, "warmup", worker)]))
+            await ctx.destroy(await ctx.create([worker_spec(ctx, "warmup", worker)], measured=True))
         await ctx.sample_now()
         for _ in range(worker.runs):
             start_at = await host_clock_ns(ctx.host) / 1e9 + ctx.suite.concurrent.start_delay_s
             specs = [worker_spec(ctx, "worker", worker, start_at=start_at) for _ in range(count)]
-            instances = await ctx.create(specs)
+            instances = await ctx.create(specs, measured=True)
             readings: list[Reading] = []
             try:
                 for instance in instances:

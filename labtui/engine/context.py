@@ -9,6 +9,7 @@ abort can tear them down in reverse.  It never waits on the store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,7 @@ from labtui.core.events import (
 from labtui.core.record import Recorder, Unrecorded
 from labtui.engine.bus import EventBus
 from labtui.engine.gate import StepGate
+from labtui.engine.quiet import QuietWindows
 from labtui.hosts.base import Host
 from labtui.suites.model import Program, Suite
 
@@ -75,6 +77,8 @@ class RunContext:
     lost: Exception | None = None
     #: Seconds the step gate held this session since its last step started (the next StepStarted.held_s).
     held_s: float = 0.0
+    #: Whether a measured operation is in flight; shared by a run's sessions (labtui.engine.quiet).
+    quiet: QuietWindows = field(default_factory=QuietWindows)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def record(self, event: Event) -> None:
@@ -140,8 +144,14 @@ class RunContext:
             start_at=start_at,
         )
 
-    async def create(self, specs: Sequence[InstanceSpec]) -> list[Instance]:
-        """Create instances, recording intent first and each outcome after."""
+    def measuring(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The quiet window around one measured operation: labtui's own work (the feed, the sampler, the
+        faces' redraws) waits until it closes, and nothing is recorded inside it (labtui.engine.quiet)."""
+        return self.quiet.window()
+
+    async def create(self, specs: Sequence[InstanceSpec], *, measured: bool = False) -> list[Instance]:
+        """Create instances, recording intent first and each outcome after; `measured`: in a quiet window
+        (the create is what the step measures: a worker's run to its exit, a round, a creation)."""
         self.record_intents([
             InstanceCreating(
                 self.session_id, spec.labels.instance, self.host.name, self.backend.name, spec.labels.role,
@@ -150,11 +160,13 @@ class RunContext:
             for spec in specs
         ])
         self.creating.update(spec.labels.instance for spec in specs)
-        instances = await self._bounded(self.backend.create_many(specs), specs, "create")
+        async with self.measuring() if measured else contextlib.nullcontext():
+            instances = await self._bounded(self.backend.create_many(specs), specs, "create")
         self.creating.difference_update(spec.labels.instance for spec in specs)
+        # every instance is live before any outcome is recorded: a journal that fails on the first (a full
+        # disk) must not hide the others from the teardown
+        self.live.extend(instance for instance in instances if instance.state != "exited")
         for instance in instances:
-            if instance.state != "exited":
-                self.live.append(instance)
             self.record(
                 InstanceReady(
                     self.session_id,

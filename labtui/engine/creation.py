@@ -237,7 +237,8 @@ async def _create(ctx: RunContext, *, first: bool) -> Instance:
     assert background is not None
     spec = ctx.spec("instance", background, "ready")
     try:
-        (instance,) = await ctx.create([dataclasses.replace(spec, timeout_s=ctx.suite.operation_timeout_s)])
+        (instance,) = await ctx.create([dataclasses.replace(spec, timeout_s=ctx.suite.operation_timeout_s)],
+                                       measured=True)
     except BackendError as exc:
         if not first or not background.image:
             raise
@@ -267,7 +268,8 @@ async def _measure(ctx: RunContext, bench: Benchmark, instances: list[Instance])
     first_start: int | None = None
     end_ns = 0
     for number in range(worker.warmup + worker.runs):
-        armed, runs = await _round(ctx, bench, instances)
+        async with ctx.measuring():
+            armed, runs = await _round(ctx, bench, instances)
         first_start = armed if first_start is None else first_start
         end_ns = max(run.end_ns for _, run in runs)
         if number < worker.warmup:

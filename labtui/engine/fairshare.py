@@ -183,7 +183,7 @@ async def _measure_output(ctx: RunContext, configuration: str, cpus: int) -> lis
     timeout = fair.start_delay_s + fair.duration_s + EXIT_SLACK_S
     specs = [replace(s, timeout_s=timeout) for s in
              _specs(ctx, configuration, cpus, worker, "exit", capture_output=True, start_at=start_at)]
-    instances = await ctx.create(specs)
+    instances = await ctx.create(specs, measured=True)
     try:
         _check_together(instances, fair.duration_s)
         achieved = []
@@ -222,9 +222,10 @@ async def _measure_cpu_time(ctx: RunContext, configuration: str, cpus: int) -> l
     instances = await ctx.create(_specs(ctx, configuration, cpus, spinner, "ready"))
     try:
         await asyncio.sleep(fair.start_delay_s)
-        before, started = await _cpu_times(ctx, instances)
-        await asyncio.sleep(fair.duration_s)
-        after, ended = await _cpu_times(ctx, instances)
+        async with ctx.measuring():
+            before, started = await _cpu_times(ctx, instances)
+            await asyncio.sleep(fair.duration_s)
+            after, ended = await _cpu_times(ctx, instances)
     finally:
         await ctx.destroy(instances)
     window = ended - started

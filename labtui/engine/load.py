@@ -88,7 +88,9 @@ async def _load_one_worker(ctx: RunContext, worker: Worker, role: str,
         host_port = published_port(ctx, instance, load.port)
         await wait_ready(ctx.host, load, host_port)
         try:
-            return instance, await run_tool(ctx.host, load, host_port, instance.name)
+            async with ctx.measuring():
+                readings = await run_tool(ctx.host, load, host_port, instance.name)
+            return instance, readings
         except BackendError as exc:
             if not any(lost in str(exc) for lost in _CONNECTION_LOST):
                 raise

@@ -21,6 +21,7 @@ from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
 from labtui.engine.kinds import experiment_kind
+from labtui.engine.quiet import QuietWindows
 from labtui.engine.worker_runs import check_worker_runs
 from labtui.hosts.base import Host, HostError
 from labtui.suites.model import Suite
@@ -42,6 +43,7 @@ class SessionRunner:
         host: Host,
         *,
         gate: StepGate | None = None,
+        quiet: QuietWindows | None = None,
         session_id: str | None = None,
         tags: dict[str, str] | None = None,
         note: str = "",
@@ -60,6 +62,7 @@ class SessionRunner:
             host=host,
             bus=self.bus,
             gate=gate or StepGate(auto=True),
+            quiet=quiet or QuietWindows(),
         )
 
     @property
@@ -197,7 +200,7 @@ class SessionRunner:
         lost: HostError | None = None
         while True:
             try:
-                async for sample in ctx.host.samples(ctx.suite.sampling.interval_s):
+                async for sample in ctx.host.samples(ctx.suite.sampling.interval_s, before=ctx.quiet.until_closed):
                     if lost is not None:
                         ctx.log("info", "host-reconnected", f"host {ctx.host.name} reconnected; sampling again")
                         lost = None

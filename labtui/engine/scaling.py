@@ -51,17 +51,18 @@ async def wait_for_quiet_host(ctx: RunContext) -> None:
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    await ctx.host.sample()
-    said = False
-    while loop.time() < deadline:
-        await asyncio.sleep(QUIET_POLL_S)
-        cpu = (await ctx.host.sample()).cpu_avail
-        if cpu is None or cpu >= QUIET_CPU_AVAIL:
-            return
-        if not said:  # the faces show it at once: a wait of up to `timeout` seconds is not a hang
-            ctx.log("info", "quiet-wait", f"waiting up to {timeout:g} s for host {ctx.host.name} to be idle "
-                                          f"(CPU {cpu:.0%} free) before measuring")
-            said = True
+    async with ctx.measuring():  # labtui's own feed and sampler must not be what keeps the host busy
+        await ctx.host.sample()
+        said = False
+        while loop.time() < deadline:
+            await asyncio.sleep(QUIET_POLL_S)
+            cpu = (await ctx.host.sample()).cpu_avail
+            if cpu is None or cpu >= QUIET_CPU_AVAIL:
+                return
+            if not said:  # the faces show it at once: a wait of up to `timeout` seconds is not a hang
+                ctx.log("info", "quiet-wait", f"waiting up to {timeout:g} s for host {ctx.host.name} to be idle "
+                                              f"(CPU {cpu:.0%} free) before measuring")
+                said = True
     ctx.log("warning", "busy-host", f"host {ctx.host.name} still busy after {timeout:g} s; measuring anyway")
 
 

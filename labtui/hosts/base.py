@@ -10,7 +10,7 @@ import abc
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,12 +94,16 @@ class Host(abc.ABC):
     async def sample(self) -> ResourceSample:
         """Read the host's resources now; CPU availability covers the time since the last reading."""
 
-    async def samples(self, interval: float = 1.0) -> AsyncIterator[ResourceSample]:
-        """Yield a resource sample every interval seconds until the consumer stops."""
+    async def samples(self, interval: float = 1.0, *,
+                      before: Callable[[], Awaitable[None]] | None = None) -> AsyncIterator[ResourceSample]:
+        """Yield a resource sample every interval seconds until the consumer stops; each sample waits for
+        `before` first (a run's quiet window: no sample is taken while labtui measures)."""
         await self.sample()  # prime the CPU counters so the first yield covers one interval
         next_at = time.monotonic() + interval
         while True:
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            if before is not None:
+                await before()
             next_at = max(next_at + interval, time.monotonic())
             yield await self.sample()
 

@@ -1,22 +1,29 @@
-"""StoreFeeder: moves a run's journals into the store, beside the engine, never in its way.
+"""StoreFeeder: moves a run's journals into the store, from the store's own process, never in a measurement's way.
 
-It feeds at each step's end, at each session's start and end, and every
-FEED_INTERVAL_S while new rows wait.  A store held by another program (a
-notebook, the DuckDB CLI, Harlequin) only delays the feed: each attempt waits
-RUN_FEED_WAIT_S at most in a worker thread, the run goes on at full speed, and
-the store catches up once it is free.  At the run's end one last feed waits
-FINAL_FEED_WAIT_S; if the store is still held, the journals stay for the next
-labtui command (or ``labtui store sync``) to move in.
+The feed itself runs in the store process (labtui.session.store_process) at
+idle CPU and I/O priority; this side only says when.  A feed starts at each
+step's end, at each session's start and end, and every FEED_INTERVAL_S while
+new rows wait, but never while a quiet window is open (labtui.engine.quiet):
+one that is due then starts as the window closes.  A window that opens while
+a feed is under way waits up to HOLD_WAIT_S for it to finish, and pauses the
+store process for the window's length when it has not.
+
+A store held by another program (a notebook, the DuckDB CLI, Harlequin) only
+delays the feed: each attempt waits RUN_FEED_WAIT_S at most, the run goes on,
+and the store catches up once it is free.  At the run's end one last feed
+waits FINAL_FEED_WAIT_S; if the store is still held, the journals stay for the
+next labtui command (or ``labtui store sync``) to move in.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from labtui.core.events import Event, SessionEnded, SessionStarted, StepEnded
-from labtui.store import StoreWriter
-from labtui.store.feed import Fed, feed
+from labtui.engine.quiet import Observer, QuietWindows
+from labtui.session.store_process import StoreProcess
 from labtui.store.journal import Journal, journal_dir
 
 #: A feed is due at least this often while new rows wait (seconds).
@@ -25,6 +32,8 @@ FEED_INTERVAL_S = 2.0
 RUN_FEED_WAIT_S = 0.5
 #: How long the last feed waits before the run ends and leaves its rows in the journals (seconds).
 FINAL_FEED_WAIT_S = 5.0
+#: How long a window that opens waits for a feed under way before it pauses the store process (seconds).
+HOLD_WAIT_S = 1.0
 _DUE_AT_ONCE = (SessionStarted, StepEnded, SessionEnded)
 _TICK = object()
 
@@ -34,14 +43,21 @@ Notify = Callable[[str, str], None]
 class StoreFeeder:
     """Feeds one run's journals into one store; `run` until the events end, then a last feed."""
 
-    def __init__(self, writer: StoreWriter, journals: Sequence[Journal], notify: Notify) -> None:
-        self.writer = writer
+    def __init__(self, store: StoreProcess, db_path: Path, journals: Sequence[Journal], notify: Notify,
+                 quiet: QuietWindows) -> None:
+        self.store = store
+        self.db_path = db_path
         self.journals = list(journals)
         self._notify = notify
+        self._quiet = quiet
         self._fed_appends = 0
         self._trouble: str | None = None
+        self._due = False
+        self._feeding: asyncio.Future[list[Path] | None] | None = None
+        self._last_start = 0.0
         #: Set when the run ended with rows still in its journals: the one line that says where they are.
         self.left_in_journals: str | None = None
+        quiet.observe(Observer(self._hold, self._release))
 
     def _appended(self) -> int:
         return sum(journal.appended for journal in self.journals)
@@ -49,56 +65,76 @@ class StoreFeeder:
     async def run(self, events: asyncio.Queue[Event | None]) -> None:
         """Feed as events come (they only say when), until a None; then the last feed."""
         loop = asyncio.get_running_loop()
-        feeding: asyncio.Future[Fed | None] | None = None
-        last = loop.time()
-        due = False
+        self._last_start = loop.time()
         while True:
             event: object
             try:  # never a zero timeout: asyncio.wait_for(get(), 0) times out even when items wait
-                event = await asyncio.wait_for(events.get(), max(0.05, last + FEED_INTERVAL_S - loop.time()))
+                event = await asyncio.wait_for(events.get(),
+                                               max(0.05, self._last_start + FEED_INTERVAL_S - loop.time()))
             except TimeoutError:
                 event = _TICK
             if event is None:
                 break
-            due = due or isinstance(event, _DUE_AT_ONCE) or loop.time() - last >= FEED_INTERVAL_S
-            if due and (feeding is None or feeding.done()) and self._appended() != self._fed_appends:
-                feeding = asyncio.ensure_future(asyncio.to_thread(self._feed, RUN_FEED_WAIT_S))
-                last, due = loop.time(), False
-        if feeding is not None:
-            await feeding
-        await asyncio.to_thread(self._last_feed)
+            self._due = self._due or isinstance(event, _DUE_AT_ONCE) or loop.time() - self._last_start >= FEED_INTERVAL_S
+            self._start_when_due()
+        if self._feeding is not None:
+            await self._feeding
+        await self._last_feed()
 
-    def _feed(self, wait: float) -> Fed | None:
+    def _start_when_due(self) -> None:
+        """Start a feed when one is due, none is under way, no window is open and new rows wait."""
+        if not self._due or self._quiet.is_open or (self._feeding is not None and not self._feeding.done()):
+            return
+        if self._appended() == self._fed_appends:
+            return
+        self._due = False
+        self._last_start = asyncio.get_running_loop().time()
+        self._feeding = asyncio.ensure_future(self._feed(RUN_FEED_WAIT_S))
+
+    async def _hold(self) -> None:
+        """A window opens: let a feed under way finish, for HOLD_WAIT_S at most, then pause the store process."""
+        feeding = self._feeding
+        if feeding is None or feeding.done():
+            return
+        done, _ = await asyncio.wait({feeding}, timeout=HOLD_WAIT_S)
+        if not done:
+            self.store.pause()
+
+    def _release(self) -> None:
+        """The last window closed: the store process goes on, and a feed that came due meanwhile starts."""
+        self.store.resume()
+        self._start_when_due()
+
+    async def _feed(self, wait: float) -> list[Path] | None:
         """One feed; a failure of any kind is told once (until a feed works again) and never raised: the
-        rows stay in the journals, and the run is never stopped or held by its store."""
+        rows stay in the journals, and the run is never stopped or held by its store.  The journals it
+        emptied, or None when it failed."""
         appended = self._appended()
         try:
-            fed = feed(self.writer, [journal.path for journal in self.journals], wait=wait)
-        except Exception as exc:  # StoreError (busy, full disk), or a bug: the journal keeps the rows either way
+            _, drained = await self.store.feed([journal.path for journal in self.journals], wait)
+        except Exception as exc:  # StoreError (busy, full disk, the process gone), or a bug: the journal keeps the rows
             if self._trouble is None:
                 self._notify("warning", f"{exc}: the run goes on; its rows wait in {self._where()} "
                              "and move in once the store is free")
             self._trouble = str(exc)
             return None
         if self._trouble is not None:
-            self._notify("info", f"the store is free again: {self.writer.path} has caught up")
+            self._notify("info", f"the store is free again: {self.db_path} has caught up")
             self._trouble = None
         self._fed_appends = appended
-        return fed
+        return list(drained)
 
-    def _last_feed(self) -> None:
+    async def _last_feed(self) -> None:
         """After the run: a last feed, then each drained journal is deleted; the rest stay, and one line says so."""
-        fed = self._feed(FINAL_FEED_WAIT_S)
-        drained = set(fed.drained) if fed is not None else set()
+        drained = await self._feed(FINAL_FEED_WAIT_S)
         for journal in self.journals:
-            journal.close(delete=journal.path in drained)
-        if fed is None:
+            journal.close(delete=drained is not None and journal.path in drained)
+        if drained is None:
             self.left_in_journals = (
-                f"the store {self.writer.path} could not take this run's rows ({self._trouble}); they are "
+                f"the store {self.db_path} could not take this run's rows ({self._trouble}); they are "
                 f"safe in {self._where()}: the next labtui command, or `labtui store sync`, moves them in"
             )
             self._notify("warning", self.left_in_journals)
 
     def _where(self) -> str:
-        return str(journal_dir(self.writer.path))
-
+        return str(journal_dir(self.db_path))

@@ -26,7 +26,6 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from labtui.backends.base import Backend, BackendError, open_backend
@@ -35,13 +34,13 @@ from labtui.core.events import Event
 from labtui.core.liveness import LivenessError, lock_dir
 from labtui.core.stopsignals import FORCE_SIGNALS, stop_signals, take_noted_stop_signal
 from labtui.engine import Plan, SessionRunner, StepGate, plan_for
+from labtui.engine.quiet import QuietWindows
 from labtui.hosts import Host, HostError, get_host
-from labtui.lifecycle.reconcile import StoreView, read_store_quietly, reconcile_before_run
+from labtui.lifecycle.reconcile import StoreView, reconcile_before_run
 from labtui.session.feeder import StoreFeeder
 from labtui.session.request import RunRequest
-from labtui.store import StoreError, StoreWriter
-from labtui.store.access import check_file
-from labtui.store.errors import StoreBusy
+from labtui.session.store_process import StoreProcess
+from labtui.store.errors import StoreError
 from labtui.store.journal import Journal
 from labtui.suites.model import Suite
 
@@ -128,6 +127,8 @@ class LabRun:
         self.request = request
         self.plan: Plan = _plan(request)
         self.gate = StepGate(auto=not request.manual)
+        #: Whether a session measures now: the feed, the sampler and the faces' redraws wait while it does.
+        self.quiet = QuietWindows()
         self.runners: list[SessionRunner] = []
         self.outcomes: list[Outcome] = []
         self._notify = _never_raising(notify or (lambda level, text: None))
@@ -157,7 +158,7 @@ class LabRun:
         for name in self.request.host_names:
             host = _host(name)
             backend = _backend(self.request.backend_name, host, asdict(self.request.suite.backend_settings))
-            self.runners.append(SessionRunner(self.request.suite, backend, host, gate=self.gate,
+            self.runners.append(SessionRunner(self.request.suite, backend, host, gate=self.gate, quiet=self.quiet,
                                               tags=dict(self.request.tags), note=self.request.note))
         return self.runners
 
@@ -211,24 +212,50 @@ class LabRun:
         """Run every session to its end; return how each ended.
 
         RunRefused when the store cannot be opened (nothing has started then).
-        Each session records into its own journal; a StoreFeeder moves the
-        journals into the store beside the run, so the engine never waits on it.
+        Each session records into its own journal; a StoreFeeder has the store's
+        own process move the journals in between measurements, so the engine
+        never waits on the store and this process never loads it.
         """
         runners = self.prepare()
         self._loop = asyncio.get_running_loop()
-        db = self.request.db
-        self._view = await asyncio.to_thread(read_store_quietly, db)  # moves finished journals in, too
         try:
-            writer = await asyncio.to_thread(_open_store, db, self._notify)
-            journals = [Journal.create(writer.path, r.session_id) for r in runners]
-        except (StoreError, OSError) as exc:
-            for runner in runners:
-                runner.bus.close()
-            self._publish(None)
+            store = await StoreProcess.start()
+        except StoreError as exc:
+            self._end_unstarted(runners)
             raise RunRefused(str(exc)) from None
+        try:
+            statuses = await self._run_with_store(runners, store)
+        finally:
+            await store.close()
+        if not self._tasks:
+            statuses = ["aborted"] * len(runners)
+        lost = next((r.ctx.lost for r in runners if r.ctx.lost is not None), None)
+        if lost is not None:  # its journal could not record the run (a full disk)
+            raise StoreError(str(lost))
+        self.outcomes = [self._outcome(r, s) for r, s in zip(runners, statuses)]
+        return self.outcomes
+
+    def _end_unstarted(self, runners: list[SessionRunner]) -> None:
+        """The run cannot start: end every session's events (and the faces' queues) unstarted."""
+        for runner in runners:
+            runner.bus.close()
+        self._publish(None)
+
+    async def _run_with_store(self, runners: list[SessionRunner], store: StoreProcess) -> list[str | BaseException]:
+        """Open the store through its process, then run every session, each recording into its own journal."""
+        db = self.request.db
+        try:
+            self._view = await store.view(db)  # moves finished journals in, too
+            notice = await store.open(db, OPEN_WAIT_S)
+            journals = [Journal.create(db, r.session_id) for r in runners]
+        except (StoreError, OSError) as exc:
+            self._end_unstarted(runners)
+            raise RunRefused(str(exc)) from None
+        if notice:
+            self._notify("warning", notice)
         for runner, journal in zip(runners, journals):
             runner.ctx.journal = journal
-        self.feeder = StoreFeeder(writer, journals, self._notify)
+        self.feeder = StoreFeeder(store, db, journals, self._notify, self.quiet)
         merged: asyncio.Queue[Event | None] = asyncio.Queue()
 
         def deliver(event: Event) -> None:
@@ -237,6 +264,7 @@ class LabRun:
 
         forwards = [asyncio.create_task(_forward(r.bus.subscribe(), deliver)) for r in runners]
         feeding = asyncio.create_task(self.feeder.run(merged))  # feeds until the events end, then once more
+        statuses: list[str | BaseException] = []
         with self._signals(self._on_signal):  # until every session's end is recorded
             async with contextlib.AsyncExitStack() as hosts:
                 for runner in runners:
@@ -254,13 +282,7 @@ class LabRun:
                     merged.put_nowait(None)
                     self._publish(None)
                     await feeding
-        if not self._tasks:
-            statuses = ["aborted"] * len(runners)
-        lost = next((r.ctx.lost for r in runners if r.ctx.lost is not None), None)
-        if lost is not None:  # its journal could not record the run (a full disk)
-            raise StoreError(str(lost))
-        self.outcomes = [self._outcome(r, s) for r, s in zip(runners, statuses)]
-        return self.outcomes
+        return statuses
 
     async def run_in_thread(self, ended: Callable[[], None] | None = None) -> list[Outcome]:
         """``run()`` on an event loop of its own in a thread; the caller's loop stays free to draw.
@@ -477,16 +499,6 @@ def _backend(name: str, host: Host, settings: dict[str, Any]) -> Backend:
 
 #: How long a run waits at its start for a store another program holds before it goes on without it (seconds).
 OPEN_WAIT_S = 1.0
-
-
-def _open_store(db: Path, notify: Notify) -> StoreWriter:
-    """The store's writer; a store another program holds is checked later, by the first feed that gets it."""
-    try:
-        return StoreWriter.open(db, wait=OPEN_WAIT_S)
-    except StoreBusy as exc:
-        check_file(db)  # at least a DuckDB file: its labtui schema is checked once it is free
-        notify("warning", f"{exc}: the run records into its journal and the store catches up once it is free")
-        return StoreWriter(db, [])
 
 
 async def _forward(source: asyncio.Queue[Event | None], deliver: Callable[[Event], None]) -> None:

@@ -26,16 +26,19 @@ WRITER = """
 import asyncio, os, sys, time
 from pathlib import Path
 from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
+from labtui.engine.quiet import QuietWindows
 from labtui.session.feeder import StoreFeeder
-from labtui.store import StoreWriter
+from labtui.session.store_process import StoreProcess
 from labtui.store.journal import Journal
 
 db, sid = Path(sys.argv[1]), sys.argv[2]
 steps, per_step, pause = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 
 async def main():
+    store = await StoreProcess.start()
+    await store.open(db, 5.0)
     journal = Journal.create(db, sid)
-    feeder = StoreFeeder(StoreWriter.open(db), [journal], lambda level, text: print(text, file=sys.stderr))
+    feeder = StoreFeeder(store, db, [journal], lambda level, text: print(text, file=sys.stderr), QuietWindows())
     print("ready", flush=True)
     queue = asyncio.Queue()
     task = asyncio.create_task(feeder.run(queue))
@@ -57,6 +60,7 @@ async def main():
     record(SessionEnded(sid, "completed", "done"))
     queue.put_nowait(None)
     await task
+    await store.close()
     print("done", flush=True)
 
 asyncio.run(main())

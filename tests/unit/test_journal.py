@@ -23,11 +23,8 @@ from labtui.core.events import (
     Log,
     Result,
     SessionEnded,
-    StepEnded,
 )
 from labtui.core.liveness import session_lock
-from labtui.session import feeder as feeder_module
-from labtui.session.feeder import StoreFeeder
 from labtui.store import StoreError, StoreWriter, run_sql
 from labtui.store import feed as feed_module
 from labtui.store.feed import Synced, feed, sync_store
@@ -160,58 +157,6 @@ def test_readers_move_finished_journals_in_before_they_read(tmp_path: Path) -> N
     journal_of(db, full_session()).close()
     assert run_sql(db, "SELECT status FROM sessions").rows == [("completed",)]
     assert counts(db) == (1, 1, 1, 1, 1, 1)
-
-
-async def test_the_feeder_feeds_at_a_step_end_without_waiting_for_its_timer(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(feeder_module, "FEED_INTERVAL_S", 3600.0)
-    db = tmp_path / "lab.duckdb"
-    journal = journal_of(db, [])
-    feeder = StoreFeeder(StoreWriter.open(db), [journal], lambda level, text: None)
-    events: asyncio.Queue = asyncio.Queue()
-    task = asyncio.create_task(feeder.run(events))
-    for event in (started(), result(1.0, 0)):
-        journal.append(event)
-        events.put_nowait(event)
-    await _until(lambda: counts(db)[0] == 1)  # SessionStarted is due at once
-    journal.append(result(2.0, 0))
-    events.put_nowait(result(2.0, 0))
-    await asyncio.sleep(0.5)
-    assert counts(db)[1] == 1  # a result alone waits for the timer (an hour)
-    end = StepEnded("s1", repetition=1, step=1, background=0)
-    journal.append(end)
-    events.put_nowait(end)
-    await _until(lambda: counts(db)[1] == 2)
-    events.put_nowait(None)
-    await asyncio.wait_for(task, 60)
-    assert not journal.path.exists()  # drained by the last feed, then deleted
-    assert feeder.left_in_journals is None
-
-
-async def test_a_feeder_whose_store_is_held_leaves_the_rows_in_the_journal_and_says_where(
-    tmp_path: Path, monkeypatch
-) -> None:
-    monkeypatch.setattr(feeder_module, "FINAL_FEED_WAIT_S", 0.2)
-    db = tmp_path / "lab.duckdb"
-    StoreWriter.open(db)
-    journal = journal_of(db, [started(), replace(result(1.0, 0), value=3.0)])
-    said: list[tuple[str, str]] = []
-    feeder = StoreFeeder(StoreWriter(db, []), [journal], lambda level, text: said.append((level, text)))
-    events: asyncio.Queue = asyncio.Queue()
-    holder = await asyncio.create_subprocess_exec(
-        "python", "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
-        "time.sleep(3600)", str(db), stdout=asyncio.subprocess.PIPE)
-    try:
-        assert holder.stdout is not None and await holder.stdout.readline() == b"held\n"
-        events.put_nowait(None)
-        await asyncio.wait_for(feeder.run(events), 60)
-        assert feeder.left_in_journals is not None and "labtui store sync" in feeder.left_in_journals
-        assert said[-1] == ("warning", feeder.left_in_journals)
-        assert journal.path.exists()
-    finally:
-        holder.kill()
-        await holder.wait()
-    assert run_sql(db, "SELECT value FROM results").rows == [(3.0,)]  # the reader moved it in
-    assert journal_paths(db) == []
 
 
 def test_results_are_fed_in_batches_without_losing_one(tmp_path: Path, monkeypatch) -> None:

@@ -3,6 +3,7 @@ against Redis on Unikraft under TCG, "Connection reset by peer" right after PING
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,6 +13,7 @@ import pytest
 
 from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels
 from labtui.engine.load import measure_load
+from labtui.engine.quiet import QuietWindows
 from labtui.hosts.base import CommandResult
 from labtui.suites.model import Load, Worker
 
@@ -69,6 +71,9 @@ class Context:
     async def destroy(self, instances: list[Instance]) -> None:
         for instance in instances:
             self.alive.remove(instance.name)
+
+    def measuring(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return QuietWindows().window()
 
     def log(self, level: str, category: str, message: str) -> None:
         self.logged.append((level, category, message))
