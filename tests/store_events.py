@@ -10,6 +10,7 @@ from labtui.core.events import (
     InstanceDestroyed,
     InstanceReady,
     Log,
+    ObserverSample,
     ResourceSample,
     Result,
     SessionEnded,
@@ -35,6 +36,12 @@ def result(value: float, background: int, better: str = "lower", step: int = 1,
         instance_id=f"i{background}", benchmark="bench", metric=metric, value=value, unit="s",
         better=better, ts=ts,
     )
+
+
+def observed(at: float, cpu_s: float, rss_mib: int = 80, helper_cpu_s: float = 0.0, helper_rss_mib: int = 0,
+             session_id: str = "s1") -> ObserverSample:
+    """labtui's own usage `at` seconds into the session."""
+    return ObserverSample(session_id, rss_mib << 20, cpu_s, helper_rss_mib << 20, helper_cpu_s, ts=T0 + at)
 
 
 def full_session() -> list[object]:

@@ -160,6 +160,23 @@ class ResourceSample:
 
 
 @dataclass(frozen=True, slots=True)
+class ObserverSample:
+    """One reading of labtui's own share of the host while it measures: the observer's cost beside the host's.
+
+    `rss_bytes` and `cpu_s` are the run process's resident memory and its CPU time (user + system) since
+    it started; `helper_rss_bytes` and `helper_cpu_s` are the same summed over labtui's own helper
+    processes (0 when there are none).  labtui.core.observer.own_usage reads them.
+    """
+
+    session_id: str
+    rss_bytes: int
+    cpu_s: float
+    helper_rss_bytes: int
+    helper_cpu_s: float
+    ts: float = field(default_factory=now)
+
+
+@dataclass(frozen=True, slots=True)
 class Log:
     """A line of the session's log; `category` says what it is about (step, teardown, backend, reconcile, ...)."""
 
@@ -182,5 +199,6 @@ Event = (
     | InstanceDestroyed
     | Result
     | ResourceSample
+    | ObserverSample
     | Log
 )

@@ -9,7 +9,7 @@ from labtui.core.outputs import PrivateOutput
 from labtui.store import fetch_frame
 
 #: The store's tables that carry a session_id, in the order the docs list them.
-SESSION_TABLES = ("sessions", "steps", "instances", "results", "resources", "events", "hosts")
+SESSION_TABLES = ("sessions", "steps", "instances", "results", "resources", "observer", "events", "hosts")
 EXPORT_FORMATS = ("parquet", "csv")
 
 

@@ -24,6 +24,7 @@ UPDATE sessions SET
     ended_at = coalesce((
         SELECT max(t) FROM (
             SELECT max(ts) AS t FROM resources r WHERE r.session_id = sessions.session_id
+            UNION ALL SELECT max(ts) FROM observer o WHERE o.session_id = sessions.session_id
             UNION ALL SELECT max(ts) FROM results r WHERE r.session_id = sessions.session_id
             UNION ALL SELECT max(ts) FROM events e WHERE e.session_id = sessions.session_id
             UNION ALL SELECT max(greatest(s.started_at, s.ended_at)) FROM steps s

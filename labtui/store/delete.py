@@ -8,7 +8,7 @@ from pathlib import Path
 from labtui.store.writer import StoreWriter
 
 #: Every table with rows of a session.
-SESSION_TABLES = ("results", "resources", "events", "steps", "instances", "hosts", "sessions")
+SESSION_TABLES = ("results", "resources", "observer", "events", "steps", "instances", "hosts", "sessions")
 
 
 def delete_sessions(store: Path, session_ids: Sequence[str], *, wait: float | None = None) -> dict[str, int]:

@@ -17,13 +17,26 @@ from labtui.store.errors import StoreError, first_line
 #: the median of a repetition's values; 5 added results.run and takes the median
 #: over a worker's runs of the mean over the instances of each (REPETITION_VALUES); 6 added
 #: sessions.tags and sessions.note (`labtui run --tag KEY=VALUE --note TEXT`); 7 renamed events.kind to
-#: events.category (a session's `kind` is its experiment kind).
-SCHEMA_VERSION = 8
+#: events.category (a session's `kind` is its experiment kind); 8 added steps.held_s; 9 added the observer table
+#: (labtui's own memory and CPU while it measures) and the observer_share view.
+SCHEMA_VERSION = 9
 
 STATUSES = ("running", "completed", "failed", "aborted", "crashed")
 
 
 _STATUS_CHECK = ", ".join(f"'{s}'" for s in STATUSES)
+
+#: labtui's own share of the host (ObserverSample): the run process, and its helper processes summed.
+OBSERVER_DDL = """
+CREATE TABLE IF NOT EXISTS observer (
+    session_id TEXT,
+    ts TIMESTAMPTZ,
+    rss_bytes BIGINT,
+    cpu_s DOUBLE,
+    helper_rss_bytes BIGINT,
+    helper_cpu_s DOUBLE
+);
+"""
 
 TABLES_DDL = f"""
 CREATE TABLE IF NOT EXISTS sessions (
@@ -117,9 +130,9 @@ CREATE TABLE IF NOT EXISTS hosts (
     ts TIMESTAMPTZ,
     PRIMARY KEY (session_id, host)
 );
-"""
+""" + OBSERVER_DDL
 
-VIEWS = ("slowdown", "results_by_step")
+VIEWS = ("slowdown", "results_by_step", "observer_share")
 #: THE value of a repetition at each condition (placement, background) of a figure.  First the mean
 #: over what was measured at once in each of its worker's runs (the instances of one concurrent step:
 #: a run, `run` 0), then the median over those runs, one after another at that step (`run` 1, 2, ...):
@@ -161,6 +174,21 @@ SELECT session_id, benchmark, metric, unit, better, background, mean, std, n,
        placement, step
 FROM based
 """
+#: labtui's own share over each session: its peak resident memory (MiB) and its mean CPU share (CPU
+#: seconds per second of the session's samples, 1.0 being one core busy), from the first and last samples.
+#: Helpers are summed at each sample, so a helper that ended before the last sample takes its CPU with it.
+OBSERVER_SHARE_DDL = """
+CREATE VIEW IF NOT EXISTS observer_share AS
+SELECT session_id, count(*) AS samples, min(ts) AS first_ts, max(ts) AS last_ts,
+       epoch(max(ts)) - epoch(min(ts)) AS span_s,
+       max(rss_bytes) / 1048576.0 AS max_rss_mib,
+       (arg_max(cpu_s, ts) - arg_min(cpu_s, ts)) / nullif(epoch(max(ts)) - epoch(min(ts)), 0) AS cpu_share,
+       max(helper_rss_bytes) / 1048576.0 AS max_helper_rss_mib,
+       (arg_max(helper_cpu_s, ts) - arg_min(helper_cpu_s, ts)) / nullif(epoch(max(ts)) - epoch(min(ts)), 0)
+           AS helper_cpu_share
+FROM observer
+GROUP BY session_id;
+"""
 VIEWS_DDL = f"""
 CREATE VIEW IF NOT EXISTS slowdown AS {SLOWDOWN_SELECT};
 CREATE VIEW IF NOT EXISTS results_by_step AS
@@ -169,7 +197,7 @@ SELECT session_id, repetition, step, background, benchmark, metric, unit, better
        min(value) AS min, max(value) AS max
 FROM results
 GROUP BY session_id, repetition, step, background, benchmark, metric, unit, better;
-"""
+""" + OBSERVER_SHARE_DDL
 
 _META_DDL = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
 
@@ -247,6 +275,8 @@ def _migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:
         con.execute("ALTER TABLE events RENAME COLUMN kind TO category")
     if version < 8:
         con.execute("ALTER TABLE steps ADD COLUMN IF NOT EXISTS held_s DOUBLE")
+    if version < 9:
+        con.execute(OBSERVER_DDL)  # TABLES_DDL has made it already; the step is named here all the same
 
 
 def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
@@ -260,8 +290,9 @@ def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
     """Let a read-only connection to a store of an older schema version read it as the current one.
 
     A reader cannot migrate the file (the next writer does), so temporary views stand in: ``results``
-    with the columns it lacks as NULL, and the current views over it.  Without them the run table,
-    reports and compare would mix the file's old view definitions with today's SQL.
+    with the columns it lacks as NULL, an empty ``observer`` before schema 9, and the current views over
+    them.  Without them the run table, reports and compare would mix the file's old view definitions
+    with today's SQL, and a query of labtui's own share would fail on a file older than its table.
     """
     if version >= SCHEMA_VERSION:
         return
@@ -283,8 +314,15 @@ def read_as_current(con: duckdb.DuckDBPyConnection, version: int) -> None:
         # a file so old, or so bare, that it lacks the table has nothing to add
         if (added or table in renamed) and table in tables:
             con.execute(f"CREATE TEMP VIEW {table} AS SELECT * {renamed.get(table, '')}{added} FROM {quoted}.main.{table}")
+    if version < 9 and "observer" not in tables:  # nobody recorded labtui's own share before schema 9
+        con.execute("CREATE TEMP VIEW observer AS SELECT NULL::TEXT AS session_id, NULL::TIMESTAMPTZ AS ts, "
+                    "NULL::BIGINT AS rss_bytes, NULL::DOUBLE AS cpu_s, NULL::BIGINT AS helper_rss_bytes, "
+                    "NULL::DOUBLE AS helper_cpu_s WHERE false")
+    temporary = "CREATE TEMP VIEW"
     if missing["results"]:
-        con.execute(VIEWS_DDL.replace("CREATE VIEW IF NOT EXISTS", "CREATE TEMP VIEW"))
+        con.execute(VIEWS_DDL.replace("CREATE VIEW IF NOT EXISTS", temporary))
+    elif version < 9:
+        con.execute(OBSERVER_SHARE_DDL.replace("CREATE VIEW IF NOT EXISTS", temporary))
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: object = "") -> None:

@@ -35,6 +35,7 @@ from labtui.core.events import (
     InstanceDestroying,
     InstanceReady,
     Log,
+    ObserverSample,
     ResourceSample,
     Result,
     SessionEnded,
@@ -174,6 +175,13 @@ _TABLES = {
                 ("load1", "float"), ("instances", "int"),
             ),
             blank_is_null=("session_id",),
+        ),
+        _Table(
+            "observer",
+            (
+                ("session_id", "str"), ("ts", "ts"), ("rss_bytes", "int"), ("cpu_s", "float"),
+                ("helper_rss_bytes", "int"), ("helper_cpu_s", "float"),
+            ),
         ),
         _Table(
             "events",
@@ -415,12 +423,12 @@ class StoreWriter:
         """Bulk load: insert an Arrow table into an append-only table in one transaction.
 
         `batch`'s columns are matched by name to columns of `table` (results,
-        resources or events); missing columns are NULL.  Buffered rows are
+        resources, observer or events); missing columns are NULL.  Buffered rows are
         flushed first, so a session row written through `add` precedes its
         results.  StoreError (nothing inserted) when the write fails.
         """
         if table not in _APPEND_TABLES.values():
-            raise ValueError(f"insert_arrow loads results, resources or events, not {table!r}")
+            raise ValueError(f"insert_arrow loads results, resources, observer or events, not {table!r}")
         self.flush()
         names = ", ".join(batch.column_names)
         view = f"_labtui_bulk_{table}"
@@ -541,7 +549,7 @@ _HANDLERS: dict[type, Callable[[StoreWriter, Any], None]] = {
     InstanceDestroyed: StoreWriter._instance_destroyed,
 }
 #: Events stored as they are, one row each, in an append-only table.
-_APPEND_TABLES = {Result: "results", ResourceSample: "resources", Log: "events"}
+_APPEND_TABLES = {Result: "results", ResourceSample: "resources", ObserverSample: "observer", Log: "events"}
 
 
 def record_events(path: str | os.PathLike[str], events: Iterable[Event]) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from store_events import full_session, result, started
+from store_events import T0, full_session, observed, result, started
 
 from labtui.core.events import (
     InstanceCreating,
@@ -55,7 +55,7 @@ def journal_of(db: Path, events: list) -> Journal:
 
 def test_every_kind_of_event_comes_back_from_the_journal_as_it_went_in(tmp_path: Path) -> None:
     db = tmp_path / "lab.duckdb"
-    events = [*full_session(), InstanceDestroying("s1", "i1", ts=5.0)]
+    events = [*full_session(), InstanceDestroying("s1", "i1", ts=5.0), observed(5, 1.25, helper_cpu_s=0.5)]
     journal = journal_of(db, events[:3])
     journal.append_all(events[3:])
     try:
@@ -196,6 +196,22 @@ def test_a_result_row_carries_every_field_through_the_feed(tmp_path: Path) -> No
         journal.close()
     assert run_sql(db, "SELECT repetition, step, background, instance_id, metric, value, placement, run "
                        "FROM results").rows == [(2, 3, 40, "i9", "boot", 0.5, "alone", 2)]
+
+
+def test_labtuis_own_usage_goes_from_the_journal_through_the_feed_into_the_observer_table(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    journal = journal_of(db, [started(), observed(0, 2.0, 60, 0.5, 30), observed(10, 4.5, 90, 1.5, 20),
+                              observed(20, 7.0, 70, 2.5, 25)])
+    try:
+        assert feed(StoreWriter.open(db), [journal.path], wait=10).rows == 4
+    finally:
+        journal.close()
+    assert run_sql(db, "SELECT session_id, epoch(ts), rss_bytes, cpu_s, helper_rss_bytes, helper_cpu_s FROM observer "
+                       "ORDER BY ts").rows == [
+        ("s1", T0, 60 << 20, 2.0, 30 << 20, 0.5), ("s1", T0 + 10, 90 << 20, 4.5, 20 << 20, 1.5),
+        ("s1", T0 + 20, 70 << 20, 7.0, 25 << 20, 2.5)]
+    assert run_sql(db, "SELECT session_id, samples, span_s, max_rss_mib, cpu_share, max_helper_rss_mib, helper_cpu_share "
+                       "FROM observer_share").rows == [("s1", 3, 20.0, 90.0, 0.25, 30.0, 0.1)]
 
 
 async def test_a_journal_that_cannot_take_a_sample_still_ends_the_session_and_tears_down(runtime_dir: Path) -> None:

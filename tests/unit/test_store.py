@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from store_events import T0, full_session, result, started
+from store_events import T0, full_session, observed, result, started
 
 from labtui.core.events import (
     InstanceDestroyed,
@@ -41,6 +41,7 @@ from labtui.store import (
 )
 from labtui.store import access as access_module
 from labtui.store import crashes as crashes_module
+from labtui.store.delete import delete_sessions
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -432,3 +433,47 @@ def test_a_version_7_store_reads_steps_held_as_null_and_the_next_writer_adds_the
     record_events(db, [StepStarted("s1", 1, 1, 2, 2, 12.5, ts=T0 + 20)])
     assert one(db, "SELECT value FROM meta WHERE key = 'schema_version'") == (str(SCHEMA_VERSION),)
     assert run_sql(db, "SELECT step, held_s FROM steps ORDER BY step").rows == [(0, None), (1, 12.5)]
+
+
+def test_a_version_8_store_reads_an_empty_observer_and_the_next_writer_adds_the_table(tmp_path: Path) -> None:
+    """Schema 9 added the observer table (labtui's own memory and CPU) and its observer_share view."""
+    db = tmp_path / "v8.duckdb"
+    record_events(db, [started()])
+    with duckdb.connect(str(db)) as con:  # the file as labtui 8 left it
+        con.execute("DROP VIEW observer_share")
+        con.execute("DROP TABLE observer")
+        con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    assert run_sql(db, "SELECT count(*) FROM observer").rows == [(0,)]
+    assert run_sql(db, "SELECT count(*) FROM observer_share").rows == [(0,)]
+    assert one(db, "SELECT value FROM meta WHERE key = 'schema_version'") == ("8",)  # a reader leaves it as it is
+    record_events(db, [observed(0, 1.0), observed(4, 3.0, rss_mib=100)])
+    assert one(db, "SELECT value FROM meta WHERE key = 'schema_version'") == (str(SCHEMA_VERSION),)
+    with duckdb.connect(str(db), read_only=True) as con:  # the file's own table and view, not a reader's stand-ins
+        assert con.execute("SELECT count(*), max(rss_bytes) FROM observer").fetchall() == [(2, 100 << 20)]
+        assert con.execute("SELECT max_rss_mib, cpu_share FROM observer_share").fetchall() == [(100.0, 0.5)]
+
+
+def test_one_reading_of_labtuis_own_usage_has_no_share_yet(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, [started(), observed(3, 2.0, rss_mib=64)])
+    assert run_sql(db, "SELECT samples, span_s, max_rss_mib, cpu_share, max_helper_rss_mib, helper_cpu_share "
+                       "FROM observer_share").rows == [(1, 0.0, 64.0, None, 0.0, None)]
+
+
+def test_deleting_a_session_deletes_its_observer_rows_and_no_others(tmp_path: Path) -> None:
+    db = tmp_path / "lab.duckdb"
+    record_events(db, [started("s1", pid=1), SessionEnded("s1", "completed"), observed(0, 1.0), observed(1, 2.0),
+                       started("s2", pid=1), SessionEnded("s2", "completed"), observed(0, 1.0, session_id="s2")])
+    assert delete_sessions(db, ["s1"])["observer"] == 2
+    assert run_sql(db, "SELECT session_id, count(*) FROM observer GROUP BY ALL").rows == [("s2", 1)]
+
+
+def test_a_crashed_session_ends_at_its_last_reading_of_labtuis_own_usage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LABTUI_LOCK_DIR", str(tmp_path / "locks"))
+    db = tmp_path / "lab.duckdb"
+    record_events(db, [started("dead", pid=_dead_pid()), result(1.0, 0, session_id="dead", ts=T0 + 30),
+                       observed(45, 3.0, session_id="dead")])
+    with StoreWriter.open(db) as writer:  # the next writer marks it
+        assert writer.crashed == ["dead"]
+    assert one(db, "SELECT status, epoch(ended_at) FROM sessions") == ("crashed", T0 + 45)
