@@ -79,6 +79,8 @@ class RunContext:
     held_s: float = 0.0
     #: Whether a measured operation is in flight; shared by a run's sessions (labtui.engine.quiet).
     quiet: QuietWindows = field(default_factory=QuietWindows)
+    #: labtui's own helper processes (the store's): their memory and CPU go into each ObserverSample.
+    helper_pids: tuple[int, ...] = ()
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def record(self, event: Event) -> None:

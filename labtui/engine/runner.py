@@ -17,6 +17,7 @@ from collections.abc import Awaitable
 from labtui.backends.base import Backend
 from labtui.core.events import HostFacts, SessionEnded, SessionStarted
 from labtui.core.liveness import session_lock
+from labtui.core.observer import own_usage
 from labtui.engine.bus import EventBus
 from labtui.engine.context import RunContext
 from labtui.engine.gate import Aborted, StepGate
@@ -205,6 +206,7 @@ class SessionRunner:
                         ctx.log("info", "host-reconnected", f"host {ctx.host.name} reconnected; sampling again")
                         lost = None
                     ctx.record_sample(sample)
+                    ctx.record(own_usage(ctx.helper_pids).sample(ctx.session_id))  # the observer's share
             except HostError as exc:
                 if lost is not None:
                     raise HostLost(f"host {ctx.host.name} lost ({lost}); reconnecting failed: {exc}") from exc

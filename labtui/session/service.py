@@ -254,7 +254,7 @@ class LabRun:
         if notice:
             self._notify("warning", notice)
         for runner, journal in zip(runners, journals):
-            runner.ctx.journal = journal
+            runner.ctx.journal, runner.ctx.helper_pids = journal, (store.pid,)
         self.feeder = StoreFeeder(store, db, journals, self._notify, self.quiet)
         merged: asyncio.Queue[Event | None] = asyncio.Queue()
 
