@@ -117,8 +117,16 @@ async def _run(lab: LabRun, console: Console) -> list:
             await asyncio.gather(*side, return_exceptions=True)
 
 
+#: Seconds between two redraws of the progress lines (each waits for the run's quiet window to close).
+REDRAW_S = 0.25
+
+
 async def _show_progress(events: asyncio.Queue[Event | None], lab: LabRun, console: Console) -> None:
-    """One progress line per session, fed by the run's events (each goes to its session's line)."""
+    """One progress line per session, fed by the run's events (each goes to its session's line).
+
+    Rich's own refresh thread would draw ten times a second whatever the run measures; the lines are
+    drawn here instead, REDRAW_S apart and never while a measured operation is in flight.
+    """
     with Progress(
         TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
@@ -126,12 +134,26 @@ async def _show_progress(events: asyncio.Queue[Event | None], lab: LabRun, conso
         TextColumn("{task.fields[detail]}", markup=False),
         TextColumn("{task.fields[clock]}", markup=False),  # elapsed and time left
         console=console,
+        auto_refresh=False,
     ) as progress:
         several = len(lab.sessions) > 1
         lines = {s.session_id: _ProgressLine(s, lab.plan, progress, console, several=several) for s in lab.sessions}
-        while (event := await events.get()) is not None:
-            if line := lines.get(event.session_id):
-                line.apply(event)
+        redraws = asyncio.create_task(_redraw_between_windows(progress, lab))
+        try:
+            while (event := await events.get()) is not None:
+                if line := lines.get(event.session_id):
+                    line.apply(event)
+        finally:
+            redraws.cancel()
+        progress.refresh()
+
+
+async def _redraw_between_windows(progress: Progress, lab: LabRun) -> None:
+    """Draw the progress lines every REDRAW_S, each time once no measured operation is in flight."""
+    while True:
+        await asyncio.sleep(REDRAW_S)
+        await lab.quiet.until_closed()
+        progress.refresh()
 
 
 class _ProgressLine:

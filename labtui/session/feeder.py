@@ -1,10 +1,12 @@
 """StoreFeeder: moves a run's journals into the store, from the store's own process, never in a measurement's way.
 
 The feed itself runs in the store process (labtui.session.store_process) at
-idle CPU and I/O priority; this side only says when.  A feed starts at each
+idle CPU and I/O priority; this side only says when.  A feed is due at each
 step's end, at each session's start and end, and every FEED_INTERVAL_S while
-new rows wait, but never while a quiet window is open (labtui.engine.quiet):
-one that is due then starts as the window closes.  A window that opens while
+new rows wait.  It starts FEED_GAP_S after the last one at the earliest (a
+reader sees a run within a step, or within FEED_GAP_S of short steps: a feed
+costs far more than a short step's rows), and never while a quiet window is
+open (labtui.engine.quiet): one that is due then starts as the window closes.  A window that opens while
 a feed is under way waits up to HOLD_WAIT_S for it to finish, and pauses the
 store process for the window's length when it has not.
 
@@ -28,6 +30,8 @@ from labtui.store.journal import Journal, journal_dir
 
 #: A feed is due at least this often while new rows wait (seconds).
 FEED_INTERVAL_S = 2.0
+#: The least time from one feed's start to the next (seconds).
+FEED_GAP_S = 1.0
 #: How long a feed during the run waits for a store another program holds (seconds).
 RUN_FEED_WAIT_S = 0.5
 #: How long the last feed waits before the run ends and leaves its rows in the journals (seconds).
@@ -65,12 +69,12 @@ class StoreFeeder:
     async def run(self, events: asyncio.Queue[Event | None]) -> None:
         """Feed as events come (they only say when), until a None; then the last feed."""
         loop = asyncio.get_running_loop()
-        self._last_start = loop.time()
+        self._last_start = loop.time() - FEED_GAP_S  # the first feed may start at once
         while True:
             event: object
+            wake = self._last_start + (FEED_GAP_S if self._due else FEED_INTERVAL_S)
             try:  # never a zero timeout: asyncio.wait_for(get(), 0) times out even when items wait
-                event = await asyncio.wait_for(events.get(),
-                                               max(0.05, self._last_start + FEED_INTERVAL_S - loop.time()))
+                event = await asyncio.wait_for(events.get(), max(0.05, wake - loop.time()))
             except TimeoutError:
                 event = _TICK
             if event is None:
@@ -82,8 +86,11 @@ class StoreFeeder:
         await self._last_feed()
 
     def _start_when_due(self) -> None:
-        """Start a feed when one is due, none is under way, no window is open and new rows wait."""
+        """Start a feed when one is due, none is under way, no window is open, the last started FEED_GAP_S ago
+        and new rows wait."""
         if not self._due or self._quiet.is_open or (self._feeding is not None and not self._feeding.done()):
+            return
+        if asyncio.get_running_loop().time() - self._last_start < FEED_GAP_S:
             return
         if self._appended() == self._fed_appends:
             return

@@ -11,7 +11,8 @@ per RUN_CHART_EVERY_S; new host samples alone redraw the chart at most once per
 CHART_EVERY_S.  Drawing takes the GIL and a core from the engine's thread, so
 what a person cannot see faster is not drawn faster (bench_faces.py).  The
 run's time left and elapsed time (labtui.session.estimate) are shown under the
-run pane, redrawn at every drain.
+run pane, redrawn at every drain.  A drain that falls in a quiet window (a
+measured operation in flight) is skipped: the next one catches up.
 The session service, the engine and the hosts are imported when a run starts.
 
 The view's first frame holds its three text panes, filled with what is known at
@@ -220,7 +221,10 @@ class RunView(Vertical):
         self._queue = queue
 
     def drain(self) -> None:
-        """Fold queued events into the model, log them, redraw once if anything changed."""
+        """Fold queued events into the model, log them, redraw once if anything changed; skipped while the run
+        measures (a quiet window is open: labtui.engine.quiet), so that a redraw never shares the host with it."""
+        if self.lab is not None and self.lab.quiet.is_open:
+            return
         if self._queue is not None:
             created = ready = destroyed = 0
             for _ in range(DRAIN_MAX):
