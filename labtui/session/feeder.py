@@ -1,7 +1,7 @@
 """StoreFeeder: moves a run's journals into the store, from the store's own process, never in a measurement's way.
 
-The feed itself runs in the store process (labtui.session.store_process) at
-idle CPU and I/O priority; this side only says when.  A feed is due at each
+The feed itself runs in the store process (labtui.session.store_process) at a
+low CPU and I/O priority; this side only says when.  A feed is due at each
 step's end, at each session's start and end, and every FEED_INTERVAL_S while
 new rows wait.  It starts FEED_GAP_S after the last one at the earliest (a
 reader sees a run within a step, or within FEED_GAP_S of short steps: a feed

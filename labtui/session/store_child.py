@@ -12,11 +12,18 @@ until its input ends:
   journals it emptied).
 
 A request that fails answers with its exception, which the parent raises (as
-a StoreError when it is not labtui's own: the parent never loads DuckDB).  The
-process runs under SCHED_IDLE and the idle I/O class, ignores the terminal's
-stop signals (its parent decides when it ends: it closes the pipe), and is
-sent SIGCONT when its parent dies, so that a feed the parent had paused for a
-measurement finishes and the process sees its input end.
+a StoreError when it is not labtui's own: the parent never loads DuckDB).
+
+Once the store is open the process lowers its priority (nice NICENESS, the
+lowest best-effort I/O level): low enough to yield to everything the run
+starts, never starved.  SCHED_IDLE and the idle I/O class were tried: on a
+host kept busy by something else a feed, and the run's last feed with it,
+may then never finish, and an unprivileged process cannot raise its priority
+back.  What keeps the feed out of the figures is the quiet window, not the
+priority.  The process ignores the terminal's stop signals (its parent decides
+when it ends: it closes the pipe), and is sent SIGCONT when its parent dies,
+so that a feed the parent had paused for a measurement finishes and the
+process sees its input end.
 """
 
 from __future__ import annotations
@@ -38,20 +45,23 @@ from labtui.store.errors import StoreBusy, StoreError
 from labtui.store.feed import feed
 from labtui.store.writer import StoreWriter
 
-#: ioprio_set(2) by machine (the C library has no wrapper); IOPRIO_WHO_PROCESS, IOPRIO_CLASS_IDLE.
+#: The nice value the process takes once the store is open.
+NICENESS = 10
+#: ioprio_set(2) by machine (the C library has no wrapper); IOPRIO_WHO_PROCESS, the best-effort class at its
+#: lowest level (7).
 _IOPRIO_SET = {"x86_64": 251, "aarch64": 30}
-_IOPRIO_WHO_PROCESS, _IOPRIO_CLASS_IDLE = 1, 3
+_IOPRIO_WHO_PROCESS, _IOPRIO_BEST_EFFORT_LOWEST = 1, (2 << 13) | 7
 _PR_SET_PDEATHSIG = 1
 
 
 def lower_priority() -> None:
-    """SCHED_IDLE and the idle I/O class: this process runs only when nothing else wants the CPU or disk."""
-    with contextlib.suppress(OSError, AttributeError):
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    """Nice NICENESS and the lowest best-effort I/O level: this process yields to the run and what it starts."""
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, 0, max(NICENESS, os.getpriority(os.PRIO_PROCESS, 0)))
     number = _IOPRIO_SET.get(platform.machine())
     if number is not None:
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).syscall(number, _IOPRIO_WHO_PROCESS, 0, _IOPRIO_CLASS_IDLE << 13)
+            ctypes.CDLL(None, use_errno=True).syscall(number, _IOPRIO_WHO_PROCESS, 0, _IOPRIO_BEST_EFFORT_LOWEST)
 
 
 def _continue_when_orphaned(parent: int) -> None:
@@ -94,6 +104,8 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
         name, *args = request
         try:
             answer: object = getattr(store, name)(*args)
+            if name == "open":  # started at the caller's priority: a busy host does not hold the run's start
+                lower_priority()
         except LabError as exc:  # StoreError, StoreBusy: the parent raises it as it is
             answer = exc
         except Exception as exc:  # duckdb.Error, OSError, a bug
@@ -107,7 +119,6 @@ def main() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     _continue_when_orphaned(parent)
-    lower_priority()
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a stray print goes to stderr, not into an answer
     with answers:

@@ -2,7 +2,7 @@
 
 A run's measuring process never loads DuckDB, polars or pyarrow: it asks this
 child process to read the store, open it and feed it, one request at a time.
-The child runs at idle CPU and I/O priority; `pause` and `resume` stop and
+The child runs at a low CPU and I/O priority; `pause` and `resume` stop and
 continue it around a measurement it must not share the host with.
 """
 

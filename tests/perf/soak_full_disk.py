@@ -4,8 +4,9 @@ Each round mounts an 8 MiB tmpfs, starts `labtui run boot-scaling` (2 per step, 
 samples every 0.1 s) with its store and journals on it, waits a seeded random delay (0.2-6 s
 after start), then fills the tmpfs with `dd`.  It checks:
 
-- the run ends by itself (exit 1, "store error" naming the store; or 0 when the run had already
-  ended) within 5 minutes;
+- the run ends by itself (exit 1, "store error" naming the store; 0 when the run had already
+  ended; 2, "cannot open store", when the disk filled before the store could be opened, and then
+  nothing was created) within 5 minutes;
 - no instance of the session is left (`labtui instances --session ID`);
 - once the filler is gone, the store opens and every step recorded ok has its results.
 
@@ -58,12 +59,19 @@ def one_round(number: int, delay: float, tmp: Path) -> list[str]:
             run.kill()
             out, err = run.communicate()
             problems.append("the run did not end within 300 s of the full disk")
-        if run.returncode == 1 and not ("store error" in err and "lab.duckdb" in err):
+        refused = run.returncode == 2 and "cannot open store" in err and "No space left" in err
+        if refused:  # the disk filled before the store could be opened: nothing started, nothing to check
+            left = labtui("instances", "--format", "json", env=env)
+            if json.loads(left.stdout or "[]"):
+                problems.append(f"refused at the start, yet instances exist: {left.stdout.strip()}")
+        elif run.returncode == 1 and not ("store error" in err and "lab.duckdb" in err):
             problems.append(f"exit 1 without a store error: {err[-300:]}")
         elif run.returncode not in (0, 1):
             problems.append(f"exit {run.returncode}: {err[-300:]}")
         sid = err.split("session ")[1].split()[0] if "session " in err else None
-        if sid is None:
+        if refused:
+            pass
+        elif sid is None:
             problems.append(f"no session id in: {err[-300:]}")
         else:
             left = labtui("instances", "--session", sid, "--format", "json", env=env)

@@ -18,6 +18,7 @@ from labtui.core.events import StepEnded
 from labtui.engine.quiet import Observer, QuietWindows
 from labtui.session import feeder as feeder_module
 from labtui.session.feeder import StoreFeeder
+from labtui.session.store_child import NICENESS
 from labtui.session.store_process import StoreProcess
 from labtui.store import StoreWriter, run_sql
 from labtui.store.errors import StoreBusy
@@ -120,8 +121,14 @@ def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
-async def test_the_store_process_runs_at_idle_cpu_priority(store: StoreProcess) -> None:
-    assert os.sched_getscheduler(store.pid) == os.SCHED_IDLE
+async def test_the_store_process_yields_once_the_store_is_open(tmp_path: Path) -> None:
+    process = await StoreProcess.start()
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, process.pid) == os.getpriority(os.PRIO_PROCESS, 0)
+        await process.open(tmp_path / "lab.duckdb", 5.0)
+        assert os.getpriority(os.PRIO_PROCESS, process.pid) == NICENESS
+    finally:
+        await process.close()
 
 
 def test_the_store_process_ends_when_its_parent_is_killed_even_while_paused(tmp_path: Path) -> None:
