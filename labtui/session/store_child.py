@@ -1,4 +1,4 @@
-"""The store's own process: it reads and feeds the DuckDB store for a run, at idle priority.
+"""The store's own process: it reads and feeds the DuckDB store for a run, at a low priority.
 
 ``python -m labtui.session.store_child`` is started by `StoreProcess` (its
 parent side).  It serves one request at a time from its standard input and
