@@ -83,11 +83,16 @@ class StoreProcess:
             process.stdin.close()
         try:
             await asyncio.wait_for(process.wait(), CLOSE_WAIT_S)
-        except (TimeoutError, asyncio.CancelledError):
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+        except TimeoutError:  # a feed that does not end: its transaction is rolled back, the journals keep the rows
+            self._kill()
             await process.wait()
+        except asyncio.CancelledError:
+            self._kill()
             raise
+
+    def _kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._process.kill()
 
     async def _ask(self, *request: Any) -> Any:
         """Send one request and return its answer; raise the exception it answered with."""
