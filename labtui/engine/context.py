@@ -198,8 +198,9 @@ class RunContext:
             if not self.tearing_down:
                 raise
         await self._bounded(self.backend.destroy_many(ordered, force=force), ordered, "destroy")
-        gone = {id(i) for i in ordered}
-        self.live = [i for i in self.live if id(i) not in gone]
+        gone = {id(i) for i in ordered if i.state != "exited"}  # an instance that ran to its exit never was live
+        if gone:  # a worker's destroy between two boots need not walk a thousand background instances
+            self.live = [i for i in self.live if id(i) not in gone]
         for instance in ordered:
             self.destroying.pop(instance.labels.instance, None)
             self.record(InstanceDestroyed(self.session_id, instance.labels.instance))

@@ -247,6 +247,35 @@ async def test_a_journal_that_cannot_take_a_sample_still_ends_the_session_and_te
     assert await backend.list(runner.session_id) == []
 
 
+async def test_a_journal_that_fills_on_a_batchs_first_outcome_leaves_none_of_the_batch_running(
+        runtime_dir: Path) -> None:
+    """A full disk on the first InstanceReady of a batch of background instances once hid the rest of the batch
+    from the teardown: created, never destroyed (CI's full-disk test left `ba102` running)."""
+    from labtui.backends.base import open_backend
+    from labtui.core.events import InstanceReady
+    from labtui.engine import SessionRunner
+    from labtui.hosts.local import LocalHost
+    from labtui.suites import load_suite
+
+    class FullAtTheFirstBackgroundOutcome:
+        def append(self, event) -> None:
+            if isinstance(event, InstanceReady) and event.instance_id.startswith("ba"):
+                raise StoreError("cannot append to the journal: database or disk is full")
+
+        def append_all(self, events) -> None:
+            pass
+
+    suite = load_suite("boot-scaling", ["scale.steps=2", "scale.per_step=4", "suite.repetitions=1",
+                                        "sampling.quiet_timeout_s=0"])
+    backend = open_backend("process", LocalHost())
+    runner = SessionRunner(suite, backend, LocalHost())
+    runner.ctx.journal = FullAtTheFirstBackgroundOutcome()
+    status = await asyncio.wait_for(runner.run(), 300)
+    assert status == "failed" and isinstance(runner.ctx.lost, StoreError)
+    assert runner.ctx.live == []
+    assert await backend.list(runner.session_id) == []  # all 4 of the batch were torn down
+
+
 # --- appending: counts, failures, ownership ------------------------------------------------------------------
 
 
