@@ -20,6 +20,7 @@ next labtui command (or ``labtui store sync``) to move in.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -61,6 +62,8 @@ class StoreFeeder:
         self._last_start = 0.0
         #: Set when the run ended with rows still in its journals: the one line that says where they are.
         self.left_in_journals: str | None = None
+        #: Each feed's wall time in seconds, waiting for a held store included (for benchmarks).
+        self.feed_times: list[float] = []
         quiet.observe(Observer(self._hold, self._release))
 
     def _appended(self) -> int:
@@ -117,6 +120,7 @@ class StoreFeeder:
         rows stay in the journals, and the run is never stopped or held by its store.  The journals it
         emptied, or None when it failed."""
         appended = self._appended()
+        began = time.perf_counter()
         try:
             _, drained = await self.store.feed([journal.path for journal in self.journals], wait)
         except Exception as exc:  # StoreError (busy, full disk, the process gone), or a bug: the journal keeps the rows
@@ -125,6 +129,8 @@ class StoreFeeder:
                              "and move in once the store is free")
             self._trouble = str(exc)
             return None
+        finally:
+            self.feed_times.append(time.perf_counter() - began)
         if self._trouble is not None:
             self._notify("info", f"the store is free again: {self.db_path} has caught up")
             self._trouble = None
