@@ -20,6 +20,15 @@ Welch's test and its interval come from scipy.stats; where both sides have at
 least 20 samples and one is skewed, the interval printed is a BCa bootstrap
 (scipy.stats.bootstrap) and the row says so (``ci_method``).  Fewer samples
 keep Welch's interval, which covers better than a bootstrap of few values.
+
+Many conditions are tested at once (31 or 101 background levels of a scaling
+run), so the p-values of one comparison are adjusted together, Benjamini-Hochberg
+at a false discovery rate of 5% (labtui.core.stats, "many comparisons"):
+``p_value`` is each test's own, ``p_adjusted`` the corrected one, and
+``significant`` and the verdict follow ``p_adjusted``.  A condition not found
+different is "no difference (within ±5%)" when its interval lies within
+EQUIVALENCE_PCT of A's mean, else "too few samples to tell" with how far the
+interval reaches.  The table and its text lead with a summary line counting each.
 """
 
 from __future__ import annotations
@@ -34,14 +43,28 @@ from typing import Any, cast
 from labtui.commands.common import db_path
 from labtui.commands.listing import PipeConsole, write_rows
 from labtui.core.errors import UsageError
-from labtui.core.stats import BOOTSTRAP_MIN, Comparison, compare_samples, summarize
-from labtui.core.units import MISSING, display_unit, number, shown, signed_pct
+from labtui.core.stats import (
+    BOOTSTRAP_MIN,
+    CORRECTION,
+    EQUIVALENCE_PCT,
+    FDR,
+    Comparison,
+    adjust_p_values,
+    compare_samples,
+    no_difference,
+    reach_pct,
+    summarize,
+)
+from labtui.core.units import MISSING, display_unit, number, share_pct, shown, signed_pct
 from labtui.figures import sample_figures, sample_values
 from labtui.store import UnknownSession, fetch_frame, resolve_session
 from labtui.store.frames import repetition_table
 from labtui.suites.model import PLACEMENTS
 
-ALPHA = 0.05
+ALPHA = 0.05  # Welch's test and the 95% interval of each condition
+#: The verdicts of a condition not found different after the correction.
+NO_DIFFERENCE = f"no difference (within ±{EQUIVALENCE_PCT:g}%)"
+TOO_FEW = "too few samples to tell"
 #: How results are matched between the sessions.
 Key = tuple[str, str, str, int, str, str]  # benchmark, metric, placement, background, unit, better
 
@@ -49,7 +72,7 @@ COLUMNS = (
     "benchmark", "metric", "placement", "background", "unit", "better", "present",
     "n_a", "mean_a", "std_a", "n_b", "mean_b", "std_b",
     "ratio", "change_pct", "slowdown_pct", "diff", "ci95_low", "ci95_high", "df", "t", "p_value",
-    "significant", "verdict",
+    "p_adjusted", "significant", "verdict",
     "samples", "values_a", "values_b", "ci_method", "t_ci95_low", "t_ci95_high",
 )
 
@@ -86,6 +109,8 @@ class Row:
     b: Samples | None
     comparison: Comparison | None
     verdict: str
+    p_adjusted: float | None = None  # Welch's p adjusted over the comparison's tests (Benjamini-Hochberg)
+    significant: bool | None = None  # p_adjusted < FDR; None without a test
 
     @property
     def present(self) -> str:
@@ -104,7 +129,7 @@ class Row:
             sa and sa.n, sa and sa.mean, sa and sa.sample_std, sb and sb.n, sb and sb.mean, sb and sb.sample_std,
             c and c.ratio, c and c.change_pct, c and c.slowdown_pct, c and c.diff,
             ci and ci.low, ci and ci.high, w and w.df, w and w.t, w and w.p,
-            c.significant if c else None, self.verdict,
+            self.p_adjusted, self.significant, self.verdict,
             cast(Samples, self.a or self.b).unit, self.a.raw if self.a else None, self.b.raw if self.b else None,
             ci and ci.method, w and w.ci_low, w and w.ci_high,
         ]
@@ -138,6 +163,8 @@ def cmd_compare(args) -> int:
         write_rows("csv", columns(), [tuple(r.record().values()) for r in rows])
     elif args.format == "json":
         doc = {"a": _one(sessions[0]), "b": _one(sessions[1]), "alpha": ALPHA, "samples": unit,
+               "correction": CORRECTION, "fdr": FDR, "tested": sum(r.p_adjusted is not None for r in rows),
+               "equivalence_pct": EQUIVALENCE_PCT, "summary": summary(rows),
                "rows": [r.record() for r in rows]}
         json.dump(doc, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
@@ -199,13 +226,21 @@ def load_samples(path: Path, session_ids: str | list[str], unit: str = REPETITIO
 
 
 def compare_sessions(a: dict[Key, Samples], b: dict[Key, Samples]) -> list[Row]:
-    """One row per condition of either side, ordered by benchmark, metric, placement, background."""
+    """One row per condition of either side, ordered by benchmark, metric, placement, background.
+
+    Welch's p-values of all the conditions tested are adjusted together (Benjamini-Hochberg), and
+    each row's significance and verdict follow its adjusted p."""
+    keys = sorted(a.keys() | b.keys(), key=condition_order)
+    tests = {key: compare_samples(a[key].values, b[key].values, key[5], ALPHA) for key in keys
+             if a.get(key) and b.get(key)}
+    adjusted = dict(zip(tests, adjust_p_values([c.welch.p if c.welch else None for c in tests.values()])))
     rows = []
-    for key in sorted(a.keys() | b.keys(), key=condition_order):
+    for key in keys:
         va, vb = a.get(key), b.get(key)
         if va and vb:
-            c = compare_samples(va.values, vb.values, key[5], ALPHA)
-            rows.append(Row(key, va, vb, c, _verdict(c, key[5], va.unit)))
+            c, p = tests[key], adjusted[key]
+            significant = None if p is None else p < FDR
+            rows.append(Row(key, va, vb, c, _verdict(c, key[5], va.unit, significant), p, significant))
         else:
             rows.append(Row(key, va, vb, None, _only_verdict(key, "A" if va else "B", b if va else a)))
     return rows
@@ -217,16 +252,79 @@ def condition_order(key: Key) -> tuple:
     return benchmark, metric, unit, better, placement != "", rank, placement, background
 
 
-def _verdict(c: Comparison, better: str, unit: str = REPETITIONS) -> str:
+def _verdict(c: Comparison, better: str, unit: str = REPETITIONS, significant: bool | None = None) -> str:
+    """The row's verdict; `significant` is the test's after the correction (Comparison.significant without one)."""
     one = unit[:-1]  # "repetition", "session"
     if c.welch is None:
         return f"no test: one {one} each" if c.a.n == c.b.n == 1 else f"no test: one {one} in {'A' if c.a.n == 1 else 'B'}"
+    if significant is None:
+        significant = c.significant
     boot = c.ci if c.ci is not None and c.ci.method == "bootstrap" else None  # the CI, when bootstrapped
-    if not c.significant:
-        return "not significant" + ("; the bootstrap CI excludes 0" if boot is not None and not boot.contains(0.0) else "")
+    if not significant:
+        return _not_different(c) + (
+            "; the bootstrap CI excludes 0" if boot is not None and not boot.contains(0.0) else "")
     worse = (c.diff < 0) if better == "higher" else (c.diff > 0)
     return f"B {'worse' if worse else 'better'}, significant" + (
         "; the bootstrap CI includes 0" if boot is not None and boot.contains(0.0) else "")
+
+
+def _not_different(c: Comparison) -> str:
+    """NO_DIFFERENCE when the interval of B − A lies within ±EQUIVALENCE_PCT % of A's mean, else TOO_FEW with how
+    far it reaches; "not significant" where no percentage of A's mean can be given (a mean of 0)."""
+    if c.ci is None:
+        return "not significant"
+    if no_difference(c.ci.low, c.ci.high, c.a.mean):
+        return NO_DIFFERENCE
+    reach = reach_pct(c.ci.low, c.ci.high, c.a.mean)
+    return f"{TOO_FEW} (CI ±{share_pct(reach / 100.0)})" if reach == reach else "not significant"
+
+
+def summary(rows: list[Row]) -> str:
+    """One line on the whole comparison: how many conditions differ after the correction (and the largest
+    difference), and how many of the others show no difference or have too few samples to tell."""
+    tested = [r for r in rows if r.p_adjusted is not None]
+    untested = sum(r.comparison is not None and r.p_adjusted is None for r in rows)
+    alone = sum(r.comparison is None for r in rows)
+    how = f"{CORRECTION}, FDR {FDR:.0%}"
+    differ = [r for r in tested if r.significant]
+    if not tested:
+        text = "no condition could be tested (a test needs two samples a side)"
+    elif differ:
+        text = f"{len(differ)} of {len(tested)} conditions tested differ after correction ({how})"
+        text += "; the largest: " + _largest(differ, scaled=any(r.key[3] for r in rows))
+    else:
+        text = f"no condition differs after correction ({how}, over {len(tested)} conditions tested)"
+    rest = [r for r in tested if not r.significant]
+    if rest:
+        kinds = {NO_DIFFERENCE: 0, TOO_FEW: 0, "not significant": 0}
+        for r in rest:
+            kinds[next(k for k in kinds if r.verdict.startswith(k))] += 1
+        said = [f"{n} {kind}" for kind, n in kinds.items() if n]
+        text += f"; {'of the other ' + str(len(rest)) if differ else 'of them'}: {', '.join(said)}"
+    if untested:
+        text += f"; {untested} not tested (one sample on a side)"
+    if alone:
+        text += f"; {alone} in one session only"
+    return text
+
+
+def _largest(differ: list[Row], scaled: bool) -> str:
+    """The significant condition with the largest change, its direction and interval in percent of A's mean."""
+    def size(r: Row) -> float:
+        change = cast(Comparison, r.comparison).change_pct
+        return abs(change) if math.isfinite(change) else -1.0
+
+    r = max(differ, key=size)
+    c = cast(Comparison, r.comparison)
+    benchmark, metric, placement, background = r.key[:4]
+    where = f"{benchmark}/{metric}" + (f" {placement}" if placement else "") + (
+        f" at background {background}" if scaled else "")
+    worse = (c.diff < 0) if r.key[5] == "higher" else (c.diff > 0)
+    text = f"{where}, {signed_pct(c.change_pct, '%')} (B {'worse' if worse else 'better'}"
+    if c.ci is not None and c.a.mean:
+        low, high = (c.ci.low / c.a.mean * 100.0, c.ci.high / c.a.mean * 100.0)
+        text += f"; 95% CI {signed_pct(min(low, high), '%')} … {signed_pct(max(low, high), '%')} of A's mean"
+    return text + ")"
 
 
 def _only_verdict(key: Key, side: str, other: dict[Key, Samples]) -> str:
@@ -252,7 +350,8 @@ def finite(value: Any) -> Any:
 def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str = REPETITIONS) -> None:
     """One rich table (a section per benchmark), or a few lines per row when the terminal is too narrow.
 
-    Significant rows are red (B worse) or green (B better); rows of one session only are dim.
+    A summary line (`summary`) leads.  Significant rows (after the correction) are red (B worse) or green
+    (B better); rows of one session only are dim.
     """
     console = PipeConsole()
     for name, sessions in zip("AB", sides):
@@ -262,6 +361,7 @@ def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str =
             note = f"  note: {s['note']}" if s["note"] else ""
             console.print(f"{name}: {s['session_id']} ({about}; {s['status']}){labels}{note}", highlight=False,
                           markup=False)
+    console.print(summary(rows), highlight=False, markup=False, style="bold")
     records = [(r.record(), _style(r)) for r in rows]
     table, width = _wide_table(records)
     if width <= console.width:
@@ -271,7 +371,11 @@ def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str =
     console.print(
         "change % = (B/A − 1)·100 of the means; slowdown % > 0 means B is worse "
         "(↑ higher is better: (1 − B/A)·100; ↓ lower is better: (B/A − 1)·100). "
-        f"p: Welch's two-sided t-test of B − A; significant when p < {ALPHA}; no test with a single sample. "
+        f"p: Welch's two-sided t-test of B − A, no test with a single sample; p adj: p adjusted by {CORRECTION} "
+        f"over the {sum(r.p_adjusted is not None for r in rows)} conditions tested (false discovery rate "
+        f"{FDR:.0%}); significant when p adj < {FDR}. Not significant: \"{NO_DIFFERENCE}\" when the whole 95% CI "
+        f"of B − A lies within ±{EQUIVALENCE_PCT:g}% of A's mean, else \"{TOO_FEW}\" with how far the CI "
+        "reaches (± % of A's mean). "
         + _SAMPLES_NOTE[unit]
         + f" CI: Welch's t interval (t), or a BCa bootstrap (boot) where both sides have {BOOTSTRAP_MIN} samples or "
         "more and one is skewed.",
@@ -300,13 +404,14 @@ def _wide_table(records: list[tuple[dict[str, Any], str | None]]):
     placed = any(r["placement"] for r, _ in records)
     scaled = any(r["background"] for r, _ in records)
     headers = ["metric (unit, better)", *(["placement"] if placed else []), *(["background"] if scaled else []),
-               "A mean (n)", "B mean (n)", "B/A", "change %", "slowdown %", "95% CI of B−A", "p", f"verdict ({ALPHA:.0%})"]
+               "A mean (n)", "B mean (n)", "B/A", "change %", "slowdown %", "95% CI of B−A", "p", "p adj",
+               f"verdict (FDR {FDR:.0%})"]
     cells = [
         [f"  {r['metric']} ({display_unit(r['unit'])[0] or MISSING}, {_arrow(r['better'])})",
          *([r["placement"]] if placed else []), *([str(r["background"])] if scaled else []),
          _mean(r["mean_a"], r["n_a"], r["unit"]), _mean(r["mean_b"], r["n_b"], r["unit"]),
          shown(r["ratio"]), signed_pct(r["change_pct"]), signed_pct(r["slowdown_pct"]),
-         _ci(r), _p(r["p_value"]), r["verdict"]]
+         _ci(r), _p(r["p_value"]), _p(r["p_adjusted"]), r["verdict"]]
         for r, _ in records
     ]
     widths = [max(cell_len(str(c)) for c in column) for column in zip(headers, *cells)]
@@ -326,7 +431,8 @@ def _wide_table(records: list[tuple[dict[str, Any], str | None]]):
 
 
 def _print_lines(console, records: list[tuple[dict[str, Any], str | None]]) -> None:
-    """The narrow layout: a heading per benchmark, three lines per condition."""
+    """The narrow layout: a heading per benchmark, then per condition its name, the means, the test (where one
+    was made) and the verdict, a line each."""
     benchmark = None
     for r, style in records:
         if r["benchmark"] != benchmark:
@@ -342,8 +448,10 @@ def _print_lines(console, records: list[tuple[dict[str, Any], str | None]]) -> N
             parts += [f"B/A {shown(r['ratio'])}", f"change {signed_pct(r['change_pct'])} %",
                       f"slowdown {signed_pct(r['slowdown_pct'])} %"]
         console.print("    " + "  ".join(parts), highlight=False, markup=False, style=style)
-        test = f"95% CI of B−A {_ci(r)}  p {_p(r['p_value'])}  " if r["p_value"] is not None else ""
-        console.print(f"    {test}{r['verdict']}", highlight=False, markup=False, style=style)
+        if r["p_value"] is not None:
+            console.print(f"    95% CI of B−A {_ci(r)}  p {_p(r['p_value'])}  p adj {_p(r['p_adjusted'])}",
+                          highlight=False, markup=False, style=style)
+        console.print(f"    {r['verdict']}", highlight=False, markup=False, style=style)
 
 
 def _arrow(better: str) -> str:
@@ -360,7 +468,7 @@ def _ci(r: dict[str, Any]) -> str:
 def _style(row: Row) -> str | None:
     if row.comparison is None:
         return "dim"
-    if row.comparison.significant:
+    if row.significant:
         return "red" if row.verdict.startswith("B worse") else "green"
     return None
 

@@ -108,7 +108,12 @@ def test_welch_row_matches_r_and_pools_every_repetition(recorded: Path, capsys) 
     assert r["p_value"] == pytest.approx(0.07939, abs=5e-6)
     assert r["ci95_low"] == pytest.approx(-0.2054832, abs=1e-7)
     assert r["ci95_high"] == pytest.approx(3.3654832, abs=1e-7)
-    assert r["significant"] is False and r["verdict"] == "not significant"
+    # five conditions are tested (Benjamini-Hochberg): this p is the 4th smallest, so p_adjusted = p * 5 / 4
+    assert doc["tested"] == 5 and doc["correction"] == "Benjamini-Hochberg" and doc["fdr"] == 0.05
+    assert doc["equivalence_pct"] == 5.0 and doc["summary"].startswith("3 of 5 conditions tested differ after")
+    assert r["p_adjusted"] == pytest.approx(0.07939 * 5 / 4, abs=1e-5)
+    # not significant, and the interval reaches 3.365 / 10.75 = 31.3% of A's mean: no finding either way
+    assert r["significant"] is False and r["verdict"] == "too few samples to tell (CI ±31.3%)"
     # lower is better: slowdown = (B/A - 1) * 100 = change
     assert r["ratio"] == pytest.approx(12.33 / 10.75)
     assert r["change_pct"] == pytest.approx((12.33 / 10.75 - 1) * 100)
@@ -128,7 +133,8 @@ def test_conditions_meet_by_background_and_placement(recorded: Path, capsys) -> 
     assert rows[("boot", "boot_time", "", 20, "s")]["present"] == "B only"
     # isolation: each placement against the same placement
     alone, same = rows[("stream", "copy", "alone", 0, "MB/s")], rows[("stream", "copy", "same-thread", 0, "MB/s")]
-    assert (alone["mean_a"], alone["mean_b"], alone["verdict"]) == (101.0, 100.0, "not significant")
+    assert (alone["mean_a"], alone["mean_b"]) == (101.0, 100.0)
+    assert alone["verdict"] == "too few samples to tell (CI ±7.0%)"  # two samples a side: t(2) is 4.3
     assert (same["mean_a"], same["mean_b"]) == (62.0, 92.0)
     assert same["slowdown_pct"] == pytest.approx((1 - 92 / 62) * 100)  # higher is better: negative, B better
     assert same["verdict"] == "B better, significant"
@@ -163,11 +169,20 @@ def test_csv_and_table_carry_the_same_rows(recorded: Path, capsys) -> None:
     assert len(records) == 11
     row = next(r for r in records if r["metric"] == "boot_time" and r["background"] == "0")
     assert float(row["p_value"]) == pytest.approx(0.07939, abs=5e-6) and row["significant"] == "False"
+    assert float(row["p_adjusted"]) == pytest.approx(0.07939 * 5 / 4, abs=1e-5)
     assert next(r for r in records if r["metric"] == "memory")["ratio"] == ""
 
     assert main(["compare", "docker", "unikraft", "--db", str(recorded)]) == 0
     out = capsys.readouterr().out
     assert "A: docker-boot-1 (boot-scaling, docker, local; completed)" in out
+    # the summary leads, before the table: what differs after the correction, and what the rest show
+    words = " ".join(out.split())
+    assert words.index("B: unikraft-boot-1") < words.index(
+        "3 of 5 conditions tested differ after correction (Benjamini-Hochberg, FDR 5%); the largest: "
+        "boot/boot_time at background 10, +102.5% (B worse; 95% CI +76.9% … +128.1% of A's mean); of the "
+        "other 2: 2 too few samples to tell; 2 not tested (one sample on a side); 4 in one session only") < words.index(
+        "metric (unit, better)")
+    assert "p adj: p adjusted by Benjamini-Hochberg over the 5 conditions tested" in words
     line = next(x for x in out.splitlines() if x.strip().startswith("boot_time") and " 10 " in x)
     cells = re.split(r"\s{2,}", line.strip())
     assert cells[:5] == ["boot_time (ms, ↓)", "10", "1000 (4)", "2025 (4)", "2.025"]  # seconds shown in ms
@@ -182,11 +197,12 @@ def test_narrow_terminal_gets_lines_instead_of_a_table(recorded: Path, capsys, m
     at = lines.index("  boot_time (ms, lower is better, background 10)")
     assert lines[at + 1] == "    A 1000 (n=4)  B 2025 (n=4)  B/A 2.025  change +102.5 %  slowdown +102.5 %"
     assert lines[at + 2].startswith("    95% CI of B−A 769.4 … 1281 t  p 0.000")
-    assert lines[at + 2].endswith("B worse, significant")
+    assert re.search(r"  p adj 0\.000\d+$", lines[at + 2])
+    assert lines[at + 3] == "    B worse, significant"
     at = lines.index("  memory (MiB, lower is better)")
     assert lines[at + 1: at + 3] == ["    A 95.37 (n=1)", "    only in A"]
     at = lines.index("  copy (MB/s, higher is better, placement same-thread)")
-    assert "slowdown -48.4 %" in lines[at + 1] and lines[at + 2].endswith("B better, significant")
+    assert "slowdown -48.4 %" in lines[at + 1] and lines[at + 3] == "    B better, significant"
 
 
 def test_unknown_ambiguous_and_identical_sessions_exit_2(recorded: Path, capsys) -> None:
