@@ -9,7 +9,9 @@ post prints its "relative performance" beside the native score and study
 004's Table 2 sets Linux-UP, VServer-UP and Xen3-UP side by side.  The
 samples are those of the two-session comparison (`labtui.commands.compare`:
 a repetition each, or a session each where a column names several), and a
-difference whose Welch test has p < ALPHA carries a star.
+difference whose Welch test is significant after the same correction as the
+two-session comparison's (Benjamini-Hochberg over every test in the table,
+false discovery rate FDR) carries a star.
 """
 
 from __future__ import annotations
@@ -33,13 +35,13 @@ from labtui.commands.compare import (
 )
 from labtui.commands.listing import PipeConsole, print_uncut, write_rows
 from labtui.core.errors import UsageError
-from labtui.core.stats import Comparison, compare_samples, summarize
+from labtui.core.stats import CORRECTION, FDR, Comparison, adjust_p_values, compare_samples, summarize
 from labtui.core.units import MISSING, display_unit, number, signed_pct
 from labtui.figures import sample_figures, sample_values
 from labtui.store import fetch_frame
 
 _KEY = ("benchmark", "metric", "placement", "background", "unit", "better")
-_PER_COLUMN = ("mean", "n", "std", "change_pct", "p_value", "significant")
+_PER_COLUMN = ("mean", "n", "std", "change_pct", "p_value", "p_adjusted", "significant")
 
 
 def per_column() -> tuple[str, ...]:
@@ -54,30 +56,38 @@ class Cell:
 
     samples: Samples | None
     against_first: Comparison | None
+    p_adjusted: float | None = None  # Welch's p adjusted over every test of the table (Benjamini-Hochberg)
+
+    @property
+    def significant(self) -> bool | None:
+        """p_adjusted < FDR; None without a test."""
+        return None if self.p_adjusted is None else self.p_adjusted < FDR
 
     def record(self) -> dict[str, Any]:
-        """The per_column() fields: mean, n, std, change_pct, p_value, significant, then the sample figures
-        (None where there is nothing)."""
+        """The per_column() fields: mean, n, std, change_pct, p_value, p_adjusted, significant, then the sample
+        figures (None where there is nothing)."""
         s = summarize(self.samples.values) if self.samples else None
         c = self.against_first
         values = [s and s.mean, s and s.n, s and s.sample_std, c and c.change_pct, c and c.welch and c.welch.p,
-                  c.significant if c else None]
+                  self.p_adjusted, self.significant]
         found = dict(zip(_PER_COLUMN, values)) | sample_values(self.samples.values if self.samples else [])
         return {field: finite(found[field]) for field in per_column()}
 
 
 def side_by_side(columns: list[dict[Key, Samples]]) -> list[tuple[Key, list[Cell]]]:
-    """One row per condition of any column, in compare's order; each column's cell against the first."""
+    """One row per condition of any column, in compare's order; each column's cell against the first, its
+    Welch p adjusted over every test of the table (Benjamini-Hochberg)."""
     first = columns[0]
-    rows = []
+    found = []
     for key in sorted(set().union(*columns), key=condition_order):
         cells = []
         for i, column in enumerate(columns):
             here, base = column.get(key), first.get(key)
-            against = compare_samples(base.values, here.values, key[5], ALPHA) if i and here and base else None
-            cells.append(Cell(here, against))
-        rows.append((key, cells))
-    return rows
+            cells.append((here, compare_samples(base.values, here.values, key[5], ALPHA) if i and here and base
+                          else None))
+        found.append((key, cells))
+    adjusted = iter(adjust_p_values([c.welch.p if c and c.welch else None for _, cells in found for _, c in cells]))
+    return [(key, [Cell(here, c, next(adjusted)) for here, c in cells]) for key, cells in found]
 
 
 def column_label(path: Path, session_ids: list[str]) -> str:
@@ -146,8 +156,9 @@ def row_cells(key: Key, cells: list[Cell], placed: bool, scaled: bool) -> list[s
 #: What the N vs 1 % columns mean, under every side-by-side table.
 LEGEND = (
     "N vs 1 % = (mean N / mean 1 − 1)·100, the relative difference as study 003 prints it: for ↑ (higher is "
-    "better) a negative difference is worse, for ↓ (lower is better) a positive one; * Welch's p < "
-    f"{ALPHA} (no test with a single sample)."
+    "better) a negative difference is worse, for ↓ (lower is better) a positive one; * Welch's p, adjusted by "
+    f"{CORRECTION} over every test of the table, below {FDR} (false discovery rate {FDR:.0%}; no test with a "
+    "single sample)."
 )
 
 
@@ -161,7 +172,7 @@ def cmd_side_by_side(path: Path, columns: list[list[str]], fmt: str) -> int:
     elif fmt == "json":
         doc = {"columns": [{"label": label, "sessions": [session_about(path, s) for s in ids]}
                            for label, ids in zip(labels, columns)],
-               "alpha": ALPHA, "samples": unit,
+               "alpha": ALPHA, "samples": unit, "correction": CORRECTION, "fdr": FDR,
                "rows": [{**dict(zip(_KEY, key)), "columns": [c.record() for c in cells]} for key, cells in rows]}
         json.dump(doc, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")

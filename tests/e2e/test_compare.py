@@ -464,13 +464,15 @@ def test_side_by_side_marks_significant_differences_and_rows_of_one_session(reco
     docker, unikraft, process = rows[("boot", "boot_time", "", 0, "s")]
     assert (docker["n"], unikraft["n"], process["n"]) == (10, 10, 3)
     assert unikraft["p_value"] == pytest.approx(0.07939, abs=5e-6) and unikraft["significant"] is False  # R's figure
+    # the star follows p adjusted over every test of the table: the five of unikraft and process's boot_time at 0
+    assert doc["correction"] == "Benjamini-Hochberg" and unikraft["p_adjusted"] > unikraft["p_value"]
     assert process["significant"] is True and process["change_pct"] == pytest.approx((5.0 / 10.75 - 1) * 100)
     assert process["median"] == pytest.approx(5.0) and docker["median"] == pytest.approx(statistics.median(SLEEP_1) + 10)
     assert process["std"] == pytest.approx(0.2)
     assert [c["std"] for c in rows[("boot", "image_bytes", "", 0, "bytes")]] == [None, None, None]  # n = 1 each
     assert rows[("boot", "memory", "", 0, "bytes")][1:] == [
-        {"mean": None, "n": None, "std": None, "change_pct": None, "p_value": None, "significant": None,
-         "median": None}] * 2
+        {"mean": None, "n": None, "std": None, "change_pct": None, "p_value": None, "p_adjusted": None,
+         "significant": None, "median": None}] * 2
     assert main(["compare", "docker-boot-1", "unikraft-boot-1", "process-boot-1", "--db", str(recorded)]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("boot_time") and " 0 " in x)
     assert re.split(r"\s{2,}", line.strip())[-1] == f"{(5.0 / 10.75 - 1) * 100:+.1f}*"
@@ -504,4 +506,5 @@ def test_side_by_side_gives_every_registered_sample_figure_per_column(recorded: 
     assert process["p95"] == pytest.approx(5.18) and process["median"] == pytest.approx(5.0)
     assert main(["compare", *sessions, "--format", "csv"]) == 0
     header = capsys.readouterr().out.splitlines()[0].split(",")
-    assert header[-8:] == ["mean_3", "n_3", "std_3", "change_pct_3", "p_value_3", "significant_3", "median_3", "p95_3"]
+    assert header[-9:] == ["mean_3", "n_3", "std_3", "change_pct_3", "p_value_3", "p_adjusted_3", "significant_3",
+                           "median_3", "p95_3"]

@@ -121,3 +121,18 @@ def test_the_summary_counts_conditions_without_a_test() -> None:
         "no condition could be tested (a test needs two samples a side); 1 not tested (one sample on a side); "
         "2 in one session only")
 
+
+def test_side_by_side_stars_only_what_survives_the_correction() -> None:
+    """`compare A B C`: the same correction over every test of the table (here 2 columns x 31 levels)."""
+    from labtui.commands.compare_side import row_cells, side_by_side
+
+    levels = _null_levels()
+    a = {_key(bg): Samples(va, REPETITIONS, len(va)) for bg, (va, _) in levels.items()}
+    b = {_key(bg): Samples(vb, REPETITIONS, len(vb)) for bg, (_, vb) in levels.items()}
+    rows = side_by_side([a, b, dict(b)])
+    key, cells = rows[0]
+    assert key[3] == 0 and cells[1].against_first is not None and cells[1].against_first.significant is True
+    assert cells[1].p_adjusted == pytest.approx(cells[1].against_first.welch.p * 62 / 2)  # type: ignore[union-attr]
+    assert cells[1].significant is False and cells[1].record()["significant"] is False
+    assert not any("*" in text for text in row_cells(key, cells, False, True))
+    assert cells[0].p_adjusted is None and cells[0].significant is None
