@@ -20,6 +20,7 @@ from labtui.core.liveness import session_is_running
 from labtui.core.paths import bundled_dir
 from labtui.store import QueryResult, StoreError, connect_readonly, fetch_frame, list_sessions, resolve_session, run_sql
 from labtui.store.delete import delete_sessions
+from labtui.store.errors import damaged
 from labtui.store.reader import read_statement
 
 #: `labtui sql --timeout` when none is given, in seconds.
@@ -109,7 +110,7 @@ class _SqlQuery:
             if not worker.is_alive():
                 self._con.close()
         if self._error is not None:
-            raise UsageError(str(self._error)) from None
+            raise damaged(self.path, self._error) or UsageError(str(self._error)) from None
         return "done"
 
     def _stop(self, worker: threading.Thread) -> None:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from labtui.store.errors import StoreBusy, StoreError, first_line
+from labtui.store.errors import StoreBusy, StoreError, damaged, first_line
 
 #: How long a reader waits for a writer's flush to let go of the file (seconds).
 READ_WAIT_S = 10.0
@@ -61,6 +61,8 @@ def _classify(path: Path, exc: duckdb.Error) -> StoreError:
         return StoreBusy(f"store {path} is in use by {holder}")
     if isinstance(exc, (duckdb.ConnectionException, duckdb.ResourceInUseException)):
         return StoreBusy(f"store {path} is open in this process with other settings ({first_line(text)})")
+    if broken := damaged(path, exc):
+        return broken
     if isinstance(exc, duckdb.IOException):
         return StoreError(f"cannot open store {path}: {first_line(text)}")
     return StoreError(f"cannot open store {path}: it is damaged or not a DuckDB database ({first_line(text)})")

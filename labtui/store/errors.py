@@ -23,6 +23,19 @@ class StoreBusy(StoreError):
     """Another process (or a connection with other settings) held the store for the whole wait."""
 
 
+#: What DuckDB says when a file is shorter than its own blocks: it was cut short (a copy that stopped half way).
+_TRUNCATED = "Could not read enough bytes"
+
+
+def damaged(path: object, error: BaseException) -> StoreError | None:
+    """The StoreError saying that the store at `path` is damaged, when DuckDB's `error` shows it (a file cut
+    short); None for any other error.  DuckDB finds it only when it reads a block past the end, which may be
+    at the open, at the schema check or at a query."""
+    if _TRUNCATED in str(error):
+        return StoreError(f"cannot open store {path}: it is damaged (truncated)")
+    return None
+
+
 def first_line(text: str) -> str:
     """The first line of a DuckDB message (its later lines are context a one-line error leaves out)."""
     return text.strip().splitlines()[0] if text.strip() else text

@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 
 from labtui.store.access import check_file, connect
-from labtui.store.errors import StoreError, UnknownSession
+from labtui.store.errors import StoreError, UnknownSession, damaged
 from labtui.store.feed import sync_quietly
 from labtui.store.schema import check_store, read_as_current
 
@@ -53,9 +53,9 @@ def connect_readonly(path: str | os.PathLike[str], *, wait: float | None = None)
     first when the store is free (labtui.store.feed.sync_quietly).
     """
     path = Path(path).expanduser()
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():
         raise StoreError(f"no labtui store at {path}")
-    check_file(path)
+    check_file(path)  # a directory is said to be one
     sync_quietly(path)
     con = connect(path, read_only=True, config=_READ_CONFIG, wait=wait)
     try:
@@ -64,7 +64,7 @@ def connect_readonly(path: str | os.PathLike[str], *, wait: float | None = None)
             read_as_current(con, version)
     except duckdb.Error as exc:
         con.close()
-        raise StoreError(f"cannot read store {path}: {exc}") from exc
+        raise damaged(path, exc) or StoreError(f"cannot read store {path}: {exc}") from exc
     except BaseException:
         con.close()
         raise
@@ -77,7 +77,7 @@ def _reading(path: str | os.PathLike[str]) -> Iterator[duckdb.DuckDBPyConnection
     try:
         yield con
     except duckdb.Error as exc:
-        raise StoreError(str(exc)) from exc
+        raise damaged(path, exc) or StoreError(str(exc)) from exc
     finally:
         con.close()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import duckdb
 
-from labtui.store.errors import StoreError, first_line
+from labtui.store.errors import StoreError, damaged, first_line
 
 #: 2 added results.placement (where an isolation run put the attacker) and
 #: made the slowdown view group by it; 3 made the slowdown view's samples
@@ -218,10 +218,12 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
 
 
 def check_version(con: duckdb.DuckDBPyConnection, path: object) -> int | None:
-    """Return the file's schema version; StoreError when it is newer than this code."""
+    """Return the file's schema version; StoreError when it is newer than this code, or damaged."""
     try:
         version = schema_version(con)
     except StoreError as exc:
+        if exc.__cause__ is not None and (broken := damaged(path, exc.__cause__)):
+            raise broken from exc.__cause__
         raise StoreError(f"store {path} is not a labtui store: {exc}") from exc.__cause__
     if version is not None and version > SCHEMA_VERSION:
         raise StoreError(

@@ -46,7 +46,7 @@ from labtui.core.events import (
 from labtui.core.paths import make_private_dirs, remove_dirs
 from labtui.store.access import attach, check_file, connect, memory_connection, writing_turn
 from labtui.store.crashes import controller_name, mark_crashed_sessions
-from labtui.store.errors import StoreError, first_line
+from labtui.store.errors import StoreError, damaged, first_line
 from labtui.store.schema import SCHEMA_VERSION, check_store, check_version, ensure_schema
 
 _ARROW_TYPES = {
@@ -245,7 +245,7 @@ def _check_store(path: Path, wait: float | None = None) -> None:
     try:
         check_store(con, path, allow_empty=True)
     except duckdb.Error as exc:
-        raise StoreError(f"cannot read store {path}: {first_line(str(exc))}") from exc
+        raise damaged(path, exc) or StoreError(f"cannot read store {path}: {first_line(str(exc))}") from exc
     finally:
         con.close()
 
@@ -311,7 +311,7 @@ class StoreWriter:
                 ensure_schema(con, path)
                 crashed = mark_crashed_sessions(con)
             except duckdb.Error as exc:
-                raise StoreError(f"cannot prepare store {path}: {first_line(str(exc))}") from exc
+                raise damaged(path, exc) or StoreError(f"cannot prepare store {path}: {first_line(str(exc))}") from exc
             finally:
                 con.close()
         _restrict_files(path)

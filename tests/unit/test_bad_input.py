@@ -83,13 +83,13 @@ def _config(folder: Path, content: bytes) -> str:
     return str(folder / "lab.toml")
 
 
-def _store(kind: str) -> Callable[[Path], list[str]]:
-    """A file of the named kind (tests/unit/test_store_files.py) as the store of `labtui run`."""
+def _store(kind: str, *command: str) -> Callable[[Path], list[str]]:
+    """A file of the named kind (tests/unit/test_store_files.py) as the store of `labtui run` (or of command)."""
     def setup(folder: Path) -> list[str]:
         from test_store_files import CASES
 
         CASES[kind][0](folder / "lab.duckdb")
-        return ["run", "boot-scaling", "--db", "lab.duckdb"]
+        return [*(command or ("run", "boot-scaling")), "--db", "lab.duckdb"]
     return setup
 
 
@@ -107,6 +107,14 @@ ROWS: dict[str, tuple[Callable[[Path], list[str]], str, int]] = {
                            r"^labtui compare: store lab\.duckdb is not a DuckDB database \(unknown file header\); "
                            r"labtui will not touch it$", 2),
     "newer schema": (_store("newer schema"), r"newer than this labtui understands", 2),
+    "truncated store": (_store("half"), r"^labtui run: cannot open store lab\.duckdb: it is damaged \(truncated\)$", 2),
+    "sessions truncated store": (_store("half", "sessions"),
+                                 r"^labtui sessions: cannot open store lab\.duckdb: it is damaged \(truncated\)$", 2),
+    "directory store": (_store("directory"), r"^labtui run: store lab\.duckdb is a directory, not a DuckDB file$", 2),
+    "sessions directory": (_store("directory", "sessions"),
+                           r"^labtui sessions: store lab\.duckdb is a directory, not a DuckDB file$", 2),
+    "sql directory": (_store("directory", "sql", "select 1"),
+                      r"^labtui sql: store lab\.duckdb is a directory, not a DuckDB file$", 2),
     "suite integer": (lambda f: ["run", _suite(f, "steps = 100", "steps = 9223372036854775807"), "--db", "x.duckdb"],
                       r"^labtui run: bad\.toml:\d+: scale\.steps: .*an integer from 1 to 100000", 2),
     "--set integer": (lambda f: ["run", "boot-scaling", "--set", "scale.per_step=-5", "--db", "x.duckdb"],
@@ -143,6 +151,15 @@ ROWS: dict[str, tuple[Callable[[Path], list[str]], str, int]] = {
 }
 
 
+#: The terminal's width ($COLUMNS) the rows run at: a message line is at most that wide.
+WIDTH = 80
+#: Rows whose line is wider, as written before lines were held to the width: a path of the test's folder (DIR),
+#: what DuckDB says of a damaged block, a value quoted back, a range or a store's state in full words.
+WIDER = {"corrupt store", "sqlite file", "other file", "foreign duckdb", "compare other file", "newer schema",
+         "suite integer", "suite control character", "--set NUL", "config control character", "suite nan",
+         "--set negative", "binary config", "latin-1 config", "bad identity", "deep config", "missing program",
+         "--set missing program"}
+
 #: `labtui run` draws its progress line before the store is opened; without a terminal it stays on stderr.
 PROGRESS = re.compile(r"^boot-scaling +0/\d+ starting ")
 
@@ -167,6 +184,7 @@ def workdir(tmp_path: Path, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.chdir(folder)
     monkeypatch.delenv("LABTUI_CONFIG", raising=False)
     monkeypatch.delenv("LABTUI_DB", raising=False)
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
     return folder
 
 
@@ -177,7 +195,9 @@ def test_bad_input_row_is_one_line_exit_2_and_changes_nothing(row: str, workdir:
     argv = setup(workdir)
     before = _snapshot(workdir)
     assert main(argv) == status
-    assert re.search(message, _one_line(capsys.readouterr().err))
+    line = _one_line(capsys.readouterr().err)
+    assert re.search(message, line)
+    assert len(line) <= WIDTH or row in WIDER, f"{len(line)} characters: {line}"
     assert _snapshot(workdir) == before  # nothing created, nothing modified (a refused store byte-identical)
 
 

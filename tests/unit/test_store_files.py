@@ -46,6 +46,18 @@ def _truncated(path: Path) -> Path:
     return path
 
 
+def _half(path: Path) -> Path:
+    """A store cut to half its size, as a copy that stopped half way leaves it."""
+    data = _labtui_store(path).read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def _directory(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
 def _sqlite(path: Path) -> Path:
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE results (x)")
@@ -89,7 +101,9 @@ def _newer(path: Path) -> Path:
 
 CASES = {
     "corrupt": (_corrupt, "damaged or not a DuckDB database"),
-    "truncated": (_truncated, "cannot open store"),
+    "truncated": (_truncated, r"cannot open store .*: it is damaged \(truncated\)$"),
+    "half": (_half, r"cannot open store .*: it is damaged \(truncated\)$"),
+    "directory": (_directory, "is a directory, not a DuckDB file$"),
     "sqlite": (_sqlite, "is a SQLite database, not a labtui store"),
     "text": (_text, r"is not a DuckDB database \(unknown file header\)"),
     "empty": (_empty, r"is an empty file \(0 bytes\)"),
@@ -184,3 +198,20 @@ def test_a_store_opens_after_a_refused_file_is_moved_away(tmp_path: Path) -> Non
     assert run_sql(db, "SELECT count(*) FROM results").rows == [(1,)]
     assert duckdb.connect(str(tmp_path / "mine.duckdb"), read_only=True).execute(
         "SELECT label FROM results").fetchall() == [("mine",)]
+
+
+@pytest.mark.parametrize("eighths", range(1, 8))
+def test_a_store_cut_anywhere_is_damaged_whichever_read_finds_it(tmp_path: Path, eighths: int,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """DuckDB finds a cut where it first reads past the end: the open, the schema check or only the query."""
+    from labtui.cli import main
+
+    data = _labtui_store(tmp_path / "full.duckdb").read_bytes()
+    db = tmp_path / "lab.duckdb"
+    db.write_bytes(data[: len(data) * eighths // 8])
+    before = _fingerprint(tmp_path)
+    status = main(["sql", "select * from sessions, steps, results, resources, events", "--db", str(db)])
+    err = capsys.readouterr().err
+    if status != 0:
+        assert (status, err) == (2, f"labtui sql: cannot open store {db}: it is damaged (truncated)\n")
+    assert _fingerprint(tmp_path) == before
