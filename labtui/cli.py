@@ -278,10 +278,11 @@ def _run(args: argparse.Namespace) -> int:
     with _lab_config(getattr(args, "config", None)):
         # checked before any command (the console says it after its first frame; completion reads none)
         if args.command not in (None, "completion"):
+            from labtui.core.words import one_line
             from labtui.hosts.config import named_config_error
 
             if error := named_config_error():
-                print(f"labtui {args.command}: {error}", file=sys.stderr)
+                print(one_line(f"labtui {args.command}: ", error), file=sys.stderr)
                 return 2
         if args.command is None:
             if not (sys.stdin.isatty() and sys.stdout.isatty()):

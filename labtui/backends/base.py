@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from labtui.core.errors import BackendError
 from labtui.core.paths import bundled_dir
+from labtui.core.words import name_list
 
 if TYPE_CHECKING:
     from labtui.hosts.base import CommandResult, Host
@@ -276,7 +277,7 @@ def load_backend_class(name: str) -> type[Backend]:
     """Import the chosen backend; unknown names and import failures become BackendUnavailable."""
     info = {b.name: b for b in list_backends()}.get(name)
     if info is None:
-        available = ", ".join(backend_names()) or (
+        available = name_list(backend_names(), "`labtui backends`") or (
             "none (labtui registers its own backends as entry points: install it, e.g. pip install -e .)")
         raise BackendUnavailable(f"unknown backend {name!r}; available: {available}")
     try:

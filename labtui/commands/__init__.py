@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass
 
 from labtui.core.errors import LabError
+from labtui.core.words import one_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +27,10 @@ class Handler:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run the command's handler (``args.func``); a LabError prints one line and exits with its status (labtui.core.errors)."""
+    """Run the command's handler (``args.func``); a LabError prints one line, at most the terminal's width where
+    its lists of names can be cut (labtui.core.words), and exits with its status (labtui.core.errors)."""
     try:
         return args.func(args)
     except LabError as exc:
-        print(f"labtui {args.command}: {exc}", file=sys.stderr)
+        print(one_line(f"labtui {args.command}: ", exc), file=sys.stderr)
         return exc.exit_status

@@ -25,5 +25,7 @@ def get_host(name: str) -> Host:
         from labtui.hosts.ssh import SSHHost
 
         return SSHHost(lab.hosts[name], resolve=lab.hosts.__getitem__)
+    from labtui.core.words import name_list
+
     where = f" (lab config: {lab.path})" if lab.path else " (no labtui.toml here; --config or LABTUI_CONFIG names one)"
-    raise HostError(f"unknown host {name!r}; known hosts: {', '.join(['local', *lab.hosts])}{where}")
+    raise HostError(f"unknown host {name!r}; known hosts: {name_list(['local', *lab.hosts], '`labtui hosts`')}{where}")

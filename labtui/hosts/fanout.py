@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from labtui.core.words import name_list
 from labtui.hosts import get_host
 from labtui.hosts.base import CommandResult, CommandTimeout, HostError
 from labtui.hosts.config import LabConfig, load_lab_config
@@ -35,7 +36,7 @@ def select_hosts(lab: LabConfig, names: Sequence[str] = (), tags: Sequence[str] 
     for name in names:
         if name not in known:
             where = f" in {lab.path}" if lab.path else " (no lab config: --config or LABTUI_CONFIG names one)"
-            raise SelectionError(f"unknown host {name!r}; known hosts: {', '.join(known)}{where}")
+            raise SelectionError(f"unknown host {name!r}; known hosts: {name_list(known, '`labtui hosts`')}{where}")
     all_tags = sorted({t for h in lab.hosts.values() for t in h.tags})
     for tag in tags:
         if tag not in all_tags:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from labtui.core.errors import BackendError
 from labtui.core.paths import bundled_dir
+from labtui.core.words import name_list
 from labtui.hosts.base import CommandTimeout, Host, HostError
 
 FLAGS = ("-O2", "-std=gnu11")
@@ -50,7 +51,7 @@ def probe_source(name: str) -> Path:
     probes = bundled_dir("suites") / "probes"
     source = probes / f"{name}.c"
     if not _PROBE_NAME.fullmatch(name) or not source.is_file():
-        known = ", ".join(sorted(p.stem for p in probes.glob("*.c"))) or "none"
+        known = name_list(sorted(p.stem for p in probes.glob("*.c")), "suites/probes/") or "none"
         raise ProgramUnavailable(f"unknown probe {name!r}; known probes: {known}")
     return source
 

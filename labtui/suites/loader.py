@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from labtui.core.paths import bundled_dir
+from labtui.core.words import name_list
 from labtui.suites.keys import KIND_TABLES, REQUIRED, REQUIRED_TABLES, SCHEMA, Key
 from labtui.suites.model import (
     LOAD_KINDS,
@@ -115,7 +116,7 @@ def _check_probe(program: str | None, path: tuple[str, str], src: Source) -> Non
     """A program must be one of the bundled probes (``suites/probes/<name>.c``), which every backend builds."""
     probes = bundled_dir("suites") / "probes"
     if program is not None and not (probes / f"{program}.c").is_file():
-        known = ", ".join(sorted(p.stem for p in probes.glob("*.c"))) or "none"
+        known = name_list(sorted(p.stem for p in probes.glob("*.c")), "suites/probes/") or "none"
         raise src.error(path, f"no probe {program!r}; known probes: {known}")
 
 
@@ -248,9 +249,10 @@ def _resolve(name_or_path: str) -> Path:
     if re.fullmatch(SUITE_NAME_PATTERN, name_or_path) and builtin.is_file():
         return builtin
     names = _builtin_names()
-    close = difflib.get_close_matches(name_or_path, names, n=1)
-    hint = f"did you mean '{close[0]}'? " if close else ""
-    message = f"not a suite file or built-in suite; {hint}built-in suites: {', '.join(names) or 'none'}"
+    if close := difflib.get_close_matches(name_or_path, names, n=1):
+        message = f"no such suite; did you mean '{close[0]}'?"
+    else:
+        message = f"expected a suite file or one of {name_list(names, '`labtui suites`') or 'none'}"
     raise SuiteError(name_or_path, None, None, message)
 
 

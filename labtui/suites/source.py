@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labtui.core.errors import UsageError
+from labtui.core.words import name_list
 
 #: Stands in for the file name in errors caused by a ``--set`` override.
 OVERRIDE = "--set"
@@ -109,4 +110,4 @@ def unknown(what: str, name: str, valid: Sequence[str]) -> str:
     close = difflib.get_close_matches(name, valid, n=1)
     if close:
         return f"unknown {what}, did you mean '{close[0]}'?"
-    return f"unknown {what}; expected one of: {', '.join(valid)}"
+    return f"unknown {what}, not one of {name_list(valid, 'docs/suites.md')}"

@@ -145,9 +145,15 @@ ROWS: dict[str, tuple[Callable[[Path], list[str]], str, int]] = {
     "deep --set": (lambda f: ["run", "boot-scaling", "--set", f"worker.args={DEEP}", "--db", "x.duckdb"],
                    r"^labtui run: --set worker\.args: invalid TOML: arrays or tables nested too deeply$", 2),
     "missing program": (lambda f: ["run", _suite(f, 'program = "hello"', 'program = "nosuch"'), "--db", "x.duckdb"],
-                        r"bad\.toml:\d+: worker\.program: no probe 'nosuch'; known probes: arith, ", 2),
+                        r"bad\.toml:\d+: worker\.program: no probe 'nosuch'; known probes: the \d+ in suites/probes/$", 2),
     "--set missing program": (lambda f: ["run", "boot-scaling", "--set", "background.program=nosuch", "--db", "x.duckdb"],
-                              r"^labtui run: --set background\.program: no probe 'nosuch'", 2),
+                              r"^labtui run: --set background\.program: no probe 'nosuch'; known probes: the \d+ in", 2),
+    "unknown suite": (lambda f: ["run", "nosuch", "--db", "x.duckdb"],
+                      r"^labtui run: nosuch: expected a suite file or one of the \d+ in `labtui suites`$", 2),
+    "misspelt suite": (lambda f: ["run", "boot-scalin", "--db", "x.duckdb"],
+                       r"^labtui run: boot-scalin: no such suite; did you mean 'boot-scaling'\?$", 2),
+    "--set unknown key": (lambda f: ["run", "boot-scaling", "--set", "nosuch.key=1", "--db", "x.duckdb"],
+                          r"^labtui run: --set nosuch\.key: unknown key, not one of the \d+ in docs/suites\.md$", 2),
 }
 
 

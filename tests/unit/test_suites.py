@@ -95,11 +95,14 @@ def test_load_by_path(tmp_path: Path) -> None:
     assert suite.sampling.interval_s == 1.0 and suite.worker.runs == 1
 
 
-def test_unknown_builtin_name_lists_built_ins() -> None:
+def test_unknown_builtin_name_says_the_close_one_or_lists_built_ins() -> None:
     with pytest.raises(SuiteError) as caught:
         load_suite("boot-scalin")
-    assert "did you mean 'boot-scaling'" in str(caught.value)
-    assert "memory-scaling" in str(caught.value)
+    assert str(caught.value) == "boot-scalin: no such suite; did you mean 'boot-scaling'?"
+    with pytest.raises(SuiteError) as caught:
+        load_suite("nosuch")
+    assert str(caught.value).startswith("nosuch: expected a suite file or one of aim9-arithmetic, ")
+    assert "memory-scaling" in str(caught.value)  # every one: the CLI cuts the line to the terminal's width
 
 
 def test_suite_to_dict_is_json() -> None:
