@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import sys
 import threading
 from datetime import timedelta
@@ -110,7 +111,7 @@ class _SqlQuery:
             if not worker.is_alive():
                 self._con.close()
         if self._error is not None:
-            raise damaged(self.path, self._error) or UsageError(str(self._error)) from None
+            raise damaged(self.path, self._error) or UsageError(said(self._error)) from None
         return "done"
 
     def _stop(self, worker: threading.Thread) -> None:
@@ -134,6 +135,25 @@ class _SqlQuery:
             self._error = exc
         finally:
             self._done.set()
+
+
+#: DuckDB's kinds of a mistake in the query itself, whose words say what it is ("Table with name x does not exist!").
+_QUERY_MISTAKES = ("Catalog Error: ", "Binder Error: ", "Parser Error: ")
+#: The query DuckDB echoes back (``LINE 1: selec 1``) and the carets under the place it means.
+_ECHO = re.compile(r"LINE \d+:.*|\^+")
+
+
+def said(error: BaseException) -> str:
+    """What DuckDB said of a query, as one line: its hint kept ("Did you mean ..."), the query it echoes back
+    with carets left out (the line cannot point), and the kind dropped from a mistake in the query."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    text = " ".join(line for line in lines if line and not _ECHO.fullmatch(line))
+    for kind in _QUERY_MISTAKES:
+        if text.startswith(kind):
+            text = text.removeprefix(kind)
+            if text[1:2].islower():  # "Table with name", not "FROM"
+                text = text[0].lower() + text[1:]
+    return text
 
 
 def _first_rows(reader: Any, count: int) -> list[tuple[Any, ...]]:

@@ -83,6 +83,16 @@ def _config(folder: Path, content: bytes) -> str:
     return str(folder / "lab.toml")
 
 
+def _sql(query: str) -> Callable[[Path], list[str]]:
+    """`labtui sql QUERY` on a labtui store (lab.duckdb)."""
+    def setup(folder: Path) -> list[str]:
+        from test_store_files import _labtui_store
+
+        _labtui_store(folder / "lab.duckdb")
+        return ["sql", query, "--db", "lab.duckdb"]
+    return setup
+
+
 def _store(kind: str, *command: str) -> Callable[[Path], list[str]]:
     """A file of the named kind (tests/unit/test_store_files.py) as the store of `labtui run` (or of command)."""
     def setup(folder: Path) -> list[str]:
@@ -152,6 +162,9 @@ ROWS: dict[str, tuple[Callable[[Path], list[str]], str, int]] = {
                       r"^labtui run: nosuch: expected a suite file or one of the \d+ in `labtui suites`$", 2),
     "misspelt suite": (lambda f: ["run", "boot-scalin", "--db", "x.duckdb"],
                        r"^labtui run: boot-scalin: no such suite; did you mean 'boot-scaling'\?$", 2),
+    "sql unknown table": (_sql("select * from nosuch"),
+                          r'^labtui sql: table with name nosuch does not exist! Did you mean "\w+"\?$', 2),
+    "sql syntax error": (_sql("selec 1"), r'^labtui sql: syntax error at or near "selec"$', 2),
     "--set unknown key": (lambda f: ["run", "boot-scaling", "--set", "nosuch.key=1", "--db", "x.duckdb"],
                           r"^labtui run: --set nosuch\.key: unknown key, not one of the \d+ in docs/suites\.md$", 2),
 }

@@ -62,3 +62,22 @@ def test_dispatch_prints_the_cut_line(monkeypatch: pytest.MonkeyPatch, capsys: p
     assert dispatch(Args()) == 2  # type: ignore[arg-type]
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and len(err.rstrip("\n")) <= 120 and "(57 more: `labtui suites`)" in err
+
+
+@pytest.mark.parametrize("query,line", [
+    ("select * from thingz", 'table with name thingz does not exist! Did you mean "things"?'),
+    ("selec 1", 'syntax error at or near "selec"'),
+    ("select cast('a' as int)", "Conversion Error: Could not convert string 'a' to INT32"),
+])
+def test_what_duckdb_says_of_a_query_is_one_line(query: str, line: str) -> None:
+    """The hint folded in, the query echoed back with carets left out, the kind of a mistake in the query dropped."""
+    import duckdb
+
+    from labtui.commands.query import said
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE things (x INTEGER)")
+    with pytest.raises(duckdb.Error) as caught:
+        con.execute(query).fetchall()
+    assert "\n" in str(caught.value)
+    assert said(caught.value) == line
