@@ -162,6 +162,13 @@ class Backend(abc.ABC):
         Called before anything is built or started, so a suite that cannot run here stops at once.
         """
 
+    def check_images(self, images: Iterable[str]) -> None:
+        """BackendError in one line when this backend cannot run instances from images, or not from one of these
+        (default: accepts every one; whether an image exists is for prepare_images to find).
+
+        Called before anything is created, so a suite whose images cannot run here is refused at once.
+        """
+
     async def prepare_images(self, images: Iterable[str]) -> None:
         """Build or find every image a run names, so a missing one fails before any instance starts.
 

@@ -3,9 +3,9 @@
 from labtui.engine.bus import EventBus
 from labtui.engine.gate import Aborted, StepGate
 from labtui.engine.kinds import EXPERIMENT_KINDS, ExperimentKind, Plan, experiment_kind, plan_for
-from labtui.engine.runner import SessionRunner, new_session_id
+from labtui.engine.runner import SessionRunner, check_backend_runs, new_session_id
 
 __all__ = [
     "EXPERIMENT_KINDS", "Aborted", "EventBus", "ExperimentKind", "Plan", "SessionRunner", "StepGate", "experiment_kind",
-    "new_session_id", "plan_for",
+    "check_backend_runs", "new_session_id", "plan_for",
 ]

@@ -39,7 +39,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from labtui.backends.base import EXEC, BackendError, Instance
+from labtui.backends.base import EXEC, Backend, BackendError, Instance
 from labtui.backends.kit import last_line
 from labtui.core.events import StepEnded, StepStarted
 from labtui.engine.concurrent import record_sums
@@ -165,16 +165,28 @@ class Benchmark:
             raise BackendError(f"benchmark {self.name} {where}: {exc}") from None
 
 
+def check_creation(suite: Suite, backend: Backend) -> None:
+    """BackendError, before anything is created, when `backend` cannot run the creation suite: it cannot exec
+    where the benchmark runs inside instances, or cannot run the image of its instances (then the error names the
+    built-in suite that does the same with labtui's sleeper, ``TWINS``)."""
+    where = suite.creation.where
+    if where != "host" and EXEC not in backend.capabilities:
+        raise BackendError(
+            f'creation.where = "{where}" runs the benchmark inside instances, which needs a backend that can '
+            f'exec; backend {backend.name} cannot{": " + backend.exec_hint if backend.exec_hint else ""} '
+            '(where = "host" runs it on the host)'
+        )
+    if suite.background is not None and suite.background.image:
+        try:
+            backend.check_images([suite.background.image])
+        except BackendError as exc:
+            raise BackendError(f"{exc}; run {TWINS[where]} instead") from None
+
+
 async def run_creation(ctx: RunContext) -> None:
     """Run every repetition of a creation suite."""
     suite = ctx.suite
-    where = suite.creation.where
-    if where != "host" and EXEC not in ctx.backend.capabilities:
-        raise BackendError(
-            f'creation.where = "{where}" runs the benchmark inside instances, which needs a backend that can '
-            f'exec; backend {ctx.backend.name} cannot{": " + ctx.backend.exec_hint if ctx.backend.exec_hint else ""} '
-            '(where = "host" runs it on the host)'
-        )
+    check_creation(suite, ctx.backend)
     bench = await Benchmark.build(ctx)
     ctx.position.repetitions = suite.repetitions
     ctx.position.steps = suite.steps_per_repetition()

@@ -42,6 +42,7 @@ from labtui.backends.base import (
     CPU_LIMIT,
     CPU_WEIGHT,
     PINNING,
+    Backend,
     BackendError,
     Instance,
     InstanceSpec,
@@ -67,7 +68,7 @@ OUTPUT_TWIN = "fairshare-cpu"
 async def run_fairshare(ctx: RunContext) -> None:
     """Run every repetition of a fairshare suite."""
     fair = ctx.suite.fairshare
-    _check_backend(ctx, fair)
+    check_fairshare(ctx.suite, ctx.backend)
     cpus = await _cpu_count(ctx, fair.cpus)
     if fair.methods and fair.reserved_share * cpus > 1:
         ctx.log("warning", "share-too-large", f"the reserved instance runs one thread, so it can use at most one of "
@@ -89,9 +90,13 @@ async def run_fairshare(ctx: RunContext) -> None:
             await ctx.pass_gate()
 
 
-def _check_backend(ctx: RunContext, fair: Fairshare) -> None:
-    """Refuse, before anything starts, a run the backend cannot honour."""
-    backend = ctx.backend
+def check_fairshare(suite: Suite, backend: Backend) -> None:
+    """BackendError, before anything is created, when `backend` cannot honour the fairshare suite: its CPU list,
+    a method, or its image.  (Whether it lists CPU time for ``measure = "cpu_time"`` shows only at the first
+    reading: no capability says it.)"""
+    fair = suite.fairshare
+    if fair.image is not None:
+        backend.check_images([fair.image])
     if fair.cpus is not None and PINNING not in backend.capabilities:
         raise BackendError(f"backend {backend.name} cannot pin instances to CPUs; fairshare.cpus = {fair.cpus!r} "
                            "needs it (leave cpus out to share every CPU of the host)")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 
-from labtui.backends.base import PINNING, BackendError, Instance
+from labtui.backends.base import PINNING, Backend, BackendError, Instance
 from labtui.core.events import StepEnded, StepStarted
 from labtui.engine.context import RunContext
 from labtui.engine.scaling import wait_for_quiet_host
@@ -27,11 +27,16 @@ from labtui.engine.worker_runs import measure_worker
 from labtui.suites.model import PLACEMENTS, Suite
 
 
+def check_isolation(suite: Suite, backend: Backend) -> None:
+    """BackendError, before anything is created, when `backend` cannot run an isolation suite."""
+    if PINNING not in backend.capabilities:
+        raise BackendError(f"backend {backend.name} cannot pin instances to CPUs, which isolation runs need")
+
+
 async def run_isolation(ctx: RunContext) -> None:
     """Run every repetition of an isolation suite."""
     suite = ctx.suite
-    if PINNING not in ctx.backend.capabilities:
-        raise BackendError(f"backend {ctx.backend.name} cannot pin instances to CPUs, which isolation runs need")
+    check_isolation(suite, ctx.backend)
     cpus, smt = await read_topology_and_smt(ctx.host)
     plan = plan_placements(cpus, suite.isolation.placements, smt)
     for name, reason in plan.skipped.items():

@@ -15,6 +15,7 @@ from labtui.engine import concurrent, creation, fairshare, isolation, scaling
 from labtui.suites.model import Suite, unsupported_kind
 
 if TYPE_CHECKING:
+    from labtui.backends.base import Backend
     from labtui.engine.context import RunContext
 
 
@@ -43,22 +44,28 @@ class Plan:
         return "end of the run: teardown"
 
 
+def _no_check(suite: Suite, backend: Backend) -> None:
+    """A kind that any backend can run (what its programs need is checked for every kind)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ExperimentKind:
-    """A registered kind: its suite `kind` name, how it runs, and how it plans."""
+    """A registered kind: its suite `kind` name, how it runs, how it plans, and what it needs of a backend
+    (`check`: BackendError, before anything is created, when the backend cannot run the suite)."""
 
     name: str
     run: Callable[[RunContext], Awaitable[None]]
     plan: Callable[[Suite], tuple[str, ...]]
+    check: Callable[[Suite, Backend], None] = _no_check
 
 
 #: Every kind the engine runs, by its suite ``kind`` name (the keys of ``SUITE_KINDS``).
 EXPERIMENT_KINDS: dict[str, ExperimentKind] = {
     "scaling": ExperimentKind("scaling", scaling.run_scaling, scaling.plan_steps),
-    "isolation": ExperimentKind("isolation", isolation.run_isolation, isolation.plan_steps),
+    "isolation": ExperimentKind("isolation", isolation.run_isolation, isolation.plan_steps, isolation.check_isolation),
     "concurrent": ExperimentKind("concurrent", concurrent.run_concurrent, concurrent.plan_steps),
-    "creation": ExperimentKind("creation", creation.run_creation, creation.plan_steps),
-    "fairshare": ExperimentKind("fairshare", fairshare.run_fairshare, fairshare.plan_steps),
+    "creation": ExperimentKind("creation", creation.run_creation, creation.plan_steps, creation.check_creation),
+    "fairshare": ExperimentKind("fairshare", fairshare.run_fairshare, fairshare.plan_steps, fairshare.check_fairshare),
 }
 
 

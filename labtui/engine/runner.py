@@ -112,9 +112,8 @@ class SessionRunner:
         sampler = None
         try:
             kind = experiment_kind(ctx.suite.kind)
-            check_worker_runs(ctx.suite, ctx.backend)
+            check_backend_runs(ctx.suite, ctx.backend)  # LabRun.prepare() checked it too, before the session
             await self._record_facts()
-            ctx.backend.check_invocations(_invocations(ctx.suite))
             await ctx.backend.prepare(_programs(ctx.suite))
             await ctx.backend.prepare_images(_images(ctx.suite))
             sampler = asyncio.create_task(self._sample_forever())
@@ -235,6 +234,17 @@ async def _unless_lost(work: Awaitable[None], sampler: asyncio.Task[None]) -> No
             # this await was cancelled as the work ended (an abort ends both at once): its outcome is read here,
             # or asyncio prints "Task exception was never retrieved" with the gate's Aborted
             task.exception()
+
+
+def check_backend_runs(suite: Suite, backend: Backend) -> None:
+    """BackendError in one line, before anything is created, when `backend` cannot run the suite as written: a
+    tool from the host or its stderr (check_worker_runs), what the suite's kind needs (its `check`: pinning,
+    exec inside instances, ...), a probe's arguments (the backend's check_invocations) or an image (its
+    check_images).  ValueError for a kind that cannot run."""
+    check_worker_runs(suite, backend)
+    experiment_kind(suite.kind).check(suite, backend)
+    backend.check_invocations(_invocations(suite))
+    backend.check_images(_images(suite))
 
 
 def _images(suite: Suite) -> list[str]:

@@ -3,7 +3,8 @@
 The order is the same whichever face asked:
 
 1. ``prepare()`` (synchronous, before anything starts): the plan, the lock
-   directory, every host and backend resolved.  Bad input raises RunRefused
+   directory, every host and backend resolved, and each backend checked against
+   the suite (a tool, exec, a probe's arguments, an image it cannot run).  Bad input raises RunRefused
    with one line, and nothing has been created or written.
 2. ``await run()``: read the store for reconcile, open the store's writer,
    open the hosts (closed on the way out, whatever happens), reconcile each
@@ -33,7 +34,7 @@ from labtui.core.errors import UsageError
 from labtui.core.events import Event
 from labtui.core.liveness import LivenessError, lock_dir
 from labtui.core.stopsignals import FORCE_SIGNALS, stop_signals, take_noted_stop_signal
-from labtui.engine import Plan, SessionRunner, StepGate, plan_for
+from labtui.engine import Plan, SessionRunner, StepGate, check_backend_runs, plan_for
 from labtui.engine.quiet import QuietWindows
 from labtui.hosts import Host, HostError, get_host
 from labtui.lifecycle.reconcile import StoreView, reconcile_before_run
@@ -148,7 +149,8 @@ class LabRun:
     # --- before anything starts -------------------------------------------------
 
     def prepare(self) -> list[SessionRunner]:
-        """Resolve hosts and backends and check the lock directory; RunRefused on bad input."""
+        """Resolve hosts and backends, check that each backend can run the suite, and check the lock directory;
+        RunRefused on bad input, before any session, store or instance is created."""
         if self.runners:
             return self.runners
         try:
@@ -158,6 +160,10 @@ class LabRun:
         for name in self.request.host_names:
             host = _host(name)
             backend = _backend(self.request.backend_name, host, asdict(self.request.suite.backend_settings))
+            try:
+                check_backend_runs(self.request.suite, backend)
+            except BackendError as exc:
+                raise RunRefused(str(exc)) from None
             self.runners.append(SessionRunner(self.request.suite, backend, host, gate=self.gate, quiet=self.quiet,
                                               tags=dict(self.request.tags), note=self.request.note))
         return self.runners

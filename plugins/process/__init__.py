@@ -377,6 +377,11 @@ class ProcessBackend(Backend):
             details={"pid": int(pid), "isolation": fields[-1], "exit_code": exit_code, "program": spec.program},
         )
 
+    def check_images(self, images: Iterable[str]) -> None:
+        """Refuse every image before anything is created: processes run probes and host tools."""
+        for image in images:
+            raise BackendError(f"backend {self.name} cannot run image {image!r}")
+
     def _found(self, fields: list[str]) -> Instance:
         """An instance from a ps record: proc PID SESSION ROLE INSTANCE STATE RSS START COMM."""
         _, pid, session, role, instance_id, state, rss, started, comm = fields

@@ -98,6 +98,24 @@ def test_an_unknown_host_is_refused_before_anything_starts(tmp_path: Path) -> No
     assert not (tmp_path / "lab.duckdb").exists()
 
 
+@pytest.mark.parametrize("suite,backend,why", [
+    ("xen-domu", "process", "backend process cannot run image 'guest'; run zone-worker instead"),
+    ("isolation-cpu", "zones", "backend zones cannot pin instances to CPUs, which isolation runs need"),
+    ("fairshare-cpu", "zones", "backend zones cannot pin instances to CPUs; fairshare.cpus = '0' needs it"),
+    ("zone-worker", "unikraft", 'creation.where = "first" runs the benchmark inside instances'),
+    ("isolation-syscall-fork", "unikraft", "unikraft backend cannot run probe attack-syscall fork"),
+])
+def test_a_suite_the_backend_cannot_run_is_refused_before_anything_starts(tmp_path: Path, suite: str, backend: str,
+                                                                           why: str) -> None:
+    """What the suite's programs and kind need of the backend is checked in prepare(), before the session, the
+    store or an instance: not after the first step, with the advice said three times."""
+    lab = LabRun(RunRequest(load_suite(suite), tmp_path / "lab.duckdb", ("local",), backend))
+    with pytest.raises(RunRefused) as refused:
+        lab.prepare()
+    assert str(refused.value).startswith(why) and "\n" not in str(refused.value)
+    assert lab.runners == [] and list(tmp_path.iterdir()) == []
+
+
 def test_every_built_in_suite_has_a_plan_of_its_own_kind() -> None:
     for info in list_suites():
         suite = load_suite(info.name, (), "quick")

@@ -323,16 +323,24 @@ def test_docs_map_each_suite_to_the_figures_its_reproduces_names() -> None:
 
 # --- 6. the Xen suites that need guests, on a backend without them --------------------------------------
 
-@pytest.mark.parametrize(("suite", "twin", "needs"), [
-    ("xen-domu", "zone-worker", "needs a backend that boots image 'guest'"),
-    ("xen-concurrent", "zone-concurrent", "needs a backend that boots image 'guest'"),
-    ("xen-fairshare", "fairshare-cpu", 'fairshare.measure = "cpu_time" needs it'),
-])
-def test_xen_suites_that_need_guests_name_the_suite_that_does_the_same_here(tmp_path, suite, twin, needs) -> None:
-    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "400"}
-    proc = subprocess.run([sys.executable, "-m", "labtui", "run", suite, "--profile", "quick", "--backend", "process",
-                           "--set", "fairshare.duration_s=1" if suite == "xen-fairshare" else "scale.steps=1",
+@pytest.mark.parametrize(("suite", "twin"), [("xen-domu", "zone-worker"), ("xen-concurrent", "zone-concurrent")])
+def test_xen_suites_that_boot_guests_are_refused_before_anything_and_name_the_suite_for_here(tmp_path, suite,
+                                                                                            twin) -> None:
+    """The process backend runs no images: refused in one line of 80 columns, before a store or a session."""
+    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "80"}
+    proc = subprocess.run([sys.executable, "-m", "labtui", "run", suite, "--backend", "process",
                            "--db", str(tmp_path / "lab.duckdb")], env=env, capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"labtui run: backend process cannot run image 'guest'; run {twin} instead\n"
+    assert list(tmp_path.iterdir()) == []  # no store, journal or lock file (nor the runtime directory)
+
+
+def test_xen_fairshare_that_needs_cpu_times_names_the_suite_that_does_the_same_here(tmp_path) -> None:
+    """No capability says whether a backend lists CPU times: the first reading finds it."""
+    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "400"}
+    proc = subprocess.run([sys.executable, "-m", "labtui", "run", "xen-fairshare", "--profile", "quick", "--backend",
+                           "process", "--set", "fairshare.duration_s=1", "--db", str(tmp_path / "lab.duckdb")],
+                          env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     (line,) = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("failed:")]
-    assert needs in line and f"labtui run {twin} --backend process" in line
+    assert 'fairshare.measure = "cpu_time" needs it' in line and "labtui run fairshare-cpu --backend process" in line

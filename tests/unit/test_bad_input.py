@@ -165,6 +165,8 @@ ROWS: dict[str, tuple[Callable[[Path], list[str]], str, int]] = {
     "sql unknown table": (_sql("select * from nosuch"),
                           r'^labtui sql: table with name nosuch does not exist! Did you mean "\w+"\?$', 2),
     "sql syntax error": (_sql("selec 1"), r'^labtui sql: syntax error at or near "selec"$', 2),
+    "backend cannot run suite": (lambda f: ["run", "xen-domu", "--backend", "process", "--db", "x.duckdb"],
+                                 r"^labtui run: backend process cannot run image 'guest'; run zone-worker instead$", 2),
     "--set unknown key": (lambda f: ["run", "boot-scaling", "--set", "nosuch.key=1", "--db", "x.duckdb"],
                           r"^labtui run: --set nosuch\.key: unknown key, not one of the \d+ in docs/suites\.md$", 2),
 }
