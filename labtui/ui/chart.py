@@ -129,8 +129,20 @@ class MetricChart(Vertical):
         yield _Plot(id="avail-plot", bottom=2)
 
     def on_mount(self) -> None:
-        if self._asked is not None:
+        self.call_after_refresh(self._draw_asked)
+
+    def _draw_asked(self) -> None:
+        """Draw what was asked before the plots were composed, once they are (their own parts, the legend among
+        them, compose a refresh after the plots mount: a draw before that fails on a busy machine)."""
+        if self._asked is None:
+            return
+        if self._composed():
             self.draw(*self._asked)
+        else:
+            self.call_after_refresh(self._draw_asked)
+
+    def _composed(self) -> bool:
+        return bool(self.children) and all(len(plot.query("#legend")) for plot in self.query(_Plot))
 
     def on_resize(self) -> None:
         self._fit()
@@ -149,8 +161,8 @@ class MetricChart(Vertical):
     def draw(self, slow: pl.DataFrame, avail: pl.DataFrame, metric: str) -> None:
         """Redraw both plots for `metric`; with no results, say so and hide them (once mounted)."""
         self._asked = (slow, avail, metric)
-        if not self.children:
-            return
+        if not self._composed():
+            return  # drawn once composed (_draw_asked)
         data = figure_data(slow, avail, metric)
         top, bottom = self.query_one("#metric-plot", _Plot), self.query_one("#avail-plot", _Plot)
         for plot in (top, bottom):
