@@ -12,9 +12,10 @@ from rich.text import Text
 
 from labtui.commands.fairshare_table import render_fairshare
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z
-from labtui.core.units import MISSING, display_unit, number, quantity, share_pct, signed_pct
+from labtui.core.units import MISSING, display_unit, number, quantity, share_pct
 from labtui.figures import sample_figures
 from labtui.figures.table import bootstrap_allowed, repetition_samples, with_trust
+from labtui.figures.verdict import slowdown_text
 from labtui.store import StoreError, fetch_frame, slowdown_frame
 
 MAX_SUMMARY_ROWS = 21
@@ -45,11 +46,14 @@ def render_summary(console: Console, db: Path, session_id: str) -> None:
 
 
 def render_figures(console: Console, db: Path, session_id: str) -> None:
-    """Print each metric of a session by background count (and placement, for isolation runs):
-    mean, the sample figures (median, ...: labtui.figures.columns), 95% interval, CoV, n, slowdown (normalized is
-    in the slowdown view), and what makes a figure doubtful
+    """Print each metric of a session by background count (and placement, for isolation runs), under its verdict
+    (labtui.figures.verdict: does it move with the background at all):
+    mean, the sample figures (median, ...: labtui.figures.columns), 95% interval, CoV, n, the median slowdown with
+    its interval (labtui.core.stats.median_slowdown; the slowdown view's mean-based one and normalized are in the
+    store), and what makes a figure doubtful
     (labtui.core.stats.trust: one repetition, wide spread, outliers, two modes), explained under its table;
-    numbers in their display unit (labtui.core.units)."""
+    numbers in their display unit (labtui.core.units).  In a terminal too narrow for the table the mean and then
+    the interval are left out, never the trust column."""
     try:
         if render_fairshare(console, db, session_id):
             return
@@ -72,36 +76,24 @@ def render_figures(console: Console, db: Path, session_id: str) -> None:
         parts.append(rows[_evenly_spaced(rows.height, MAX_SUMMARY_ROWS)])
     figures = with_trust(pl.concat(parts), samples)
     if not bootstrap_allowed(figures.height):
-        console.print(f"95% intervals are Student's t (more than {MAX_BOOTSTRAP_ROWS} rows: no bootstrap)",
+        console.print(f"95% intervals are Student's t (more than {MAX_BOOTSTRAP_ROWS} rows: no bootstrap), and the "
+                      "median slowdowns have none",
                       highlight=False, markup=False)
     for (benchmark, metric), rows in figures.group_by(["benchmark", "metric"], maintain_order=True):
-        placed = any(rows["placement"].fill_null(""))
         unit = rows["unit"][0]
         better = rows["better"][0]
         shown_unit = ", ".join(filter(None, (display_unit(unit)[0], f"{better} is better")))
-        table = Table(title=Text(f"{benchmark}: {metric} ({shown_unit})"), title_justify="left")
-        extra = tuple(f.name for f in sample_figures())
-        for col in (("placement",) if placed else ()) + ("background", "mean", *extra, "95% CI", "CoV", "n",
-                                                          "slowdown %", "trust"):
-            worded = col in ("placement", "trust")
-            # In a narrow terminal a cell wraps, or a number folds, onto a second line rather than end in "…".
-            table.add_column(col, justify="left" if worded else "right", overflow="ellipsis" if worded else "fold")
+        if rows["verdict"][0] is not None:  # the line that says what the table shows, above it
+            console.print(Text(rows["verdict"][0], style="bold"), highlight=False)
+        title = Text(f"{benchmark}: {metric} ({shown_unit})")
+        columns = _fitting_columns(console, title, rows, unit)
+        _print_whole(console, _figures_table(title, rows, unit, columns))
+        if left_out := [c for c in _columns() if c not in columns]:
+            console.print(Text(f"  left out to fit {console.width} columns: {', '.join(left_out)} (a file gets them all)",
+                               style="dim"), highlight=False)
         notes: list[str] = []
         for r in rows.iter_rows(named=True):
-            table.add_row(
-                *((Text(r["placement"] or ""),) if placed else ()),
-                str(r["background"]),
-                number(r["mean"], unit),
-                *(number(r[name], unit) for name in extra),
-                # narrow, it wraps at a space
-                f"{number(r['ci_low'], unit)} – {number(r['ci_high'], unit)}" if r["ci_low"] is not None else MISSING,
-                share_pct(r["cv"]),
-                str(r["n"]),
-                signed_pct(r["slowdown_pct"]),
-                Text(r["flags"], style="yellow"),
-            )
             notes += _notes(r, r["placement"] or f"background {r['background']}", unit)
-        _print_whole(console, table)
         for note in notes:
             console.print(Text("  warning: " + note, style="yellow"))
         if rows.height < totals[(benchmark, metric)]:
@@ -110,6 +102,67 @@ def render_figures(console: Console, db: Path, session_id: str) -> None:
                 f"labtui sql \"select * from slowdown where session_id = '{session_id}' and metric = '{metric}'\"",
                 highlight=False, markup=False,
             )
+    console.print(Text(f"{SLOWDOWN}: the level's median over the baseline's (95% bootstrap interval); none for n=1",
+                       style="dim"), highlight=False)
+
+
+#: The run table's slowdown column: median-based (labtui.core.stats.median_slowdown), with its interval.
+SLOWDOWN = "median slowdown %"
+
+
+def _columns() -> tuple[str, ...]:
+    """The run table's columns after the background (and placement), in order (the sample figures as registered
+    now: labtui.figures.columns)."""
+    return ("mean", *(f.name for f in sample_figures()), "95% CI", "CoV", "n", SLOWDOWN, "trust")
+
+#: Left out, in this order, where the table is wider than a terminal: trust stays, with the figures it qualifies.
+_NARROW_DROPS = ("mean", "95% CI")
+
+
+def _placed(rows: pl.DataFrame) -> bool:
+    return any(rows["placement"].fill_null(""))
+
+
+def _fitting_columns(console: Console, title: Text, rows: pl.DataFrame, unit: str) -> tuple[str, ...]:
+    """The columns to draw: all of them, but in a terminal narrower than the table mean and then the 95% interval
+    are left out (in that order) until it fits, so the trust column is never squeezed off a row."""
+    columns = (("placement",) if _placed(rows) else ()) + ("background", *_columns())
+    if not console.is_terminal:
+        return columns  # a file or a pipe gets the table at its natural width (_print_whole)
+    options = console.options.update(width=NATURAL_WIDTH_CAP)
+    for drop in (None, *_NARROW_DROPS):
+        if drop is not None:
+            columns = tuple(c for c in columns if c != drop)
+        if Measurement.get(console, options, _figures_table(title, rows, unit, columns)).maximum <= console.width:
+            break
+    return columns
+
+
+def _figures_table(title: Text, rows: pl.DataFrame, unit: str, columns: tuple[str, ...]) -> Table:
+    """One metric's rows of the figures table (with_trust) in `columns`, numbers in the unit's display unit."""
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        worded = col in ("placement", "trust")
+        # In a narrow terminal a cell wraps, or a number folds, onto a second line rather than end in "…"; the
+        # trust column keeps its words on one line (the others give way first)
+        trust = col == "trust"
+        table.add_column(col, justify="left" if worded else "right", overflow="ellipsis" if worded else "fold",
+                         no_wrap=trust, min_width=max((len(f) for f in rows["flags"]), default=0) if trust else None)
+    for r in rows.iter_rows(named=True):
+        cells: dict[str, str | Text] = {
+            "placement": Text(r["placement"] or ""),
+            "background": str(r["background"]),
+            "mean": number(r["mean"], unit),
+            **{f.name: number(r[f.name], unit) for f in sample_figures()},
+            # narrow, it wraps at a space
+            "95% CI": f"{number(r['ci_low'], unit)} – {number(r['ci_high'], unit)}" if r["ci_low"] is not None else MISSING,
+            "CoV": share_pct(r["cv"]),
+            "n": str(r["n"]),
+            SLOWDOWN: slowdown_text(r["median_slowdown_pct"], r["median_slowdown_low"], r["median_slowdown_high"]),
+            "trust": Text(r["flags"], style="yellow"),
+        }
+        table.add_row(*(cells[c] for c in columns))
+    return table
 
 
 def _print_whole(console: Console, table: Table) -> None:

@@ -164,24 +164,30 @@ def test_the_console_says_how_far_to_trust_each_figure_as_the_run_table_does(tmp
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["file", "terminal"])
 def test_an_80_column_table_cuts_no_number(tmp_path: Path, terminal: bool) -> None:
-    """Redirected to a file, rich assumes 80 columns: the intervals used to end in "…" there.  In an
-    80-column terminal an interval wraps at its space; into a file the table keeps its natural width."""
+    """Redirected to a file, rich assumes 80 columns: the intervals used to end in "…" there; into a file the table
+    keeps its natural width.  An 80-column terminal leaves out the mean and the interval (and says so) rather than
+    squeeze the trust column: every row shows its flags whole, on its own line (issue 41)."""
     db = _store(tmp_path / "lab.duckdb", SAMPLES)
     out = io.StringIO()
     render_summary(Console(file=out, width=80, force_terminal=terminal, color_system=None), db, "s1")
-    rows = [line for line in out.getvalue().splitlines() if line.startswith("│")]
+    text = out.getvalue()
+    rows = [line for line in text.splitlines() if line.startswith("│")]
     assert rows and not any("…" in line for line in rows)
-    widest = max(len(line) for line in out.getvalue().splitlines())
+    widest = max(len(line) for line in text.splitlines())
     assert widest <= 80 if terminal else widest > 80
     for background, values in SAMPLES.items():
         interval = trust(values).ci
         assert interval is not None
         at = next(i for i, line in enumerate(rows) if line.split("│")[1].strip() == str(background))
         low, high = number(interval.low, "s"), number(interval.high, "s")
-        if terminal:  # the interval wraps at its space: low end on the row's line, high end on the next
-            assert f" {low} – " in rows[at] and f" {high} " in rows[at + 1], rows[at:at + 2]
+        assert rows[at].split("│")[-2].strip() == ", ".join(trust(values).flags())  # the trust cell, whole
+        if terminal:
+            assert f" {low} – " not in text
         else:
             assert f" {low} – {high} " in rows[at]
+    header = next(line for line in text.splitlines() if "trust" in line)
+    assert ("95% CI" in header) != terminal and ("mean" in header) != terminal
+    assert ("left out to fit 80 columns: mean, 95% CI" in text) == terminal
 
 
 def test_a_repetition_without_a_finite_value_leaves_its_figure_blank_not_the_table(tmp_path: Path) -> None:
