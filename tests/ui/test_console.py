@@ -488,7 +488,12 @@ async def test_sessions_view_replays_queries_caps_refuses_writes_and_exports(lab
         replay = app.query_one("#replay", SlowdownPanel)
         await wait_for(pilot, lambda: replay.table.row_count == 2, 15, "the replayed slowdown table")
         assert "boot_time (ms) ● mean ±1 std" in pane_text(app, "#replay .chart-title")
-        assert "+100.0%" in [str(c) for c in replay.table.get_row("boot/boot_time@10")]
+        from labtui.ui.model.pane_text import slowdown_headers
+
+        cells = dict(zip(slowdown_headers(), (str(c) for c in replay.table.get_row("boot/boot_time@10"))))
+        # one repetition: the value and n=1, no slowdown figure (issue 41; the mean-based one said +100.0%)
+        assert (cells["mean"], cells["median slowdown"], cells["trust"]) == ("20.00 ms", MISSING, "n=1: no spread")
+        assert pane_text(app, "#replay .verdict").startswith("boot_time: too few values for a trend")
 
         editor = app.query_one("#sql", TextArea)
         status = app.query_one("#sql-status")

@@ -208,7 +208,7 @@ def test_run_view_renderables_print_names_as_text() -> None:
     out = io.StringIO()
     Console(file=out, width=250).print(counts_table(model))
     _has_all(out.getvalue(), CLOSE, BOLD, LINK)
-    cells = slowdown_cells((f"{CLOSE} m", 10, LINK, 1.0, 0.9, 1.1, 0.1, 2, 0.0, BOLD, 1.0))
+    cells = slowdown_cells((f"{CLOSE} m", 10, LINK, 1.0, 0.9, 1.1, 0.1, 2, 0.0, None, None, BOLD, 1.0))
     assert cells[0].plain == f"{CLOSE} m" and not cells[0].spans
     assert cells[slowdown_headers().index("trust")].plain == BOLD  # flags are words, never markup
     line = log_line(Log("s", "error", CLOSE, BOLD))

@@ -9,8 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from labtui.core.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
-from labtui.core.units import MISSING, quantity, share_pct, signed_pct
+from labtui.core.units import MISSING, quantity, share_pct
 from labtui.figures import sample_figures
+from labtui.figures.verdict import slowdown_text
 from labtui.ui.model.format import pct, sparkline
 from labtui.ui.model.live import HostState, RunModel
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from labtui.session import Plan
 
 #: The slowdown table's first columns: what a 60-column pane shows first, then the interval and n (scrolled to).
-_FIRST_HEADERS = ("metric", "bg", "mean", "slowdown", "CoV", "trust", "95% CI", "n")
+_FIRST_HEADERS = ("metric", "bg", "mean", "median slowdown", "CoV", "trust", "95% CI", "n")
 
 
 def slowdown_headers() -> tuple[str, ...]:
@@ -103,8 +104,9 @@ def counts_table(model: RunModel) -> Table:
 
 def slowdown_cells(row: tuple) -> tuple[Text, ...]:
     """One slowdown row (see series.slowdown_rows) as table cells: plain Text, since a DataTable reads str as markup."""
-    metric, background, unit, mean, low, high, cv, n, slow, flags, *extra = row
-    return (Text(str(metric)), Text(str(background)), Text(quantity(mean, unit)), Text(signed_pct(slow, "%")),
+    metric, background, unit, mean, low, high, cv, n, slow, slow_low, slow_high, flags, *extra = row
+    return (Text(str(metric)), Text(str(background)), Text(quantity(mean, unit)),
+            Text(slowdown_text(slow, slow_low, slow_high, "%")),
             Text(share_pct(cv)), Text(flags or "", style="yellow"),
             Text(interval(low, high, unit)), Text(str(n)), *(Text(quantity(value, unit)) for value in extra))
 

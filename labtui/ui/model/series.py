@@ -41,6 +41,14 @@ def trusted_slowdown(results: pl.DataFrame) -> pl.DataFrame:
     return live_figures(slowdown(results), results)
 
 
+def verdict_of(frame: pl.DataFrame, metric: str) -> str | None:
+    """The verdict line (labtui.figures.verdict) of `metric` in a with_trust frame; None without one."""
+    if frame.is_empty() or "verdict" not in frame.columns:
+        return None
+    found = frame.filter((pl.col("metric") == metric) & pl.col("verdict").is_not_null())["verdict"]
+    return str(found[0]) if len(found) else None
+
+
 def availability(samples: pl.DataFrame) -> pl.DataFrame:
     """Mean CPU/RAM/swap availability per background count (all hosts together)."""
     if samples.is_empty():
@@ -54,12 +62,14 @@ def availability(samples: pl.DataFrame) -> pl.DataFrame:
 
 def slowdown_rows(frame: pl.DataFrame) -> dict[str, tuple]:
     """Slowdown rows (of a with_trust frame) keyed by benchmark/metric@background, for a keyed table diff: metric,
-    background, unit, mean, 95% interval, CoV, n, slowdown, flags, then the sample figures (labtui.figures.columns)."""
+    background, unit, mean, 95% interval, CoV, n, the median slowdown and its interval (not the slowdown view's
+    mean-based one), flags, then the sample figures (labtui.figures.columns)."""
     extra = [f.name for f in sample_figures()]
     rows: dict[str, tuple] = {}
     for r in frame.iter_rows(named=True):
         where = f"{r['placement']}/{r['background']}" if r["placement"] else str(r["background"])
         key = f"{r['benchmark']}/{r['metric']}@{where}"
         rows[key] = (r["metric"], r["background"], r["unit"], r["mean"], r["ci_low"], r["ci_high"], r["cv"], r["n"],
-                     r["slowdown_pct"], r["flags"], *(r[name] for name in extra))
+                     r["median_slowdown_pct"], r["median_slowdown_low"], r["median_slowdown_high"], r["flags"],
+                     *(r[name] for name in extra))
     return rows
