@@ -26,6 +26,7 @@ th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 caption { text-align: left; font-weight: bold; padding: .3em 0; }
 .warn { background: #fff4e0; border-left: 4px solid #f0a000; padding: .5em 1em; }
 .ok { color: #2a7a2a; }
+.verdict { font-weight: bold; margin: .8em 0 .2em; }
 pre { background: #f7f7f7; padding: .8em; overflow-x: auto; font-size: .85em; }
 dl { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; } dt { font-weight: bold; }
 """
@@ -108,7 +109,8 @@ def _session_section(s: SessionData) -> str:
 def _table(table: Table) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
     rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in table.rows)
-    return f"<table><caption>{escape(table.caption)}</caption><tr>{head}</tr>{rows}</table>"
+    verdict = f"<p class=\"verdict\">{escape(table.verdict)}</p>" if table.verdict else ""
+    return f"{verdict}<table><caption>{escape(table.caption)}</caption><tr>{head}</tr>{rows}</table>"
 
 
 def _when(value: object) -> str:

@@ -8,9 +8,9 @@ import polars as pl
 
 from labtui.core.units import MISSING, display_unit
 from labtui.core.units import shown as fmt
-from labtui.core.units import signed_pct as fmt_pct
 from labtui.figures import METRIC_KEY, sample_figures
 from labtui.figures.table import with_trust
+from labtui.figures.verdict import slowdown_text
 from labtui.report.data import SessionData, share_points, share_unit
 from labtui.report.isolation import placement_name, placement_order
 from labtui.report.plotting import better_text
@@ -23,12 +23,15 @@ class Table:
     caption: str
     headers: list[str]
     rows: list[list[str]]
+    #: A line the page prints above the table: a metric's verdict (labtui.figures.verdict).
+    verdict: str = ""
 
 
 def slowdown_tables(data: SessionData) -> list[Table]:
-    """One table per metric (Table 5.1 for isolation runs): mean, the sample figures (median, ...), 95% interval,
-    std, n, CV, normalized, slowdown and trust flags: the figures table (labtui.figures.table.with_trust), as the
-    CLI's run table draws it."""
+    """One table per metric (Table 5.1 for isolation runs) under its verdict: mean, the sample figures (median,
+    ...), 95% interval, std, n, CV, normalized (of the means, as the figure draws them), the median slowdown with
+    its interval, and trust flags: the figures table (labtui.figures.table.with_trust), as the CLI's run table
+    draws it."""
     tables = []
     frame = with_trust(data.slowdown, data.samples)
     extra = [f.name for f in sample_figures()]
@@ -44,7 +47,7 @@ def slowdown_tables(data: SessionData) -> list[Table]:
         shown, factor = display_unit(key["unit"])
         first = "attacker placement" if isolation else "background"
         headers = [first, f"mean ({shown})", *(f"{name} ({shown})" for name in extra), f"95% CI ({shown})",
-                   f"std ({shown})", "n", "CV %", "normalized", "slowdown %", "trust"]
+                   f"std ({shown})", "n", "CV %", "normalized", "median slowdown % (95% CI)", "trust"]
         rows = []
         for r in part.iter_rows(named=True):
             where = placement_name(r["placement"]) if isolation else str(r["background"])
@@ -53,10 +56,11 @@ def slowdown_tables(data: SessionData) -> list[Table]:
                 f"{fmt(r['ci_low'] / factor)} – {fmt(r['ci_high'] / factor)}" if r["ci_low"] is not None else fmt(None),
                 fmt(None if r["std"] is None else r["std"] / factor),
                 str(r["n"]), fmt(None if r["cv"] is None else r["cv"] * 100), fmt(r["normalized"]),
-                fmt_pct(r["slowdown_pct"]), r["flags"],
+                slowdown_text(r["median_slowdown_pct"], r["median_slowdown_low"], r["median_slowdown_high"]),
+                r["flags"],
             ])
         caption = f"{key['benchmark']}: {key['metric']} {better_text(key['better'])}"
-        tables.append(Table(caption, headers, rows))
+        tables.append(Table(caption, headers, rows, "" if isolation else (part["verdict"][0] or "")))
     return tables
 
 

@@ -93,10 +93,14 @@ def test_html_report_is_true_to_the_store(runs, tmp_path):
     per_repetition = ("SELECT median(value) AS v FROM results WHERE session_id = ? AND metric = 'boot_time' "
                       "AND background = {} GROUP BY repetition")
     (mean, std, n), = query(runs["db"], f"SELECT avg(v), stddev_samp(v), count(*) FROM ({per_repetition.format(10)})", sid)
-    (mean0,), = query(runs["db"], f"SELECT avg(v) FROM ({per_repetition.format(0)})", sid)
+    (median, median0), = query(runs["db"], f"SELECT (SELECT median(v) FROM ({per_repetition.format(10)})), "
+                                           f"(SELECT median(v) FROM ({per_repetition.format(0)}))", sid, sid)
     assert f"<tr><td>10</td><td>{mean * 1e3:#.4g}</td>" in text  # ms, 4 significant digits
     assert f"<td>{std * 1e3:#.4g}</td><td>{n}</td>" in text
-    assert f"<td>{(mean / mean0 - 1) * 100:+.1f}</td>" in text
+    # the slowdown of the repetitions' medians, with its interval (issue 41), under the metric's verdict
+    assert f"<td>{(median / median0 - 1) * 100:+.1f} (" in text
+    assert re.search(r'<p class="verdict">boot_time( grows| shrinks|: no trend)[^<]*</p><table><caption>boot: boot_time',
+                     text)
     # the suite and its overrides
     assert "<code>scale.per_step=5</code>" in text and "&quot;per_step&quot;: 5" in text
 
@@ -258,7 +262,8 @@ def test_isolation_session_bars_and_table(tmp_path):
     cell = re.search(r"<tr><td>same thread</td><td>([^<]+)</td>", text)
     assert cell, "no same-thread row in Table 5.1"
     assert float(cell[1]) == pytest.approx(means[placements.index("same-thread")] * 1e3, rel=5e-4)  # 4 digits
-    assert f"<td>{slowdown:+.1f}</td><td>" in text  # then the trust flags
+    # two repetitions a placement: the median slowdown is the means' (issue 41), with its interval, then the flags
+    assert re.search(rf"<td>{re.escape(f'{slowdown:+.1f}')} \([+-]\d+ to [+-]\d+\)</td><td>", text)
 
 
 def started(sid: str, kind: str, status: str = "completed") -> list:

@@ -3,17 +3,24 @@ line, and a slowdown from medians that one slow repetition cannot drag, with its
 
 from __future__ import annotations
 
+import io
 import re
 import statistics
 from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
+from labtui.commands.printing import SLOWDOWN, render_summary
 from labtui.core.stats import SPREAD_LIMIT, median_cov, median_slowdown, slowdown_pct, trend_fit
 from labtui.core.units import MISSING
 from labtui.figures.table import session_figures, with_trust
 from labtui.figures.verdict import slowdown_text, verdict
+from labtui.report.data import load_session
+from labtui.report.tables import slowdown_tables
+from labtui.ui.model.pane_text import slowdown_cells, slowdown_headers
+from labtui.ui.model.series import slowdown_rows, verdict_of
 
 LEVELS = range(0, 1001, 10)  # the README run's 101 background counts
 
@@ -139,3 +146,25 @@ def test_the_verdict_is_of_every_level_even_those_a_table_leaves_out(tmp_path: P
     some = with_trust(figures.select(*figures.columns[:13]).filter(figures["background"].is_in([0, 100])),
                       repetition_samples(db, "s1"))
     assert set(some["verdict"]) == {verdict("boot_time", "s", levels).line}
+
+
+def test_the_verdict_is_above_the_run_table_the_reports_table_and_in_the_console_pane(tmp_path: Path) -> None:
+    samples = {x: values for x, values in growing().items() if x <= 200}
+    db = _store(tmp_path / "lab.duckdb", samples)
+    line = verdict("boot_time", "s", samples).line
+    assert line.startswith("boot_time grows ")
+    out = io.StringIO()
+    render_summary(Console(file=out, width=400), db, "s1")
+    lines = out.getvalue().splitlines()
+    at = lines.index(line)
+    assert lines[at + 1].startswith("boot: boot_time (ms, lower is better)") and lines[at + 3].startswith("┃ background")
+    header = [c.strip() for c in lines[at + 3].split("┃")[1:-1]]
+    assert header[-2:] == [SLOWDOWN, "trust"] and "slowdown %" not in header
+    (table,) = slowdown_tables(load_session(db, "s1"))
+    assert table.verdict == line and "median slowdown % (95% CI)" in table.headers and "slowdown %" not in table.headers
+    figures = session_figures(db, "s1")
+    assert verdict_of(figures, "boot_time") == line
+    cells = [dict(zip(slowdown_headers(), (c.plain for c in slowdown_cells(row))))
+             for row in slowdown_rows(figures).values()]
+    assert cells[0]["median slowdown"] == "+0.0% (baseline)"
+    assert all(c["median slowdown"].endswith(")") for c in cells)
