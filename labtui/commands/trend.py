@@ -13,6 +13,9 @@ the baseline global zone"; Δ% is "System performance impact as the number of zo
 lower-is-better figure (a time such as fork_us) would read the other way round, so its Δ% and
 d% have their sign turned (``SIGN_TURNED``): positive is better for every metric, and the
 ``sign`` column says which were turned.
+
+Under each session's printed table, each metric's verdict (labtui.figures.verdict) from the same points:
+whether the slope's 95% interval leaves 0 out, in the metric's own direction, as ``labtui run`` words it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from labtui.commands.listing import PipeConsole, print_uncut, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import Trendline, trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
 from labtui.core.units import display_unit, number
+from labtui.figures.verdict import verdict
 from labtui.store import REPETITION_VALUES, UnknownSession, fetch_frame, resolve_session
 
 COLUMNS = ["session_id", "role", "benchmark", "metric", "unit", "better", "n", "levels", "slope", "intercept",
@@ -52,6 +56,7 @@ class TrendRow:
     key: Key
     line: Trendline
     baseline: Trendline | None  # the baseline's line for the same metric; None without one
+    verdict: str = ""  # the metric's verdict (labtui.figures.verdict) in this session, printed under its table
 
     @property
     def sign(self) -> float:
@@ -89,10 +94,14 @@ def cmd_trend(args) -> int:
         said = f"session {named_twice[0]} is" if len(named_twice) == 1 else f"sessions {', '.join(named_twice)} are"
         raise UsageError(f"{said} named twice; give each session once")
     base_lines = session_trendlines(path, baseline, args.metric) if baseline else {}
-    rows = [TrendRow(baseline, "baseline", key, line, line) for key, line in base_lines.items()] if baseline else []
+    rows = []
+    if baseline:
+        lines = session_verdicts(path, baseline, args.metric)
+        rows = [TrendRow(baseline, "baseline", key, line, line, lines.get(key, "")) for key, line in base_lines.items()]
     for session_id in tested:
+        lines = session_verdicts(path, session_id, args.metric)
         for key, line in session_trendlines(path, session_id, args.metric).items():
-            rows.append(TrendRow(session_id, "tested", key, line, base_lines.get(key)))
+            rows.append(TrendRow(session_id, "tested", key, line, base_lines.get(key), lines.get(key, "")))
     if not rows:
         what = f"metric {args.metric!r}" if args.metric else "any metric"
         print(f"labtui trend: no session has {what} at two or more background counts", file=sys.stderr)
@@ -116,6 +125,23 @@ def session_trendlines(path: Path, session_id: str, metric: str | None) -> dict[
         if len(set(xs)) >= 2:
             lines[(str(benchmark), str(metric_name), str(unit or ""), str(better))] = trendline(xs, ys)
     return lines
+
+
+def session_verdicts(path: Path, session_id: str, metric: str | None) -> dict[Key, str]:
+    """The verdict line (labtui.figures.verdict) of every (benchmark, metric) of the session, from the same points
+    as its trendline: each repetition's finite value at each background count."""
+    frame = fetch_frame(path, _POINTS, [session_id])
+    found: dict[Key, str] = {}
+    for (benchmark, metric_name, unit, better), part in frame.group_by(
+            ["benchmark", "metric", "unit", "better"], maintain_order=True):
+        if metric and metric_name != metric:
+            continue
+        levels: dict[float, list[float]] = {}
+        for background, value in part.select("background", "value").iter_rows():
+            levels.setdefault(background, []).append(value)
+        found[(str(benchmark), str(metric_name), str(unit or ""), str(better))] = verdict(
+            str(metric_name), str(unit or ""), levels).line
+    return found
 
 
 def _blank(value: object) -> bool:
@@ -146,6 +172,9 @@ def _print_table(rows: list[TrendRow], baseline: str | None) -> None:
                           "-" if _blank(rec["delta_pct"]) else f"{rec['delta_pct']:+.2f}",
                           "" if _blank(ci) else f"{ci:.2f}", d, str(rec["sign"]))
         print_uncut(console, table)
+        for r in mine:
+            if r.verdict:
+                console.print(f"{r.key[0]}/{r.verdict}", highlight=False, markup=False)  # boot/boot_time grows ...
     note = ("Trendline y = a·x + b over the background counts x. Δ% = a·x_max / b: its change over the counts "
             "measured, over its value at 0 (study 000, Table 5-2); ±95%: from the slope's standard error.")
     if baseline:

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -92,6 +93,11 @@ def test_labtui_trend_fits_each_session_and_measures_d_from_the_baseline(tmp_pat
     assert float(tested["d_pct"]) == pytest.approx(-3.0)
     code, table, _ = run("trend", "20260101-000100", "--baseline", "20260101-000000", "--db", str(db))
     assert code == 0 and "(baseline)" in table and "-3.00" in table and "-4.21" in table
+    # each session's verdict (issue 41) under its table, from the same points: the lines fall 2 and 1 a count
+    said = " ".join(table.split())
+    assert re.search(r"arith/int_mops shrinks 2\.0\d* Mops/s per background instance \(95% CI 1\.\d+ to 2\.\d+\), "
+                     r"-8\.0% from 0 to 40", said), table
+    assert re.search(r"arith/int_mops shrinks 1\.0\d* Mops/s per background instance .*, -4\.2% from 0 to 40", said)
     code, doc, err = run("trend", "20260101-000100", "--baseline", "20260101-000000", "--db", str(db),
                          "--format", "json")
     assert code == 0, err
