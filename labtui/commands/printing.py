@@ -84,7 +84,8 @@ def render_figures(console: Console, db: Path, session_id: str) -> None:
         better = rows["better"][0]
         shown_unit = ", ".join(filter(None, (display_unit(unit)[0], f"{better} is better")))
         if rows["verdict"][0] is not None:  # the line that says what the table shows, above it
-            console.print(Text(rows["verdict"][0], style="bold"), highlight=False)
+            # into a file or a pipe on one line, as the table keeps its width there: a log is searched by line
+            console.print(Text(rows["verdict"][0], style="bold"), highlight=False, soft_wrap=not console.is_terminal)
         title = Text(f"{benchmark}: {metric} ({shown_unit})")
         columns = _fitting_columns(console, title, rows, unit)
         _print_whole(console, _figures_table(title, rows, unit, columns))
