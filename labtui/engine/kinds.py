@@ -21,11 +21,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What one run of a suite will do: its repetitions, and one line per step of a repetition."""
+    """What one run of a suite will do: its repetitions, one line per step of a repetition, and how long it may
+    wait for an idle host before each repetition (`sampling.quiet_timeout_s`; 0: it does not wait)."""
 
     kind: str
     repetitions: int
     steps: tuple[str, ...]
+    quiet_timeout_s: float = 0.0
 
     @property
     def steps_per_repetition(self) -> int:
@@ -78,4 +80,4 @@ def experiment_kind(name: str) -> ExperimentKind:
 
 def plan_for(suite: Suite) -> Plan:
     """The plan of a suite's run; ValueError for a kind that cannot run."""
-    return Plan(suite.kind, suite.repetitions, experiment_kind(suite.kind).plan(suite))
+    return Plan(suite.kind, suite.repetitions, experiment_kind(suite.kind).plan(suite), suite.sampling.quiet_timeout_s)

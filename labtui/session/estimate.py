@@ -1,41 +1,82 @@
-"""Time left in a run: fit the steps' durations against their place in a repetition, extrapolate over the plan.
+"""Time left in a run: its steps' durations by their place in a repetition, its gaps and its waits for an idle
+host, summed over what the plan has still to run, to the teardown after its last step.
 
-Steps get slower as a repetition goes on (the background grows), so a step's
-duration is fitted by least squares as a line in its position (0 for the first
-step of a repetition) and the line is summed over the plan's steps still to
-run.  What passes between steps is added as the mean gap seen so far, kept
-apart for a repetition's first step (setup or the last repetition's teardown,
-waiting for a quiet host) and for the others.  The time the step gate held a
-step (a manual run waiting for next: StepStarted.held_s) is not a gap: a
-person's pauses are left out, so a past manual session estimates a run as well
-as an automatic one.  The CLI's progress line, the console's Run view
-and the start dialog all use this module; the dialog's estimate before a run
-comes from a past session of the same suite on the same host and backend
-(`history`).
+The steps.  A step's expected duration depends on its position in its repetition (0 for the first): steps get
+slower as the background grows, and a kind's steps differ (placements, instance counts).  Once the run has
+measured every position of a repetition, a position's expected duration is what that first whole repetition
+measured there; before, the mean at that position of a past session of the same suite, sizes, host and backend
+(`history`) when one is known, else the least-squares line through the run's steps by position (never falling:
+a fit that falls is noise, flat at the mean instead; none before MIN_STEPS steps).  That shape is then scaled by
+how much longer the run's steps took than it says, a step's weight halving with every half repetition of steps
+measured after it: the load of a shared host changes, and its latest steps say most about the next ones.  The
+expected durations are summed over the plan's steps still to run (as many a repetition as the engine announces:
+StepStarted.steps).
+
+The gaps.  Between two steps of a repetition: the mean gap seen so far.  Before a repetition's first step the
+previous repetition's background is torn down (up to its last instance destroyed), then the run checks that the
+host is idle (a sample, another 0.25 s later: labtui.engine.scaling.wait_for_quiet_host) and, when it is not,
+logs a "quiet-wait" line and waits for it up to `sampling.quiet_timeout_s`; on a loaded host that wait runs out
+before every repetition and is most of a short run.  The three are kept apart:
+
+- the teardown and the check are estimated by the ones the run saw (a past session's before the first; the
+  check is one poll until then), and one more teardown is counted after the last step;
+- the wait for a busy host (from its quiet-wait line to the step) is the host's state now, so it is estimated by
+  the waits this run saw, the one before its first repetition included (0 for a wait that found the host idle),
+  never more than quiet_timeout_s.  A wait under way counts down from the mean of the busy waits seen (a past
+  session's before the run's first has ended), and from the timeout while none was: the upper bound, so the
+  estimate can only fall when the host goes idle sooner.  While the run's first wait is under way, the host is
+  expected to be as busy before every repetition.
+
+The time the step gate held a step (a manual run waiting for next: StepStarted.held_s) is not a gap: a person's
+pauses are left out.  The CLI's progress line, the console's Run view and the start dialog all use this module;
+the dialog's estimate before a run is a past session's own duration (less its holds), and a run's time left takes
+that session's steps and gaps until it has its own (LabRun.step_clock).  A past session counts only when it
+completed and ran the same suite on the same host and backend with the same sizes: every key of its suite (levels,
+repetitions, worker runs and warm-up, timeouts) but the suite's words about itself (`comparable`).
+
+This module is stdlib-only: the measuring process loads no numpy (tests/e2e/test_lean_run.py); `read_history`
+reads the store, in the store's own process during a run (labtui.session.store_child).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from labtui.core.events import Event, SessionEnded, SessionStarted, StepEnded, StepStarted, now
-from labtui.engine.kinds import Plan
+from labtui.core.events import (
+    Event,
+    InstanceDestroyed,
+    Log,
+    SessionEnded,
+    SessionStarted,
+    StepEnded,
+    StepStarted,
+    now,
+)
+from labtui.engine.scaling import QUIET_POLL_S
 
-#: Steps that must have ended before the time left is estimated.
+if TYPE_CHECKING:
+    from labtui.engine.kinds import Plan
+
+#: Steps that must have ended before the time left is estimated from the run's own steps alone.
 MIN_STEPS = 2
+#: The log category of the engine's line that says the host is busy and the run waits for it to go idle.
+QUIET_WAIT = "quiet-wait"
 
 
 @dataclass(frozen=True, slots=True)
 class StepTime:
-    """One measured step: its position in its repetition, its background count and how long it took."""
+    """One measured step: its position in its repetition, its background count, how long it took, its repetition."""
 
     position: int
     background: int
     duration_s: float
+    repetition: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +94,8 @@ class Line:
 def fit(times: Sequence[StepTime]) -> Line | None:
     """The least-squares line of duration against position; None before MIN_STEPS steps.
 
-    With every step at one position (one step per repetition) the line is flat at their mean.
+    With every step at one position (one step per repetition), or a fitted slope below zero (steps do not get
+    faster as the background grows: that is noise), the line is flat at their mean.
     """
     if len(times) < MIN_STEPS:
         return None
@@ -62,33 +104,78 @@ def fit(times: Sequence[StepTime]) -> Line | None:
     if min(x) == max(x):
         return Line(statistics.fmean(y), 0.0)
     slope, intercept = statistics.linear_regression(x, y)  # the stdlib: a run's process loads no numpy
-    return Line(intercept, slope)
+    return Line(intercept, slope) if slope >= 0 else Line(statistics.fmean(y), 0.0)
 
 
-def upcoming(plan: Plan, repetition: int, position: int) -> list[int]:
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A step's expected duration by its position: the duration measured at that position (`means`, once every
+    position of a repetition has been), else the `line` fitted through the steps; times `speed`."""
+
+    line: Line
+    means: Mapping[int, float] = field(default_factory=dict)
+    speed: float = 1.0
+
+    def at(self, position: int) -> float:
+        return self.speed * self.means.get(position, self.line.at(position))
+
+
+def profile(times: Sequence[StepTime], per_repetition: int, *, first: bool = False) -> Profile | None:
+    """The durations of `times` by position (speed 1): the means of every repetition's steps at each position
+    (`first`: of the first repetition that measured every position alone, so that the shape stays put while the
+    speed follows the steps after it); the line alone while no repetition has measured every position.  None
+    before MIN_STEPS steps."""
+    line = fit(times)
+    if line is None:
+        return None
+    repetitions: dict[int, dict[int, float]] = {}
+    for t in times:
+        repetitions.setdefault(t.repetition, {})[t.position] = t.duration_s
+    whole = [r for r in repetitions.values() if all(p in r for p in range(per_repetition))]
+    if not whole:
+        return Profile(line)
+    used = whole[:1] if first else whole
+    return Profile(line, {p: _mean([r[p] for r in used if p in r]) for p in set().union(*used)})
+
+
+def speed(times: Sequence[StepTime], reference: Profile, half_life: float) -> float:
+    """How much longer than `reference` the steps took, a step's weight halving with every `half_life` steps
+    measured after it: the latest steps say most about a host whose load changes.  1 with no steps."""
+    n = len(times)
+    weights = [0.5 ** ((n - 1 - i) / half_life) for i in range(n)]
+    expected = sum(w * reference.at(t.position) for w, t in zip(weights, times))
+    return sum(w * t.duration_s for w, t in zip(weights, times)) / expected if expected > 0 else 1.0
+
+
+def upcoming(plan: Plan, repetition: int, position: int, steps: int | None = None) -> list[int]:
     """Positions of the plan's steps after the one at `position` of `repetition` (1-based, as events number it);
-    (1, -1) gives the whole plan."""
-    steps = plan.steps_per_repetition
+    (1, -1) gives the whole plan.  `steps`: a repetition's steps as the engine runs them (StepStarted.steps: an
+    isolation run skips a placement the host lacks), when they differ from the plan's."""
+    steps = steps or plan.steps_per_repetition
     rest = list(range(position + 1, steps))
     return rest + list(range(steps)) * max(0, plan.repetitions - repetition)
 
 
 @dataclass(frozen=True, slots=True)
 class Gaps:
-    """Mean seconds between steps: before a repetition's first step (setup or the last repetition's teardown, and
-    waiting for a quiet host), and before any other step."""
+    """Seconds between steps: before a step other than a repetition's first (`inner`); after a repetition's last
+    step, its teardown (`teardown`), then before the next repetition the check that the host is idle (`check`)
+    and the wait for a busy one (`wait`, the mean over repetitions: 0 for a host found idle)."""
 
-    first: float = 0.0
     inner: float = 0.0
+    teardown: float = 0.0
+    check: float = 0.0
+    wait: float = 0.0
 
     def before(self, position: int) -> float:
-        """The gap expected before a step at `position`."""
-        return self.first if position == 0 else self.inner
+        """The gap expected before a step at `position` (for a first step: the last repetition's teardown, the
+        check and the wait; the first repetition's opening, the run's setup, is counted as it goes)."""
+        return self.teardown + self.check + self.wait if position == 0 else self.inner
 
 
-def time_left(line: Line, positions: Sequence[int], gaps: Gaps = Gaps()) -> float:
-    """Seconds for the steps at `positions`: the line summed over them, plus the gap before each."""
-    return sum(line.at(p) + gaps.before(p) for p in positions)
+def time_left(durations: Line | Profile, positions: Sequence[int], gaps: Gaps = Gaps()) -> float:
+    """Seconds for the steps at `positions`: their durations summed, plus the gap before each."""
+    return sum(durations.at(p) + gaps.before(p) for p in positions)
 
 
 def clock(seconds: float) -> str:
@@ -99,62 +186,151 @@ def clock(seconds: float) -> str:
 
 
 class StepClock:
-    """A run's elapsed time and time left, from its session's and steps' events (one session)."""
+    """A run's elapsed time and time left, from its session's events (one session).
 
-    def __init__(self, plan: Plan, started: float | None = None) -> None:
+    `past` is a comparable past session (or a callable that gives it once it is known: LabRun reads it when the
+    run starts), used until the run has measured a repetition of its own.
+    """
+
+    def __init__(self, plan: Plan, started: float | None = None,
+                 past: History | Callable[[], History | None] | None = None) -> None:
         self.plan = plan
         self.started = now() if started is None else started
+        self._past = past
         self.times: list[StepTime] = []
-        self._first_gaps: list[float] = []
-        self._inner_gaps: list[float] = []
+        self._inner: list[float] = []
+        self._teardowns: list[float] = []
+        self._checks: list[float] = []
+        #: Every repetition's wait for a busy host (from its quiet-wait line to its first step; 0: none), and those
+        #: of them that found it busy.
+        self._waits: list[float] = []
+        self._busy_waits: list[float] = []
+        #: The total time the step gate held steps (a person's pauses).
+        self.held_s = 0.0
         self._repetition, self._position = 1, -1
+        self._per_repetition = plan.steps_per_repetition  # as the engine runs them, once a step has said
         self._step_started: float | None = None
         self._last_end: float | None = None
+        self._torn_down: float | None = None  # the last instance destroyed since the last step ended
+        self._waiting_since: float | None = None  # the quiet-wait line since the last step ended
         self._ended: float | None = None
 
+    @property
+    def past(self) -> History | None:
+        """The comparable past session this clock leans on (None: none is known)."""
+        return self._past() if callable(self._past) else self._past
+
     def apply(self, event: Event) -> None:
-        """Fold one event in; events other than a session's start, end and steps are ignored."""
+        """Fold one event in; events other than a session's start and end, its steps, its instances' ends and its
+        quiet-wait lines are ignored."""
         if isinstance(event, SessionStarted):
             self.started = event.ts
         elif isinstance(event, SessionEnded):
             self._ended = event.ts
+        elif isinstance(event, Log):
+            if event.category == QUIET_WAIT and self._step_started is None and self._waiting_since is None:
+                self._waiting_since = event.ts
+        elif isinstance(event, InstanceDestroyed):
+            if self._step_started is None and self._last_end is not None:
+                self._torn_down = event.ts
         elif isinstance(event, StepStarted):
-            self._position = self._position + 1 if event.repetition == self._repetition else 0
-            self._repetition = event.repetition
-            self._step_started = event.ts
-            gap = max(0.0, event.ts - (self.started if self._last_end is None else self._last_end) - event.held_s)
-            (self._first_gaps if self._position == 0 else self._inner_gaps).append(gap)
+            self._step_started_at(event)
         elif isinstance(event, StepEnded) and self._step_started is not None:
-            self.times.append(StepTime(self._position, event.background, max(0.0, event.ts - self._step_started)))
+            self.times.append(StepTime(self._position, event.background, max(0.0, event.ts - self._step_started),
+                                       self._repetition))
             self._step_started, self._last_end = None, event.ts
 
+    def _step_started_at(self, event: StepStarted) -> None:
+        first = event.repetition != self._repetition or self._position < 0
+        self._position = 0 if first else self._position + 1
+        self._repetition = event.repetition
+        self._per_repetition = event.steps or self._per_repetition
+        self.held_s += event.held_s
+        if not first:
+            self._inner.append(max(0.0, event.ts - (self._last_end or self.started) - event.held_s))
+        elif self._last_end is not None:  # the last repetition's teardown (the gate's hold is in it), the check
+            torn_down = max(self._torn_down or 0.0, self._last_end + event.held_s)
+            self._teardowns.append(max(0.0, torn_down - self._last_end - event.held_s))
+            self._checks.append(max(0.0, (self._waiting_since or event.ts) - torn_down))
+        if first:  # the opening's setup is not a gap: it does not come again
+            busy = None if self._waiting_since is None else max(0.0, event.ts - self._waiting_since)
+            self._waits.append(busy or 0.0)
+            if busy is not None:
+                self._busy_waits.append(busy)
+        self._step_started, self._torn_down, self._waiting_since = event.ts, None, None
+
+    # --- the estimate -----------------------------------------------------------------------------------------
+
+    def durations(self) -> Profile | None:
+        """The steps' expected durations (see the module): by the run's own steps once it has measured a whole
+        repetition, else by the past session's, else by the line through its own; at the speed of its latest
+        steps.  None before MIN_STEPS steps with no past session."""
+        own = profile(self.times, self._per_repetition, first=True)
+        past = self.past
+        reference = own
+        if (own is None or not own.means) and past is not None:
+            reference = profile(past.clock.times, self._per_repetition) or own
+        if reference is None:
+            return None
+        return replace(reference, speed=speed(self.times, reference, max(1.0, self._per_repetition / 2)))
+
     def gaps(self) -> Gaps:
-        """The mean gaps measured so far (none yet: 0)."""
-        return Gaps(_mean(self._first_gaps), _mean(self._inner_gaps))
+        """The gaps expected from here on: the run's own means, else the past session's, else 0 (see the module)."""
+        past = self.past
+        before = past.clock.gaps() if past is not None else Gaps()
+        timeout = self.plan.quiet_timeout_s
+        inner = _mean(self._inner) if self._inner else before.inner
+        teardown = _mean(self._teardowns) if self._teardowns else before.teardown
+        check = _mean(self._checks) if self._checks else before.check if past is not None else \
+            (QUIET_POLL_S if timeout > 0 else 0.0)
+        if self._waits:
+            wait = _mean(self._waits)
+        elif self._waiting_since is not None:  # the run's first wait, on a busy host: busy at each repetition
+            wait = self.busy_wait()
+        else:
+            wait = before.wait
+        return Gaps(inner, teardown, check, min(wait, timeout))
+
+    def busy_wait(self) -> float:
+        """Seconds a wait that found the host busy is expected to last (from its quiet-wait line): the mean of the
+        busy waits seen, the timeout when none was."""
+        seen = self._busy_waits or (self.past.clock._busy_waits if self.past is not None else [])
+        return min(_mean(seen), self.plan.quiet_timeout_s) if seen else self.plan.quiet_timeout_s
+
+    def waiting(self, at: float | None = None) -> float | None:
+        """Seconds this wait for an idle host has lasted since the host was found busy; None when not waiting."""
+        if self._waiting_since is None or self._ended is not None:
+            return None
+        return max(0.0, (now() if at is None else at) - self._waiting_since)
 
     def elapsed(self, at: float | None = None) -> float:
         """Seconds since the session started (until its end once ended)."""
         return max(0.0, (self._ended or (now() if at is None else at)) - self.started)
 
     def left(self, at: float | None = None) -> float | None:
-        """Estimated seconds until the last step ends; None before MIN_STEPS steps ended."""
-        line = fit(self.times)
+        """Estimated seconds until the run ends (its last step and the teardown after it); None before MIN_STEPS
+        steps ended when no past session is known."""
+        line = self.durations()
         if line is None:
             return None
         at = now() if at is None else at
         gaps = self.gaps()
-        positions = upcoming(self.plan, self._repetition, self._position)
-        rest = time_left(line, positions, gaps)
-        if self._step_started is not None:  # in a step: what its fit says is still to come
-            rest += max(0.0, line.at(self._position) - (at - self._step_started))
-        elif positions and self._last_end is not None:  # between steps: the part of the gap already waited
-            rest -= min(gaps.before(positions[0]), at - self._last_end)
-        return rest
+        positions = upcoming(self.plan, self._repetition, self._position, self._per_repetition)
+        steps = sum(line.at(p) for p in positions)
+        if self._step_started is not None:  # in a step: what its line says is still to come
+            current = max(0.0, line.at(self._position) - (at - self._step_started))
+            return current + steps + sum(gaps.before(p) for p in positions) + gaps.teardown
+        return self._gap_left(at, positions, gaps) + steps + sum(gaps.before(p) for p in positions[1:]) + \
+            (gaps.teardown if positions else 0.0)
 
-    def whole_run(self, plan: Plan) -> float | None:
-        """Seconds a whole run of `plan` would take by the steps and gaps measured here; None before MIN_STEPS."""
-        line = fit(self.times)
-        return None if line is None else time_left(line, upcoming(plan, 1, -1), self.gaps())
+    def _gap_left(self, at: float, positions: Sequence[int], gaps: Gaps) -> float:
+        """What is left of the gap under way: before the next step, or the teardown after the last."""
+        if self._waiting_since is not None:  # the host is busy: the wait goes on
+            return max(0.0, self.busy_wait() - (at - self._waiting_since))
+        if self._last_end is None:  # the opening, host not (yet) found busy: setup, counted as it goes
+            return 0.0
+        expected = gaps.before(positions[0]) if positions else gaps.teardown
+        return max(0.0, expected - (at - self._last_end))
 
     def __str__(self) -> str:
         """The text a progress line shows now (so a Rich column can show `{task.fields[clock]}`)."""
@@ -162,69 +338,183 @@ class StepClock:
 
     def text(self, at: float | None = None) -> str:
         """`~3:40 left, 1:02 elapsed` (time left first: a narrow pane cuts the end), `left: estimating, ...` before
-        MIN_STEPS steps, `1:02 elapsed` alone once ended."""
+        MIN_STEPS steps (with no past session), `1:02 elapsed` alone once ended."""
         elapsed = f"{clock(self.elapsed(at))} elapsed"
         if self._ended is not None:
             return elapsed
         left = self.left(at)
         return ("left: estimating" if left is None else f"~{clock(left)} left") + f", {elapsed}"
 
+    def waiting_text(self, at: float | None = None) -> str | None:
+        """`waiting for an idle host before rep 2/5: 0:04 of at most 0:10` while a wait found the host busy, else
+        None: what a progress line shows where it names the step."""
+        waited = self.waiting(at)
+        if waited is None:
+            return None
+        return (f"waiting for an idle host before rep {self.waiting_repetition()}/{self.plan.repetitions}: "
+                f"{clock(waited)} of at most {clock(self.plan.quiet_timeout_s)}")
+
+    def waiting_repetition(self) -> int:
+        """The repetition a wait for an idle host under way comes before (the next one to start)."""
+        return self._repetition + (self._position >= 0)
+
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+# --- past sessions ---------------------------------------------------------------------------------------------
+
+#: Keys of a suite's stored config that say what the suite is, not what it runs: a past session that differs
+#: only in them is comparable (`backend` is the suite's default: the session's own backend is matched apart).
+DESCRIPTIVE_KEYS = frozenset({"name", "description", "reproduces", "source", "overrides", "profile", "backend",
+                              "operation_timeout_s"})
+
+
+def comparable(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A suite's config (labtui.suites.serialize.suite_to_dict, or a session's stored config) without the keys
+    that do not change what a run does: two runs of equal ones run the same levels, repetitions, worker runs and
+    warm-ups, timeouts and programs."""
+    return {key: value for key, value in config.items() if key not in DESCRIPTIVE_KEYS}
+
+
+@dataclass(frozen=True, slots=True)
+class PastRows:
+    """What `read_history` read: the chosen session's rows (None when none is comparable), and how many of the
+    suite's other sessions on the host and backend were passed over and why ("aborted", "other sizes", ...)."""
+
+    session_id: str | None = None
+    started: float | None = None
+    ended: float | None = None
+    #: (repetition, step, steps, background, started, ended, held_s, torn_down): torn_down is the last instance
+    #: destroyed between the step's end and the next step's start (None: none).
+    steps: list[tuple[Any, ...]] = field(default_factory=list)
+    #: (ts, category) of its quiet-wait lines.
+    waits: list[tuple[float, str]] = field(default_factory=list)
+    passed_over: dict[str, int] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True)
 class History:
-    """A past session's measured steps, to estimate a run of the same suite before it starts."""
+    """A past comparable session's measured steps and gaps, to estimate a run of the same suite and sizes."""
 
     session_id: str
     clock: StepClock
-    #: Steps per repetition of that session (a plan of another length is extrapolated to).
-    per_repetition: int
 
     @property
     def steps(self) -> int:
         """Steps measured."""
         return len(self.clock.times)
 
-    def estimate(self, plan: Plan) -> float | None:
-        """Seconds for a whole run of `plan` by this session's steps; None when it measured too few."""
-        return self.clock.whole_run(plan)
+    def estimate(self) -> float:
+        """Seconds that session took from its start to its end, less the time its step gate held steps."""
+        return max(0.0, self.clock.elapsed() - self.clock.held_s)
+
+    def waited(self) -> float:
+        """Seconds it waited for a busy host to go idle, before its repetitions."""
+        return sum(self.clock._waits)
+
+    @classmethod
+    def from_rows(cls, rows: PastRows, plan: Plan) -> History | None:
+        """The session `rows` holds replayed through a StepClock of `plan`; None when they hold none."""
+        if rows.session_id is None or rows.started is None:
+            return None
+        sid = rows.session_id
+        events: list[Event] = [SessionStarted(sid, "", "", "", "", {}, 0, ts=rows.started)]
+        events += [Log(sid, "info", category, "", ts=ts) for ts, category in rows.waits]
+        for repetition, step, steps, background, started, ended, held_s, torn_down in rows.steps:
+            events.append(StepStarted(sid, repetition, step, steps or 0, background or 0, held_s or 0.0, ts=started))
+            if ended is not None:
+                events.append(StepEnded(sid, repetition, step, background or 0, ts=ended))
+            if torn_down is not None:
+                events.append(InstanceDestroyed(sid, "", ts=torn_down))
+        if rows.ended is not None:
+            events.append(SessionEnded(sid, "completed", ts=rows.ended))
+        past = StepClock(plan, rows.started)
+        for event in sorted(events, key=lambda e: e.ts):  # stable: a step's start before its end at one ts
+            past.apply(event)
+        return cls(sid, past)
 
 
-_HISTORY_SQL = """
-WITH last AS (
-    SELECT s.session_id, epoch(s.started_at) AS session_started FROM sessions s
-    WHERE s.suite = ? AND s.host = ? AND s.backend = ?
-      AND (SELECT count(*) FROM steps t WHERE t.session_id = s.session_id AND t.ended_at IS NOT NULL) >= ?
-    ORDER BY (SELECT max(t.steps) FROM steps t WHERE t.session_id = s.session_id) = ? DESC,
-             s.started_at DESC
-    LIMIT 1
-)
-SELECT t.session_id, last.session_started, t.repetition, t.step, t.steps, t.background,
-       epoch(t.started_at) AS started, epoch(t.ended_at) AS ended, coalesce(t.held_s, 0) AS held_s
-FROM steps t JOIN last USING (session_id)
-WHERE t.started_at IS NOT NULL
-ORDER BY t.started_at
+_CANDIDATES_SQL = """
+SELECT session_id, status, config, epoch(started_at), epoch(ended_at) FROM sessions
+WHERE suite = ? AND host = ? AND backend = ?
+ORDER BY started_at DESC NULLS LAST
 """
 
+_STEPS_SQL = """
+WITH s AS (
+    SELECT repetition, step, steps, background, started_at, ended_at, coalesce(held_s, 0) AS held_s,
+           lead(started_at) OVER (ORDER BY started_at) AS next_start
+    FROM steps WHERE session_id = ? AND started_at IS NOT NULL
+)
+SELECT repetition, step, steps, background, epoch(started_at), epoch(ended_at), held_s,
+       (SELECT epoch(max(i.destroyed_at)) FROM instances i
+        WHERE i.session_id = ? AND i.destroyed_at >= s.ended_at
+          AND (s.next_start IS NULL OR i.destroyed_at <= s.next_start)) AS torn_down
+FROM s ORDER BY started_at
+"""
 
-def history(db: str | os.PathLike[str], suite: str, host: str, backend: str, plan: Plan) -> History | None:
-    """The measured steps of the latest session of `suite` on `host` and `backend` in the store (one with as
-    many steps per repetition as `plan` first); None when the store has none or does not exist.
-    StoreError when the store cannot be read."""
-    from labtui.store import fetch_frame
+_WAITS_SQL = f"SELECT epoch(ts), category FROM events WHERE session_id = ? AND category = '{QUIET_WAIT}' ORDER BY ts"
+
+
+def read_history(db: str | os.PathLike[str], suite: str, host: str, backend: str, config: Mapping[str, Any],
+                 wait: float | None = None) -> PastRows:
+    """The rows of the latest session of `suite` on `host` and `backend` that completed with a config
+    `comparable` to `config`; an empty PastRows when the store has none (or does not exist).  StoreError when
+    the store cannot be read (held by another program for `wait` s: labtui.store.connect_readonly).  Reads the
+    store: call it where DuckDB may load (a thread of the console, the store's own process)."""
+    import duckdb
+
+    from labtui.store import StoreError, connect_readonly
 
     if not Path(db).expanduser().is_file():
-        return None
-    rows = fetch_frame(db, _HISTORY_SQL, [suite, host, backend, MIN_STEPS, plan.steps_per_repetition]).rows()
-    if not rows:
-        return None
-    session_id, started = rows[0][0], rows[0][1]
-    past = StepClock(plan, rows[0][6] if started is None else started)
-    for _sid, _started, repetition, step, steps, background, step_started, step_ended, held_s in rows:
-        past.apply(StepStarted(session_id, repetition, step, steps or 0, background or 0, held_s, ts=step_started))
-        if step_ended is not None:
-            past.apply(StepEnded(session_id, repetition, step, background or 0, ts=step_ended))
-    return History(session_id, past, max(row[4] or 0 for row in rows))
+        return PastRows()
+    wanted = comparable(config)
+    passed: dict[str, int] = {}
+    con = connect_readonly(db, wait=wait)
+    try:
+        for sid, status, stored, started, ended in con.execute(_CANDIDATES_SQL, [suite, host, backend]).fetchall():
+            reason = "other sizes" if comparable(json.loads(stored or "{}")) != wanted else \
+                (None if status == "completed" else str(status))
+            if reason is not None:
+                passed[reason] = passed.get(reason, 0) + 1
+                continue
+            steps = con.execute(_STEPS_SQL, [sid, sid]).fetchall()
+            waits = con.execute(_WAITS_SQL, [sid]).fetchall()
+            return PastRows(sid, started, ended, steps, waits, passed)
+    except duckdb.Error as exc:
+        raise StoreError(f"cannot read store {db}: {exc}") from exc
+    finally:
+        con.close()
+    return PastRows(passed_over=passed)
+
+
+def history(db: str | os.PathLike[str], suite: str, host: str, backend: str, config: Mapping[str, Any],
+            plan: Plan) -> tuple[History | None, dict[str, int]]:
+    """The latest comparable completed session (`read_history`) as a History, or None; with the sessions passed
+    over, by why."""
+    rows = read_history(db, suite, host, backend, config)
+    return History.from_rows(rows, plan), rows.passed_over
+
+
+def passed_over_text(passed: Mapping[str, int]) -> str:
+    """`2 of other sizes, 1 aborted` (empty when none was passed over)."""
+    return ", ".join(f"{n} of other sizes" if why == "other sizes" else f"{n} {why}" for why, n in passed.items())
+
+
+def before_run_text(where: str, plan: Plan, past: History | None, passed: Mapping[str, int]) -> str:
+    """The start dialog's line: `time: about 0:42, as session S took (boot-scaling on local with process, the same
+    sizes): 0:12 running, 0:30 waiting for an idle host (at most 0:10 before each of 3 repetitions)`, or why there
+    is no estimate (`where` names the suite, host and backend)."""
+    timeout, reps = plan.quiet_timeout_s, plan.repetitions
+    if past is None:
+        skipped = f" ({passed_over_text(passed)} passed over)" if passed else ""
+        waits = f"; a busy host adds up to {clock(timeout)} before each of {reps} repetition(s)" if timeout > 0 else ""
+        return f"time: no estimate: no completed session of {where} with these sizes in the store{skipped}{waits}"
+    total, waited = past.estimate(), past.waited()
+    text = f"time: about {clock(total)}, as session {past.session_id} took ({where}, the same sizes)"
+    if timeout > 0:
+        text += (f": {clock(total - waited)} running, {clock(waited)} waiting for an idle host (at most "
+                 f"{clock(timeout)} before each of {reps} repetition(s))")
+    return text

@@ -20,9 +20,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
 
 from labtui.session import Plan, plan_for
-from labtui.session.estimate import clock, history
+from labtui.session.estimate import before_run_text, history
 from labtui.store import StoreError
 from labtui.suites import SuiteError, load_suite, suite_profiles
+from labtui.suites.model import Suite
+from labtui.suites.serialize import suite_to_dict
 from labtui.ui.model.choices import OVERRIDE_KEYS, BackendChoice, StartRequest, overrides_from
 
 Checker = Callable[[str], Awaitable[list[BackendChoice]]]
@@ -82,7 +84,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
         self._suite, self._backend, self._host, self._manual = suite, backend, host, manual
         self._default_backend = backend  # what a suite that names no backend runs on
         self._db = db  # the store whose past sessions estimate the run's time (none: no estimate shown)
-        self._planned: tuple[str, Plan] | None = None  # the suite's name and plan shown
+        self._planned: tuple[Suite, Plan] | None = None  # the suite (with the numbers typed) and its plan shown
         self._new_suite = False  # a suite was chosen whose backend is not applied yet
         self.choices: dict[str, BackendChoice] = {}
 
@@ -237,7 +239,7 @@ class StartDialog(ModalScreen[StartRequest | None]):
             except ValueError as exc:
                 text = str(exc)
             else:
-                self._planned = (suite.name, plan)
+                self._planned = (suite, plan)
                 shown = list(plan.steps) if len(plan.steps) <= 6 else \
                     [*plan.steps[:3], f"... {len(plan.steps) - 4} more", plan.steps[-1]]
                 text = (f"plan: {suite.kind}, {plan.repetitions} repetition(s) of {len(plan.steps)} step(s) "
@@ -247,28 +249,24 @@ class StartDialog(ModalScreen[StartRequest | None]):
 
     @work(exclusive=True, group="estimate", exit_on_error=False)
     async def _estimate(self) -> None:
-        """How long the planned run will take, by the latest past session of the suite on this host and backend."""
+        """How long the planned run will take, by the latest session of the suite on this host and backend that
+        completed with the same sizes (never an aborted or failed one, nor one of other sizes), and how much of it
+        was waiting for an idle host."""
         shown = self.query_one("#estimate", Static)
         backend = self.query_one("#backend", Select).value
         shown.display = self._db is not None and self._planned is not None and backend is not Select.NULL
         if not shown.display:
             return
         assert self._db is not None and self._planned is not None
-        name, plan = self._planned
-        where = f"{name} on {self._host} with {backend}"
+        suite, plan = self._planned
+        where = f"{suite.name} on {self._host} with {backend}"
         try:
-            past = await asyncio.to_thread(history, self._db, name, self._host, str(backend), plan)
+            past, passed = await asyncio.to_thread(history, self._db, suite.name, self._host, str(backend),
+                                                   suite_to_dict(suite), plan)
         except StoreError as exc:
             shown.update(f"time: no estimate, the store cannot be read: {exc}")
             return
-        seconds = past.estimate(plan) if past is not None else None
-        if past is None or seconds is None:
-            shown.update(f"time: no estimate: no past session of {where} in the store")
-        else:
-            how = "" if past.per_repetition == plan.steps_per_repetition else \
-                f", extrapolated from {past.per_repetition} steps a repetition to {plan.steps_per_repetition}"
-            shown.update(f"time: about {clock(seconds)}, by the {past.steps} steps of session {past.session_id}"
-                         f"{how} ({where})")
+        shown.update(before_run_text(where, plan, past, passed))
 
     # --- start --------------------------------------------------------------------------------
 
