@@ -11,6 +11,7 @@ import contextlib
 import os
 import statistics
 import sys
+import time
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -21,7 +22,8 @@ from labtui.core.events import Event, Log, Result, SessionEnded, StepEnded, Step
 from labtui.core.stopsignals import raise_if_stopped
 from labtui.core.units import quantity
 from labtui.session import LabRun, Plan, RunRequest, SessionInfo
-from labtui.session.estimate import StepClock
+from labtui.session.estimate import QUIET_WAIT, StepClock
+from labtui.session.estimate import clock as clock_text
 from labtui.session.request import parse_tags
 from labtui.session.service import DEADLINE_S
 from labtui.store import StoreError
@@ -119,6 +121,8 @@ async def _run(lab: LabRun, console: Console) -> list:
 
 #: Seconds between two redraws of the progress lines (each waits for the run's quiet window to close).
 REDRAW_S = 0.25
+#: Seconds between two redraws while the run waits for an idle host (a window that times nothing).
+WAIT_REDRAW_S = 1.0
 
 
 async def _show_progress(events: asyncio.Queue[Event | None], lab: LabRun, console: Console) -> None:
@@ -137,7 +141,8 @@ async def _show_progress(events: asyncio.Queue[Event | None], lab: LabRun, conso
         auto_refresh=False,
     ) as progress:
         several = len(lab.sessions) > 1
-        lines = {s.session_id: _ProgressLine(s, lab.plan, progress, console, several=several) for s in lab.sessions}
+        lines = {s.session_id: _ProgressLine(s, lab.plan, progress, console, StepClock(lab.plan), several=several)
+                 for s in lab.sessions}
         redraws = asyncio.create_task(_redraw_between_windows(progress, lab))
         try:
             while (event := await events.get()) is not None:
@@ -149,19 +154,25 @@ async def _show_progress(events: asyncio.Queue[Event | None], lab: LabRun, conso
 
 
 async def _redraw_between_windows(progress: Progress, lab: LabRun) -> None:
-    """Draw the progress lines every REDRAW_S, each time once no measured operation is in flight."""
+    """Draw the progress lines every REDRAW_S, each time once no measured operation is in flight; while a wait for
+    an idle host is (it times nothing) every WAIT_REDRAW_S, so that the wait and the time left are seen to move."""
+    drawn = 0.0
     while True:
         await asyncio.sleep(REDRAW_S)
-        await lab.quiet.until_closed()
+        await lab.quiet.until_untimed()
+        if lab.quiet.timing or (lab.quiet.is_open and time.monotonic() - drawn < WAIT_REDRAW_S):
+            continue  # a window opened again before this task ran; or a wait, drawn a moment ago
         progress.refresh()
+        drawn = time.monotonic()
 
 
 class _ProgressLine:
     """One session's progress line: steps done of all, the step it is at, its latest result, the clock."""
 
-    def __init__(self, session: SessionInfo, plan: Plan, progress: Progress, console: Console, *, several: bool) -> None:
+    def __init__(self, session: SessionInfo, plan: Plan, progress: Progress, console: Console, clock: StepClock, *,
+                 several: bool) -> None:
         self.session, self.plan, self.progress, self.console, self.several = session, plan, progress, console, several
-        self.clock = StepClock(plan)
+        self.clock = clock
         label = f"{session.suite.name} @ {session.host}" if several else session.suite.name
         self.task = progress.add_task(label, total=plan.total_steps, detail="starting", clock=self.clock)
         #: The last ended step's figure, named with its background; the values of the step under way.
@@ -188,11 +199,26 @@ class _ProgressLine:
             where = f" ({self.session.host})" if self.several else ""
             self.console.print(Text(f"{event.level}{where} [{event.category}]: {event.message}",
                                     "red" if event.level == "error" else "yellow"))
-        elif isinstance(event, Log) and event.category == "quiet-wait":
-            self.progress.update(self.task, detail=event.message)
+        elif isinstance(event, Log) and event.category == QUIET_WAIT:  # until the next step starts
+            self.progress.update(self.task, detail=_Waiting(self.clock, event.message))
         elif isinstance(event, SessionEnded) and event.message:
             where = f" ({self.session.host})" if self.several else ""
             self.console.print(Text.assemble((f"{event.status}{where}: ", "red"), event.message))
+
+
+class _Waiting:
+    """The detail while the run waits for an idle host: the engine's line and how long it has waited, drawn anew at
+    each redraw (the wait moves on between events): `rep 2/3  waiting up to 10 s for host local to be idle (CPU 4%
+    free) before measuring: 0:04 so far`."""
+
+    def __init__(self, clock: StepClock, message: str) -> None:
+        self.clock, self.message = clock, message
+
+    def __str__(self) -> str:
+        waited = self.clock.waiting()
+        upcoming = self.clock.waiting_repetition()
+        return f"rep {upcoming}/{self.clock.plan.repetitions}  {self.message}" + \
+            ("" if waited is None else f": {clock_text(waited)} so far")
 
 
 def _step_figure(values: dict[tuple[str, str], list[float]], background: int) -> str:

@@ -146,10 +146,11 @@ class RunContext:
             start_at=start_at,
         )
 
-    def measuring(self) -> contextlib.AbstractAsyncContextManager[None]:
+    def measuring(self, *, idle_wait: bool = False) -> contextlib.AbstractAsyncContextManager[None]:
         """The quiet window around one measured operation: labtui's own work (the feed, the sampler, the
-        faces' redraws) waits until it closes, and nothing is recorded inside it (labtui.engine.quiet)."""
-        return self.quiet.window()
+        faces' redraws) waits until it closes, and nothing is recorded inside it (labtui.engine.quiet).
+        `idle_wait`: a wait for an idle host, which times nothing: the faces may still redraw their text."""
+        return self.quiet.window(idle_wait=idle_wait)
 
     async def create(self, specs: Sequence[InstanceSpec], *, measured: bool = False) -> list[Instance]:
         """Create instances, recording intent first and each outcome after; `measured`: in a quiet window

@@ -11,6 +11,13 @@ outcome after it closes.
 
 One `QuietWindows` serves every session of a run: a feed is held while any
 session measures.
+
+A wait for an idle host times nothing: it reads the host's CPU every 0.25 s
+for up to `sampling.quiet_timeout_s`.  Its window (`window(idle_wait=True)`)
+holds the feed and the sampler like any other, but the faces may still redraw
+their progress text, at most once a second (`timing` is False while it is the
+only kind open), so that a wait of up to ten seconds is seen as one and not
+as a hang.  Such a redraw is a line of text, about a millisecond of CPU.
 """
 
 from __future__ import annotations
@@ -35,10 +42,13 @@ class QuietWindows:
 
     def __init__(self) -> None:
         self._open = 0
+        self._timing = 0  # open windows other than waits for an idle host
         self._observers: list[Observer] = []
         self._opening = asyncio.Lock()
         self._closed = asyncio.Event()
         self._closed.set()
+        self._untimed = asyncio.Event()
+        self._untimed.set()
         #: Windows opened so far (a figure for tests and benchmarks).
         self.opened = 0
 
@@ -51,13 +61,23 @@ class QuietWindows:
         """True while a measured operation is in flight (readable from any thread)."""
         return self._open > 0
 
+    @property
+    def timing(self) -> bool:
+        """True while a window other than a wait for an idle host is open: the faces do not redraw at all."""
+        return self._timing > 0
+
     async def until_closed(self) -> None:
         """Return at once when no window is open, else when the last one closes."""
         await self._closed.wait()
 
+    async def until_untimed(self) -> None:
+        """Return at once when no window but waits for an idle host is open, else when the last other one closes."""
+        await self._untimed.wait()
+
     @contextlib.asynccontextmanager
-    async def window(self) -> AsyncIterator[None]:
-        """Hold the observers (when this is the first window), run the block, release them (when it is the last)."""
+    async def window(self, *, idle_wait: bool = False) -> AsyncIterator[None]:
+        """Hold the observers (when this is the first window), run the block, release them (when it is the last).
+        `idle_wait`: the block waits for an idle host and times nothing (the faces may redraw their text)."""
         async with self._opening:
             if self._open == 0:
                 held: list[Observer] = []
@@ -72,9 +92,16 @@ class QuietWindows:
             self._open += 1
             self.opened += 1
             self._closed.clear()
+            if not idle_wait:
+                self._timing += 1
+                self._untimed.clear()
         try:
             yield
         finally:
+            if not idle_wait:
+                self._timing -= 1
+                if self._timing == 0:
+                    self._untimed.set()
             self._open -= 1
             if self._open == 0:
                 self._closed.set()

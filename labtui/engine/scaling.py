@@ -51,7 +51,8 @@ async def wait_for_quiet_host(ctx: RunContext) -> None:
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    async with ctx.measuring():  # labtui's own feed and sampler must not be what keeps the host busy
+    # labtui's own feed and sampler must not be what keeps the host busy; the faces may say that it waits
+    async with ctx.measuring(idle_wait=True):
         await ctx.host.sample()
         said = False
         while loop.time() < deadline:

@@ -12,7 +12,9 @@ CHART_EVERY_S.  Drawing takes the GIL and a core from the engine's thread, so
 what a person cannot see faster is not drawn faster (bench_faces.py).  The
 run's time left and elapsed time (labtui.session.estimate) are shown under the
 run pane, redrawn at every drain.  A drain that falls in a quiet window (a
-measured operation in flight) is skipped: the next one catches up.
+measured operation in flight) is skipped: the next one catches up.  A wait for
+an idle host before a repetition times nothing: its drains go on, without the
+chart, and the run pane's status says that the run waits and for how long.
 The session service, the engine and the hosts are imported when a run starts.
 
 The view's first frame holds its three text panes, filled with what is known at
@@ -223,7 +225,7 @@ class RunView(Vertical):
     def drain(self) -> None:
         """Fold queued events into the model, log them, redraw once if anything changed; skipped while the run
         measures (a quiet window is open: labtui.engine.quiet), so that a redraw never shares the host with it."""
-        if self.lab is not None and self.lab.quiet.is_open:
+        if self.lab is not None and self.lab.quiet.timing:
             return
         if self._queue is not None:
             created = ready = destroyed = 0
@@ -248,7 +250,7 @@ class RunView(Vertical):
                     self.log_text(f"{n} instance(s) {what}", style="dim")
         if self.shown():
             self._show_time()  # the elapsed time moves on between events
-            if self.model.version != self._drawn:
+            if self.model.version != self._drawn or self._waiting() is not None:  # a wait's seconds move on too
                 self.redraw()
             else:
                 self._chart_if_due()  # results that came while the last chart was being computed
@@ -263,13 +265,17 @@ class RunView(Vertical):
         hosts = self.query_one("#hosts", Static)
         # the hosts pane's size is the layout's, not its text's: no layout pass for a new sample
         self._show(hosts, hosts_text(self.model.hosts, width=hosts.size.width - 2), layout=False)
-        self._show(self.query_one("#runinfo", Static), run_text(self.model, self.gate_state()))
+        self._show(self.query_one("#runinfo", Static), run_text(self.model, self.gate_state(), self._waiting()))
         if (counts := self.model.counts()) != self._counted:
             self._counted = counts
             self.query_one("#counts", Static).update(counts_table(self.model), layout=False)
         if self.model.total_steps:  # no bar before the first run
             self._progress().update(total=self.model.total_steps, progress=self.model.steps_done)
         self._chart_if_due()
+
+    def _waiting(self) -> str | None:
+        """`waiting for an idle host before rep 2/5: 0:04 of at most 0:10` while the run waits for one, else None."""
+        return self.clock.waiting_text() if self.clock is not None and self.lab is not None else None
 
     def _progress(self) -> ProgressBar:
         """The run's progress bar, mounted under the run pane the first time a run has steps."""
@@ -299,6 +305,8 @@ class RunView(Vertical):
         samples came and CHART_EVERY_S passed."""
         charted = (len(self.model.results), len(self.model.availability))
         if charted == self._charted or self._charting is not None or not self.query_children("#live"):
+            return
+        if self.lab is not None and self.lab.quiet.is_open:  # a wait for an idle host: text only, no plot
             return
         new_results = charted[0] != self._charted[0] or self._slow is None
         stepping = self.lab is not None and not self.lab.waiting_at_step

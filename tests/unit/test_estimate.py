@@ -1,5 +1,5 @@
 """The time left (issue 41 item 3): labtui.session.estimate against synthetic runs whose every event time is known,
-and the past sessions it leans on.
+the past sessions it leans on, and where a wait for an idle host is shown.
 
 A synthetic run is what the engine records: a setup, then per repetition the last one's teardown (its last
 instance destroyed), the check that the host is idle, on a busy host a quiet-wait line and the wait, then the
@@ -9,13 +9,21 @@ estimate compared with the time that was really left then (to the session's end)
 
 from __future__ import annotations
 
+import asyncio
+import io
 import random
+import time
 from collections.abc import Callable
 from dataclasses import astuple, dataclass, field, replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from rich.console import Console
+from rich.progress import Progress, TextColumn
 
+from labtui.commands import run as run_command
+from labtui.commands.run import _ProgressLine
 from labtui.core.events import (
     Event,
     InstanceCreating,
@@ -27,7 +35,8 @@ from labtui.core.events import (
     StepEnded,
     StepStarted,
 )
-from labtui.session import Plan, plan_for
+from labtui.engine.quiet import QuietWindows
+from labtui.session import Plan, SessionInfo, plan_for
 from labtui.session.estimate import (
     QUIET_POLL_S,
     History,
@@ -41,6 +50,8 @@ from labtui.session.estimate import (
 from labtui.store import record_events
 from labtui.suites import load_suite
 from labtui.suites.serialize import suite_to_dict
+from labtui.ui.model.live import RunModel
+from labtui.ui.model.pane_text import run_text
 
 T0 = 1_800_000_000.0
 TIMEOUT = 10.0
@@ -309,3 +320,67 @@ def test_history_refuses_an_aborted_session_and_one_of_another_size(tmp_path: Pa
         "store (1 failed, 3 of other sizes passed over); a busy host adds up to 0:10 before each of 5 repetition(s)")
     assert history(db, "boot-scaling", "local", "docker", config, plan_) == (None, {})
     assert history(tmp_path / "none.duckdb", "boot-scaling", "local", "process", config, plan_) == (None, {})
+
+
+# --- where the wait is shown ---------------------------------------------------------------------------------------
+
+
+def test_the_progress_line_says_it_waits_for_an_idle_host_until_the_step() -> None:
+    """The CLI's detail, from the quiet-wait line to the next step: the engine's line and the seconds waited."""
+    suite = load_suite("boot-scaling", ["scale.steps=2", "scale.per_step=5", "suite.repetitions=2"])
+    plan_ = plan_for(suite)
+    console = Console(file=io.StringIO(), width=200)
+    progress = Progress(TextColumn("{task.fields[detail]}"), TextColumn("{task.fields[clock]}"), console=console,
+                        auto_refresh=False)
+    line = _ProgressLine(SessionInfo("s", suite, "process", "local"), plan_, progress, console, StepClock(plan_),
+                         several=False)
+    t = time.time() - 30
+    line.apply(SessionStarted("s", "boot-scaling", "scaling", "process", "local", {}, 1, ts=t))
+    for step in range(3):
+        line.apply(StepStarted("s", 1, step, 3, 5 * step, ts=t + step))
+        line.apply(StepEnded("s", 1, step, 5 * step, ts=t + step + 0.5))
+    message = "waiting up to 10 s for host local to be idle (CPU 3% free) before measuring"
+    line.apply(Log("s", "info", "quiet-wait", message, ts=time.time() - 4))
+    assert str(progress.tasks[0].fields["detail"]) == f"rep 2/2  {message}: 0:04 so far"
+    line.apply(InstanceDestroyed("s", "x"))  # events in the wait do not replace it
+    assert str(progress.tasks[0].fields["detail"]).startswith(f"rep 2/2  {message}: 0:0")
+    assert str(progress.tasks[0].fields["clock"]).startswith("~")  # a time left meanwhile
+    line.apply(StepStarted("s", 2, 0, 3, 0))
+    assert str(progress.tasks[0].fields["detail"]).startswith("rep 2/2  step 0/2  background 0")
+
+
+async def test_the_progress_is_redrawn_while_the_run_waits_for_an_idle_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not while a measured operation's window is open; every WAIT_REDRAW_S while a wait for an idle host's is."""
+    monkeypatch.setattr(run_command, "REDRAW_S", 0.01)
+    monkeypatch.setattr(run_command, "WAIT_REDRAW_S", 0.05)
+    quiet = QuietWindows()
+    drawn: list[float] = []
+    progress = SimpleNamespace(refresh=lambda: drawn.append(time.monotonic()))
+    redraws = asyncio.create_task(run_command._redraw_between_windows(progress, SimpleNamespace(quiet=quiet)))
+    try:
+        async with quiet.window():
+            await asyncio.sleep(0.05)
+            count = len(drawn)
+            await asyncio.sleep(0.3)
+            assert len(drawn) == count  # a boot is timed: nothing is drawn
+        async with quiet.window(idle_wait=True):
+            await asyncio.sleep(0.05)
+            count = len(drawn)
+            await asyncio.sleep(0.5)
+            assert 5 <= len(drawn) - count <= 11  # about every 0.05 s, not every 0.01 s
+            async with quiet.window():  # a measurement of another session meanwhile
+                await asyncio.sleep(0.05)
+                count = len(drawn)
+                await asyncio.sleep(0.2)
+                assert len(drawn) == count
+    finally:
+        redraws.cancel()
+
+
+def test_the_run_pane_says_it_waits_for_an_idle_host() -> None:
+    model = RunModel()
+    model.reset("boot-scaling", "process", "local", 2, 3)
+    model.apply(SessionStarted("s", "boot-scaling", "scaling", "process", "local", {}, 1))
+    waiting = "waiting for an idle host before rep 2/2: 0:04 of at most 0:10"
+    assert f"status     running: {waiting}\n" in run_text(model, "auto", waiting).plain
+    assert "waiting" not in run_text(model, "auto").plain

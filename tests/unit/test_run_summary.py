@@ -12,6 +12,7 @@ from labtui.commands.printing import render_summary
 from labtui.commands.run import _ProgressLine
 from labtui.core.events import Log, Result, SessionStarted, StepEnded, StepStarted
 from labtui.session import SessionInfo, plan_for
+from labtui.session.estimate import StepClock
 from labtui.store import record_events
 from labtui.suites import load_suite
 
@@ -23,7 +24,8 @@ def _line() -> tuple[_ProgressLine, Progress, io.StringIO]:
     out = io.StringIO()
     console = Console(file=out, width=200)
     progress = Progress(TextColumn("{task.fields[detail]}"), console=console)
-    return _ProgressLine(SessionInfo("s1", suite, "process", "local"), plan_for(suite), progress, console,
+    plan = plan_for(suite)
+    return _ProgressLine(SessionInfo("s1", suite, "process", "local"), plan, progress, console, StepClock(plan),
                          several=False), progress, out
 
 

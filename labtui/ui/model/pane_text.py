@@ -58,8 +58,9 @@ def hosts_text(hosts: dict[str, HostState], width: int = 40, stale_s: float = 10
     return out
 
 
-def run_text(model: RunModel, gate_state: str) -> Text:
-    """Suite on backend@host, session, status, repetition r/R, step k/n, background, stepping."""
+def run_text(model: RunModel, gate_state: str, waiting: str | None = None) -> Text:
+    """Suite on backend@host, session, status, repetition r/R, step k/n, background, stepping; `waiting` (the
+    run waits for an idle host: StepClock.waiting_text) goes after the status."""
     out = Text()
     if model.status == "idle":
         return Text("no run yet: choose a suite, then press s", "dim")
@@ -68,7 +69,7 @@ def run_text(model: RunModel, gate_state: str) -> Text:
     rows = [
         ("suite", f"{model.suite} on {model.backend}@{model.host}"),
         ("session", model.session_id or "-"),
-        ("status", model.status + (f": {model.message}" if model.message else "")),
+        ("status", model.status + (f": {model.message}" if model.message else "") + (f": {waiting}" if waiting else "")),
         ("repetition", f"{model.repetition}/{model.repetitions}   step {step}"),
         ("background", str(model.background)),
         ("stepping", gate_state),
