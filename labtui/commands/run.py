@@ -141,8 +141,8 @@ async def _show_progress(events: asyncio.Queue[Event | None], lab: LabRun, conso
         auto_refresh=False,
     ) as progress:
         several = len(lab.sessions) > 1
-        lines = {s.session_id: _ProgressLine(s, lab.plan, progress, console, StepClock(lab.plan), several=several)
-                 for s in lab.sessions}
+        lines = {s.session_id: _ProgressLine(s, lab.plan, progress, console, lab.step_clock(s.session_id),
+                                             several=several) for s in lab.sessions}
         redraws = asyncio.create_task(_redraw_between_windows(progress, lab))
         try:
             while (event := await events.get()) is not None:
@@ -172,7 +172,7 @@ class _ProgressLine:
     def __init__(self, session: SessionInfo, plan: Plan, progress: Progress, console: Console, clock: StepClock, *,
                  several: bool) -> None:
         self.session, self.plan, self.progress, self.console, self.several = session, plan, progress, console, several
-        self.clock = clock
+        self.clock = clock  # LabRun.step_clock: it leans on a comparable past session until it has its own steps
         label = f"{session.suite.name} @ {session.host}" if several else session.suite.name
         self.task = progress.add_task(label, total=plan.total_steps, detail="starting", clock=self.clock)
         #: The last ended step's figure, named with its background; the values of the step under way.

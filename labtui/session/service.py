@@ -38,12 +38,14 @@ from labtui.engine import Plan, SessionRunner, StepGate, check_backend_runs, pla
 from labtui.engine.quiet import QuietWindows
 from labtui.hosts import Host, HostError, get_host
 from labtui.lifecycle.reconcile import StoreView, reconcile_before_run
+from labtui.session.estimate import History, StepClock
 from labtui.session.feeder import StoreFeeder
 from labtui.session.request import RunRequest
 from labtui.session.store_process import StoreProcess
 from labtui.store.errors import StoreError
 from labtui.store.journal import Journal
 from labtui.suites.model import Suite
+from labtui.suites.serialize import suite_to_dict
 
 #: After the first stop signal, the orderly teardown has this long before it is forced, as by a second signal.
 FORCE_AFTER_S = 4.0
@@ -143,6 +145,8 @@ class LabRun:
         self.feeder: StoreFeeder | None = None
         #: The loop the run runs on, once it runs (control calls from elsewhere are handed to it).
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Each session's latest comparable completed session in the store, read as the run starts (none: no entry).
+        self.pasts: dict[str, History] = {}
         #: The queues events() handed out, each with the loop it is read on.
         self._listeners: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event | None]]] = []
 
@@ -252,6 +256,7 @@ class LabRun:
         db = self.request.db
         try:
             self._view = await store.view(db)  # moves finished journals in, too
+            await self._read_pasts(store, runners)
             notice = await store.open(db, OPEN_WAIT_S)
             journals = [Journal.create(db, r.session_id) for r in runners]
         except (StoreError, OSError) as exc:
@@ -289,6 +294,24 @@ class LabRun:
                     self._publish(None)
                     await feeding
         return statuses
+
+    async def _read_pasts(self, store: StoreProcess, runners: list[SessionRunner]) -> None:
+        """Each session's latest comparable completed session in the store (for its time left); a store that
+        cannot be read gives none."""
+        for runner in runners:
+            ctx = runner.ctx
+            try:
+                rows = await store.history(self.request.db, ctx.suite.name, ctx.host.name, ctx.backend.name,
+                                           suite_to_dict(ctx.suite))
+            except StoreError:
+                continue
+            if (past := History.from_rows(rows, self.plan)) is not None:
+                self.pasts[runner.session_id] = past
+
+    def step_clock(self, session_id: str) -> StepClock:
+        """The elapsed time and time left of one of the run's sessions, as every face shows them: fed its events,
+        it leans on the session's comparable past session (`pasts`) until it has measured a repetition."""
+        return StepClock(self.plan, past=lambda: self.pasts.get(session_id))
 
     async def run_in_thread(self, ended: Callable[[], None] | None = None) -> list[Outcome]:
         """``run()`` on an event loop of its own in a thread; the caller's loop stays free to draw.

@@ -6,6 +6,8 @@ answers on its standard output, each a frame (labtui.session.store_frames),
 until its input ends:
 
 - ``("view", db)``: what reconciling needs from the store (``StoreView`` or None);
+- ``("history", db, suite, host, backend, config)``: the latest comparable completed session's steps, for the
+  run's time left (labtui.session.estimate.read_history: a ``PastRows``);
 - ``("open", db, wait)``: check or create the store for writing; the answer is a
   notice (the store is held by another program) or None;
 - ``("feed", journals, wait)``: move the journals' new rows in: (rows, the
@@ -35,10 +37,11 @@ import platform
 import signal
 import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from labtui.core.errors import LabError
-from labtui.lifecycle.reconcile import read_store_quietly
+from labtui.lifecycle.reconcile import START_READ_WAIT_S, read_store_quietly
+from labtui.session.estimate import PastRows, read_history
 from labtui.session.store_frames import read_frame, write_frame
 from labtui.store.access import check_file
 from labtui.store.errors import StoreBusy, StoreError
@@ -80,6 +83,9 @@ class _Store:
 
     def view(self, db: Path) -> object:
         return read_store_quietly(db)
+
+    def history(self, db: Path, suite: str, host: str, backend: str, config: dict[str, Any]) -> PastRows:
+        return read_history(db, suite, host, backend, config, wait=START_READ_WAIT_S)  # a held store: no past
 
     def open(self, db: Path, wait: float) -> str | None:
         try:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from labtui.session.estimate import PastRows
 from labtui.session.store_frames import HEAD, decode, encode
 from labtui.store.errors import StoreError
 
@@ -49,6 +50,12 @@ class StoreProcess:
     async def view(self, db: Path) -> Any:
         """What reconciling needs from the store at db (a StoreView, or None when it cannot be read soon)."""
         return await self._ask("view", db)
+
+    async def history(self, db: Path, suite: str, host: str, backend: str, config: dict[str, Any]) -> PastRows:
+        """The latest comparable completed session's rows (labtui.session.estimate.read_history)."""
+        answer = await self._ask("history", db, suite, host, backend, config)
+        assert isinstance(answer, PastRows)
+        return answer
 
     async def open(self, db: Path, wait: float) -> str | None:
         """Check (or create) the store for writing; a notice when another program holds it, else None."""

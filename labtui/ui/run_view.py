@@ -392,9 +392,7 @@ class RunView(Vertical):
         self._stop_idle_sampler()
         if request.overrides:
             self.log_text("overrides: " + " ".join(request.overrides), "dim")
-        from labtui.session.estimate import StepClock
-
-        self.clock = StepClock(lab.plan)
+        self.clock = lab.step_clock(session.session_id)
         self.run_worker_handle = self.run_worker(self._session(lab), group="run", exclusive=True, exit_on_error=False)
 
     def _notice(self, level: str, text: str) -> None:

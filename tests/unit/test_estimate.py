@@ -322,6 +322,34 @@ def test_history_refuses_an_aborted_session_and_one_of_another_size(tmp_path: Pa
     assert history(tmp_path / "none.duckdb", "boot-scaling", "local", "process", config, plan_) == (None, {})
 
 
+async def test_a_run_reads_its_past_session_through_the_stores_process(tmp_path: Path, runtime_dir: Path) -> None:
+    """LabRun asks the store's own process (the run's never loads DuckDB) for each session's past session, and the
+    clock every face gets from it leans on that session."""
+    from labtui.session import LabRun, RunRequest
+    from labtui.session.store_process import StoreProcess
+
+    db = tmp_path / "lab.duckdb"
+    suite = load_suite("boot-scaling", ["scale.steps=4", "scale.per_step=5", "suite.repetitions=3"])
+    before = Synthetic(plan_for(suite), linear, busy=lambda repetition: 2.0, sid="completed-same")
+    _record(db, before, suite_to_dict(suite), "completed", 0)
+    _record(db, Synthetic(plan_for(suite), linear, sid="aborted-same"), suite_to_dict(suite), "aborted", 1000)
+    lab = LabRun(RunRequest(suite, db, ("local",), None))
+    lab.prepare()
+    (session,) = lab.sessions
+    assert lab.step_clock(session.session_id).past is None  # not read yet
+    store = await StoreProcess.start()
+    try:
+        await lab._read_pasts(store, lab.runners)
+    finally:
+        await store.close()
+    past = lab.pasts[session.session_id]
+    assert past.session_id == "completed-same" and past.estimate() == pytest.approx(before.end - T0)
+    clock = lab.step_clock(session.session_id)
+    assert clock.past is past
+    clock.apply(SessionStarted(session.session_id, "boot-scaling", "scaling", "process", "local", {}, 1, ts=T0))
+    assert clock.left(T0) is not None  # an estimate before the first step
+
+
 # --- where the wait is shown ---------------------------------------------------------------------------------------
 
 
