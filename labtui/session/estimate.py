@@ -2,11 +2,12 @@
 host, summed over what the plan has still to run, to the teardown after its last step.
 
 The steps.  A step's expected duration depends on its position in its repetition (0 for the first): steps get
-slower as the background grows, and a kind's steps differ (placements, instance counts).  Once the run has
-measured every position of a repetition, a position's expected duration is what that first whole repetition
-measured there; before, the mean at that position of a past session of the same suite, sizes, host and backend
-(`history`) when one is known, else the least-squares line through the run's steps by position (never falling:
-a fit that falls is noise, flat at the mean instead; none before MIN_STEPS steps).  That shape is then scaled by
+slower as the background grows.  Its shape is the least-squares line of duration against position through the
+run's steps (never falling: a fit that falls is noise, flat at the mean instead; none before MIN_STEPS steps).
+A line through a few steps at the first positions amplifies their noise over a long repetition, so until the
+run has measured a repetition's worth of steps, the line of a past session of the same suite, sizes, host and
+backend (`history`) is the shape when one is known.  A line is exact over whole repetitions whatever the shape
+(its residuals sum to zero), and no burst of load at a few steps bends it much.  The shape is then scaled by
 how much longer the run's steps took than it says, a step's weight halving with every half repetition of steps
 measured after it: the load of a shared host changes, and its latest steps say most about the next ones.  The
 expected durations are summed over the plan's steps still to run (as many a repetition as the engine announces:
@@ -44,7 +45,7 @@ import json
 import os
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,12 +72,11 @@ QUIET_WAIT = "quiet-wait"
 
 @dataclass(frozen=True, slots=True)
 class StepTime:
-    """One measured step: its position in its repetition, its background count, how long it took, its repetition."""
+    """One measured step: its position in its repetition, its background count and how long it took."""
 
     position: int
     background: int
     duration_s: float
-    repetition: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,42 +108,22 @@ def fit(times: Sequence[StepTime]) -> Line | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Profile:
-    """A step's expected duration by its position: the duration measured at that position (`means`, once every
-    position of a repetition has been), else the `line` fitted through the steps; times `speed`."""
+class Durations:
+    """A step's expected duration by its position: a fitted `line` (the shape) times `speed`."""
 
     line: Line
-    means: Mapping[int, float] = field(default_factory=dict)
     speed: float = 1.0
 
     def at(self, position: int) -> float:
-        return self.speed * self.means.get(position, self.line.at(position))
+        return self.speed * self.line.at(position)
 
 
-def profile(times: Sequence[StepTime], per_repetition: int, *, first: bool = False) -> Profile | None:
-    """The durations of `times` by position (speed 1): the means of every repetition's steps at each position
-    (`first`: of the first repetition that measured every position alone, so that the shape stays put while the
-    speed follows the steps after it); the line alone while no repetition has measured every position.  None
-    before MIN_STEPS steps."""
-    line = fit(times)
-    if line is None:
-        return None
-    repetitions: dict[int, dict[int, float]] = {}
-    for t in times:
-        repetitions.setdefault(t.repetition, {})[t.position] = t.duration_s
-    whole = [r for r in repetitions.values() if all(p in r for p in range(per_repetition))]
-    if not whole:
-        return Profile(line)
-    used = whole[:1] if first else whole
-    return Profile(line, {p: _mean([r[p] for r in used if p in r]) for p in set().union(*used)})
-
-
-def speed(times: Sequence[StepTime], reference: Profile, half_life: float) -> float:
-    """How much longer than `reference` the steps took, a step's weight halving with every `half_life` steps
+def speed(times: Sequence[StepTime], shape: Line, half_life: float) -> float:
+    """How much longer than `shape` says the steps took, a step's weight halving with every `half_life` steps
     measured after it: the latest steps say most about a host whose load changes.  1 with no steps."""
     n = len(times)
     weights = [0.5 ** ((n - 1 - i) / half_life) for i in range(n)]
-    expected = sum(w * reference.at(t.position) for w, t in zip(weights, times))
+    expected = sum(w * shape.at(t.position) for w, t in zip(weights, times))
     return sum(w * t.duration_s for w, t in zip(weights, times)) / expected if expected > 0 else 1.0
 
 
@@ -173,7 +153,7 @@ class Gaps:
         return self.teardown + self.check + self.wait if position == 0 else self.inner
 
 
-def time_left(durations: Line | Profile, positions: Sequence[int], gaps: Gaps = Gaps()) -> float:
+def time_left(durations: Line | Durations, positions: Sequence[int], gaps: Gaps = Gaps()) -> float:
     """Seconds for the steps at `positions`: their durations summed, plus the gap before each."""
     return sum(durations.at(p) + gaps.before(p) for p in positions)
 
@@ -236,8 +216,7 @@ class StepClock:
         elif isinstance(event, StepStarted):
             self._step_started_at(event)
         elif isinstance(event, StepEnded) and self._step_started is not None:
-            self.times.append(StepTime(self._position, event.background, max(0.0, event.ts - self._step_started),
-                                       self._repetition))
+            self.times.append(StepTime(self._position, event.background, max(0.0, event.ts - self._step_started)))
             self._step_started, self._last_end = None, event.ts
 
     def _step_started_at(self, event: StepStarted) -> None:
@@ -261,18 +240,17 @@ class StepClock:
 
     # --- the estimate -----------------------------------------------------------------------------------------
 
-    def durations(self) -> Profile | None:
-        """The steps' expected durations (see the module): by the run's own steps once it has measured a whole
-        repetition, else by the past session's, else by the line through its own; at the speed of its latest
-        steps.  None before MIN_STEPS steps with no past session."""
-        own = profile(self.times, self._per_repetition, first=True)
+    def durations(self) -> Durations | None:
+        """The steps' expected durations (see the module): the line through the run's own steps once it has
+        measured a repetition's worth of them (or with no past session), else the past session's; at the speed of
+        the run's latest steps.  None before MIN_STEPS steps with no past session."""
+        shape = fit(self.times)
         past = self.past
-        reference = own
-        if (own is None or not own.means) and past is not None:
-            reference = profile(past.clock.times, self._per_repetition) or own
-        if reference is None:
+        if past is not None and len(self.times) < self._per_repetition:
+            shape = fit(past.clock.times) or shape
+        if shape is None:
             return None
-        return replace(reference, speed=speed(self.times, reference, max(1.0, self._per_repetition / 2)))
+        return Durations(shape, speed(self.times, shape, max(1.0, self._per_repetition / 2)))
 
     def gaps(self) -> Gaps:
         """The gaps expected from here on: the run's own means, else the past session's, else 0 (see the module)."""
