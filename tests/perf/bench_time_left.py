@@ -1,0 +1,169 @@
+"""Benchmark the time left: the estimate against the time that was actually left, at 10, 50 and 90 % of a run.
+
+    python tests/perf/bench_time_left.py [--quick] [--runs N] [--suite NAME] [--set KEY=VALUE ...] [--db PATH]
+
+Runs a suite (default the README's `labtui run boot-scaling`, about a minute on an idle 2-core machine;
+`--quick`: 10 steps of 10, 3 repetitions) `--runs` times (default 2) one after another in one store, on the
+process backend.  Each run is driven as `labtui run` drives it: a LabRun, and the clock its progress line shows
+(`LabRun.step_clock`, fed every event of the session).  The estimate is read at every event and at every redraw
+the CLI would make (every 0.25 s once no measured operation is in flight; every second while the run waits for an
+idle host).  The first run has no past session in a fresh store; each later one leans on the one before (the
+same suite and sizes, completed) until it has measured a repetition of its own.
+
+For each run it prints, at 10, 50 and 90 % of the session's duration (SessionStarted to SessionEnded), the error
+of the last estimate read by then against the time that was actually left when it was read (to SessionEnded),
+`ok` within 20 % and `MISSED` beyond, or when the clock had no estimate yet (no past session and fewer than two
+steps ended); and the waits for a busy host the run made (each up to `sampling.quiet_timeout_s`, from the
+quiet-wait line to the step).  `--verbose` adds the clock's state at each reading.  Without `--quick` it takes
+two full boot-scaling runs: two minutes on an idle 2-core machine, more on a loaded one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import report
+
+from labtui.core.events import Log, SessionEnded, SessionStarted, StepStarted
+from labtui.session import LabRun, RunRequest
+from labtui.session.estimate import MIN_STEPS, QUIET_WAIT, StepClock, clock
+from labtui.suites import load_suite
+
+#: The issue's goal: the estimate within this share of what is actually left.
+GOAL = 0.20
+CHECKPOINTS = (0.10, 0.50, 0.90)
+QUICK = ("scale.steps=10", "suite.repetitions=3")
+#: As labtui.commands.run: a redraw every REDRAW_S once no measured operation is in flight; every WAIT_REDRAW_S
+#: during a wait for an idle host.
+REDRAW_S, WAIT_REDRAW_S = 0.25, 1.0
+
+
+#: --verbose: each checkpoint's reading also shows the clock's state (its line, gaps and place).
+VERBOSE = False
+
+
+def state(clock_: StepClock) -> str:
+    durations, gaps = clock_.durations(), clock_.gaps()
+    fitted = "none" if durations is None else (f"{durations.line.intercept:.3f} s + {durations.line.slope:.4f} s a "
+                                               f"position, x {durations.speed:.2f}")
+    return (f"at rep {clock_._repetition} position {clock_._position}; steps {fitted}; gaps inner {gaps.inner:.2f}, "
+            f"teardown {gaps.teardown:.2f}, check {gaps.check:.2f}, wait {gaps.wait:.2f} s; busy wait "
+            f"{clock_.busy_wait():.2f} s{'; waiting' if clock_.waiting() is not None else ''}")
+
+
+async def one_run(suite_name: str, overrides: tuple[str, ...], db: Path) -> tuple[list[tuple[float, float | None, str]],
+                                                                                  float, float, list[str], str]:
+    """Run the suite once; (time, estimated seconds left) at every event and redraw, the session's start and end,
+    the waits' notes and the session id."""
+    suite = load_suite(suite_name, overrides, None)
+    lab = LabRun(RunRequest(suite, db, ("local",), None))
+    lab.prepare()
+    session_id = lab.sessions[0].session_id
+    clock_ = lab.step_clock(session_id)
+    readings: list[tuple[float, float | None, str]] = []
+    span = {"start": 0.0, "end": 0.0}
+    waits: list[str] = []
+    events = lab.events()
+
+    def read(at: float) -> None:
+        readings.append((at, clock_.left(at), state(clock_) if VERBOSE else ""))
+
+    async def follow() -> None:
+        started_step: float | None = None
+        while (event := await events.get()) is not None:
+            clock_.apply(event)
+            if isinstance(event, SessionStarted):
+                span["start"] = event.ts
+            elif isinstance(event, SessionEnded):
+                span["end"] = event.ts
+            elif isinstance(event, Log) and event.category == QUIET_WAIT:
+                started_step = event.ts
+            elif isinstance(event, StepStarted) and started_step is not None:
+                waits.append(f"rep {event.repetition}: {event.ts - started_step:.1f} s")
+                started_step = None
+            if not isinstance(event, SessionEnded):
+                read(event.ts)
+
+    async def redraws() -> None:
+        drawn = 0.0
+        while True:
+            await asyncio.sleep(REDRAW_S)
+            await lab.quiet.until_untimed()
+            if lab.quiet.timing or (lab.quiet.is_open and time.monotonic() - drawn < WAIT_REDRAW_S):
+                continue
+            if span["start"]:
+                read(time.time())
+            drawn = time.monotonic()
+
+    watcher = asyncio.create_task(follow())
+    drawer = asyncio.create_task(redraws())
+    try:
+        outcome = (await lab.run())[0]
+        await watcher
+    finally:
+        drawer.cancel()
+    if outcome.status != "completed":
+        raise SystemExit(f"session {session_id} {outcome.status}: {outcome.message}")
+    past = lab.pasts.get(session_id)
+    return readings, span["start"], span["end"], waits, session_id + (f" (past: {past.session_id})" if past else "")
+
+
+def checkpoints(n: int, readings: list[tuple[float, float | None, str]], start: float, end: float) -> list[bool]:
+    """Print the estimate at each checkpoint against the truth; whether each is within GOAL."""
+    duration = end - start
+    verdicts = []
+    for share in CHECKPOINTS:
+        # the last reading by then, against what was left when it was read (a reading is shown until the next)
+        at, estimate, seen = max((r for r in readings if r[0] <= start + share * duration), default=(start, None, ""),
+                                 key=lambda r: r[0])
+        truth = end - at
+        name = f"run {n}, time left at {share:.0%} ({clock(at - start)} in)"
+        if estimate is None:
+            print(f"{name}: no estimate yet, {truth:.1f} s left (no past session, under {MIN_STEPS} steps ended)"
+                  "  MISSED", flush=True)
+            verdicts.append(False)
+            continue
+        error = (estimate - truth) / truth
+        verdicts.append(abs(error) <= GOAL)
+        report(name, 100 * error, "% off", f"the {truth:.1f} s actually left; ~{estimate:.1f} s said",
+               ok=abs(error) <= GOAL)
+        if seen:
+            print(f"    {seen}")
+    return verdicts
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10 steps, 3 repetitions")
+    parser.add_argument("--runs", type=int, default=2, help="runs one after another in one store (default 2)")
+    parser.add_argument("--suite", default="boot-scaling")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--db", type=Path, help="the store (default: a fresh one in a temporary directory)")
+    parser.add_argument("--verbose", action="store_true", help="show the clock's state at each checkpoint")
+    args = parser.parse_args()
+    global VERBOSE
+    VERBOSE = args.verbose
+    overrides = (*(QUICK if args.quick else ()), *args.overrides)
+    with tempfile.TemporaryDirectory(prefix="bench-time-left-") as tmp:
+        db = args.db or Path(tmp) / "lab.duckdb"
+        print(f"labtui run {args.suite} " + " ".join(f"--set {o}" for o in overrides) + f"  ({args.runs} runs, {db})")
+        verdicts = []
+        for n in range(1, args.runs + 1):
+            readings, start, end, waits, session = await one_run(args.suite, overrides, db)
+            print(f"run {n}: session {session}, {clock(end - start)} ({end - start:.1f} s); "
+                  f"busy-host waits: {', '.join(waits) or 'none'}")
+            verdicts += checkpoints(n, readings, start, end)
+    print(f"{sum(verdicts)} of {len(verdicts)} readings within {GOAL:.0%} of the time actually left")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
