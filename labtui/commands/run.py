@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import statistics
 import sys
+import threading
 import time
 
 from rich.console import Console
@@ -66,7 +68,7 @@ def cmd_run(args) -> int:
         ids = ", ".join(s.session_id for s in lab.sessions)
         console.print(Text(f"session {ids} stopped; what was committed before is intact in {path}"))
         return 1
-    from labtui.commands.printing import render_summary  # DuckDB, polars and scipy load after the last window
+    render_summary = importlib.import_module(TABLE_MODULE).render_summary  # loaded after the last window
 
     several = len(outcomes) > 1
     in_journals = lab.feeder is not None and lab.feeder.left_in_journals is not None  # said already, in one line
@@ -119,6 +121,8 @@ async def _run(lab: LabRun, console: Console) -> list:
             await asyncio.gather(*side, return_exceptions=True)
 
 
+#: The module that draws each session's table once the run has ended (it loads DuckDB, polars and scipy).
+TABLE_MODULE = "labtui.commands.printing"
 #: Seconds between two redraws of the progress lines (each waits for the run's quiet window to close).
 REDRAW_S = 0.25
 #: Seconds between two redraws while the run waits for an idle host (a window that times nothing).
@@ -151,6 +155,9 @@ async def _show_progress(events: asyncio.Queue[Event | None], lab: LabRun, conso
         finally:
             redraws.cancel()
         progress.refresh()
+    # every session has ended, nothing is measured any more: the final table's modules (DuckDB, polars, scipy)
+    # load while the store's process takes the last feed, not after it
+    threading.Thread(target=importlib.import_module, args=(TABLE_MODULE,), daemon=True).start()
 
 
 async def _redraw_between_windows(progress: Progress, lab: LabRun) -> None:
