@@ -428,6 +428,12 @@ class LabRun:
     def stopping(self) -> bool:
         return self._stopping
 
+    @property
+    def sessions_ended(self) -> bool:
+        """True once every session has ended (its end recorded in its journal), while the run may still be
+        taking its last feed into the store: nothing is left to tear down."""
+        return bool(self._tasks) and all(task.done() for task in self._tasks)
+
     def left_running(self, *, every: bool = False) -> list[str]:
         """The exact cleanup command for every session that still has live instances (every: for every session)."""
         return [f"labtui cleanup --session {r.session_id}" + (f" --host {r.ctx.host.name}" if r.ctx.host.name != "local" else "")

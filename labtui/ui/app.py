@@ -473,6 +473,9 @@ class LabApp(App[int]):
         if lab is None:
             self.exit(0)
             return
+        if lab.sessions_ended:  # only the last feed is left: wait for it, there is nothing to ask
+            self.run_worker(self._quit_after_run(self.run_view.run_worker_handle), group="quit")
+            return
         from labtui.ui.modals import QuitScreen
 
         if isinstance(self.screen, QuitScreen):
