@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from labtui.core.events import (
     HostFacts,
@@ -18,6 +19,7 @@ from labtui.core.events import (
     StepEnded,
     StepStarted,
 )
+from labtui.store.access import connect
 
 T0 = 1_700_000_000.0
 
@@ -61,3 +63,13 @@ def full_session() -> list[object]:
         StepEnded("s1", repetition=1, step=1, background=0, ok=True, ts=T0 + 6),
         SessionEnded("s1", "completed", "all good", ts=T0 + 7),
     ]
+
+
+def in_file(db: Path, sql: str) -> tuple:
+    """The first row of `sql` on the store file itself, without what the journals hold past it
+    (labtui's own readers merge those in: labtui.store.overlay)."""
+    con = connect(db, read_only=True)  # retried while a feed writes it, as labtui's readers are
+    try:
+        return tuple(con.execute(sql).fetchall()[0])
+    finally:
+        con.close()

@@ -6,12 +6,11 @@ import math
 import re
 import sys
 import threading
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
+import polars as pl
 
 from labtui import __version__
 from labtui.commands.common import db_path
@@ -22,7 +21,8 @@ from labtui.core.paths import bundled_dir
 from labtui.store import QueryResult, StoreError, connect_readonly, fetch_frame, list_sessions, resolve_session, run_sql
 from labtui.store.delete import delete_sessions
 from labtui.store.errors import damaged
-from labtui.store.reader import read_statement
+from labtui.store.overlay import behind_note
+from labtui.store.reader import marked_status, query_result
 
 #: `labtui sql --timeout` when none is given, in seconds.
 DEFAULT_TIMEOUT_S = 60.0
@@ -37,8 +37,14 @@ def cmd_sessions(args) -> int:
     if getattr(args, "sessions_command", None) == "rm":
         return _remove_sessions(path, args.ids, yes=args.yes)
     frame = list_sessions(path)
+    pending = frame.filter(~pl.col("in_store"))
+    if args.format == "table":
+        frame = marked_status(frame)
     columns = [Column(name, key=name in _KEY_COLUMNS) for name in frame.columns]
     write_rows(args.format, columns, frame.iter_rows(), title=f"sessions in {path}")
+    if not pending.is_empty():
+        marked = "*" if args.format == "table" else "in_store false"
+        print(f"note ({marked}): {behind_note(pending['session_id'].to_list())}", file=sys.stderr)
     return 0
 
 
@@ -64,6 +70,8 @@ def cmd_sql(args) -> int:
     write_rows(args.format, columns, result.rows)
     if result.truncated:
         print(f"{len(result.rows)} of more than {len(result.rows)} rows (raise --limit to see more)", file=sys.stderr)
+    if result.from_journals:
+        print(f"note: {behind_note(result.from_journals)}", file=sys.stderr)
     return 0
 
 
@@ -123,14 +131,7 @@ class _SqlQuery:
 
     def _work(self) -> None:
         try:
-            query = read_statement(self._con, self.sql)
-            reader = self._con.sql(query).to_arrow_reader(self.limit + 1)
-            try:
-                columns = list(reader.schema.names)
-                rows = _first_rows(reader, self.limit + 1)
-            finally:
-                reader.close()
-            self.result = QueryResult(columns, rows[: self.limit], len(rows) > self.limit, len(rows))
+            self.result = query_result(self._con, self.sql, self.limit)
         except BaseException as exc:  # reported below
             self._error = exc
         finally:
@@ -154,27 +155,6 @@ def said(error: BaseException) -> str:
             if text[1:2].islower():  # "Table with name", not "FROM"
                 text = text[0].lower() + text[1:]
     return text
-
-
-def _first_rows(reader: Any, count: int) -> list[tuple[Any, ...]]:
-    """Up to `count` rows from an Arrow record batch reader, as Python tuples."""
-    rows: list[tuple[Any, ...]] = []
-    for batch in reader:
-        batch = batch.slice(0, count - len(rows))
-        columns = []
-        for column in batch.columns:
-            if pa.types.is_interval(column.type):  # a month is 30 days, as labtui.store does
-                columns.append([
-                    None if v is None
-                    else timedelta(days=v.months * 30 + v.days, microseconds=v.nanoseconds // 1000)
-                    for v in column.to_pylist()
-                ])
-            else:
-                columns.append(column.to_pylist())
-        rows.extend(zip(*columns))
-        if len(rows) >= count:
-            break
-    return rows
 
 
 #: The tables `labtui info` counts the rows of (null when there is no store).

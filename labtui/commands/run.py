@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
+from labtui import store
 from labtui.commands.common import db_path
 from labtui.core.events import Event, Log, Result, SessionEnded, StepEnded, StepStarted
 from labtui.core.stopsignals import raise_if_stopped
@@ -71,7 +72,10 @@ def cmd_run(args) -> int:
     render_summary = importlib.import_module(TABLE_MODULE).render_summary  # loaded after the last window
 
     several = len(outcomes) > 1
-    in_journals = lab.feeder is not None and lab.feeder.left_in_journals is not None  # said already, in one line
+    # rows left in the journals were said in one line; a store held read-only still serves the table
+    # from them (labtui.store.overlay), one held for writing would only make the reader wait
+    in_journals = lab.feeder is not None and lab.feeder.left_in_journals is not None
+    table_readable = not in_journals or store.readable_now(path)
     for outcome in outcomes:
         where = f" on {outcome.host}" if several else ""
         if not outcome.recorded:
@@ -79,7 +83,7 @@ def cmd_run(args) -> int:
                                         "nothing was created or recorded"))
             continue
         console.print(Text.assemble("session ", (outcome.session_id, "bold"), f"{where} {outcome.status} -> {path}"))
-        if not in_journals:
+        if table_readable:
             render_summary(_QuietWhenClosed(), path, outcome.session_id)
     for command in lab.left_running():
         console.print(Text(f"instances left running: `{command}` ends them", "red"))

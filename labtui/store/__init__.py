@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         connect_readonly,
         fetch_frame,
         list_sessions,
+        readable_now,
         resolve_session,
         run_sql,
         session_ids,
@@ -32,7 +33,8 @@ _HOMES = {
     "controller_name": "crashes", "crashed_sessions": "crashes", "mark_crashed_sessions": "crashes",
     "StoreError": "errors", "UnknownSession": "errors",
     "QueryResult": "reader", "connect_readonly": "reader", "fetch_frame": "reader", "list_sessions": "reader",
-    "resolve_session": "reader", "run_sql": "reader", "session_ids": "reader", "slowdown_frame": "reader",
+    "readable_now": "reader", "resolve_session": "reader", "run_sql": "reader", "session_ids": "reader",
+    "slowdown_frame": "reader",
     "REPETITION_VALUES": "schema", "SCHEMA_VERSION": "schema", "ensure_schema": "schema",
     "StoreWriter": "writer", "record_events": "writer",
 }
@@ -40,7 +42,7 @@ _HOMES = {
 __all__ = [
     "REPETITION_VALUES", "SCHEMA_VERSION", "QueryResult", "StoreError", "StoreWriter", "UnknownSession",
     "connect_readonly", "controller_name", "crashed_sessions", "ensure_schema", "fetch_frame", "list_sessions",
-    "mark_crashed_sessions", "record_events", "resolve_session", "run_sql", "session_ids", "slowdown_frame",
+    "mark_crashed_sessions", "readable_now", "record_events", "resolve_session", "run_sql", "session_ids", "slowdown_frame",
 ]
 
 

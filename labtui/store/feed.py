@@ -18,14 +18,12 @@ import duckdb
 
 from labtui.store.crashes import mark_crashed_sessions
 from labtui.store.errors import StoreError
-from labtui.store.journal import adopted, journal_paths, read_events, remove
+from labtui.store.journal import WATERMARK_PREFIX, adopted, journal_paths, read_events, remove, watermark_key
 from labtui.store.schema import ensure_schema
 from labtui.store.writer import StoreWriter
 
 #: Most journal rows moved in one transaction.
 FEED_BATCH_ROWS = 50_000
-_MARK = "journal:"
-
 
 @dataclass
 class Fed:
@@ -33,10 +31,6 @@ class Fed:
 
     rows: int = 0
     drained: list[Path] = field(default_factory=list)
-
-
-def _mark(journal: Path) -> str:
-    return _MARK + journal.stem
 
 
 def _advance(key: str, seq: int) -> Callable[[duckdb.DuckDBPyConnection], None]:
@@ -48,10 +42,10 @@ def _advance(key: str, seq: int) -> Callable[[duckdb.DuckDBPyConnection], None]:
 
 def _feed_into(con: duckdb.DuckDBPyConnection, writer: StoreWriter, journals: Sequence[Path]) -> Fed:
     """Move every row past each journal's watermark into the attached store."""
-    marks = dict(con.execute(f"SELECT key, value FROM meta WHERE key LIKE '{_MARK}%'").fetchall())
+    marks = dict(con.execute(f"SELECT key, value FROM meta WHERE key LIKE '{WATERMARK_PREFIX}%'").fetchall())
     fed = Fed()
     for journal in journals:
-        key, after = _mark(journal), int(marks.get(_mark(journal), 0))
+        key, after = watermark_key(journal), int(marks.get(watermark_key(journal), 0))
         while True:
             try:
                 rows = read_events(journal, after, FEED_BATCH_ROWS)
@@ -114,8 +108,8 @@ def sync_store(store: Path, *, wait: float | None) -> Synced:
 
 def _forget_gone_journals(con: duckdb.DuckDBPyConnection, store: Path) -> None:
     """Drop the watermarks of journals deleted since (listed under the writing turn, so none is being fed)."""
-    present = [_mark(path) for path in journal_paths(store)]
-    con.execute(f"DELETE FROM meta WHERE key LIKE '{_MARK}%' AND NOT list_contains(?, key)", [present])
+    present = [watermark_key(path) for path in journal_paths(store)]
+    con.execute(f"DELETE FROM meta WHERE key LIKE '{WATERMARK_PREFIX}%' AND NOT list_contains(?, key)", [present])
 
 
 def sync_quietly(store: Path) -> None:

@@ -61,6 +61,16 @@ def journal_paths(store: Path) -> list[Path]:
     return sorted(directory.glob(f"*{_SUFFIX}"))
 
 
+#: A journal's watermark (its last sequence number in the store) is the store's ``meta`` row
+#: ``journal:<session id>``, advanced in the same transaction as the rows (labtui.store.feed).
+WATERMARK_PREFIX = "journal:"
+
+
+def watermark_key(journal: Path) -> str:
+    """The ``meta`` key of a journal's watermark."""
+    return WATERMARK_PREFIX + journal.stem
+
+
 def lock_path(journal: Path) -> Path:
     """The owner's lock file of a journal (``<session>.lock``)."""
     return journal.with_suffix(".lock")

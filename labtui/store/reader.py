@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -22,7 +22,8 @@ import pyarrow as pa
 from labtui.store.access import check_file, connect
 from labtui.store.errors import StoreError, UnknownSession, damaged
 from labtui.store.feed import sync_quietly
-from labtui.store.schema import check_store, read_as_current
+from labtui.store.overlay import behind, overlay_journals
+from labtui.store.schema import SCHEMA_VERSION, check_store, read_as_current
 
 _READ_CONFIG = {"enable_external_access": False, "lock_configuration": True}
 _ALLOWED = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
@@ -42,6 +43,8 @@ class QueryResult:
     rows: list[tuple[Any, ...]]
     truncated: bool
     total_known: int
+    #: {session id: rows} read from journals the store has not caught up with (labtui.store.overlay).
+    from_journals: dict[str, int] = field(default_factory=dict)
 
 
 def connect_readonly(path: str | os.PathLike[str], *, wait: float | None = None) -> duckdb.DuckDBPyConnection:
@@ -50,7 +53,9 @@ def connect_readonly(path: str | os.PathLike[str], *, wait: float | None = None)
     A writer holds the file only while it flushes, so a busy file is retried
     for up to `wait` seconds (READ_WAIT_S).  Close the connection soon: while it is
     open, writers wait.  Journals of finished or crashed sessions are moved in
-    first when the store is free (labtui.store.feed.sync_quietly).
+    first when the store is free (labtui.store.feed.sync_quietly); rows still in a
+    journal after that (the store is held, or a run has not fed them yet) are read
+    from it (labtui.store.overlay).
     """
     path = Path(path).expanduser()
     if not path.is_file() and not path.is_dir():
@@ -60,8 +65,10 @@ def connect_readonly(path: str | os.PathLike[str], *, wait: float | None = None)
     con = connect(path, read_only=True, config=_READ_CONFIG, wait=wait)
     try:
         version = check_store(con, path, allow_empty=False)
-        if version is not None:
-            read_as_current(con, version)
+        if version == SCHEMA_VERSION:
+            overlay_journals(con, path)
+        elif version is not None:
+            read_as_current(con, version)  # journals are read once the next writer has migrated the file
     except duckdb.Error as exc:
         con.close()
         raise damaged(path, exc) or StoreError(f"cannot read store {path}: {exc}") from exc
@@ -69,6 +76,15 @@ def connect_readonly(path: str | os.PathLike[str], *, wait: float | None = None)
         con.close()
         raise
     return con
+
+
+def readable_now(path: str | os.PathLike[str]) -> bool:
+    """Whether a reader gets the store at once: only a read-only holder, or none, has it."""
+    try:
+        connect(Path(path), read_only=True, config=_READ_CONFIG, wait=0.0).close()
+    except StoreError:
+        return False
+    return True
 
 
 @contextmanager
@@ -105,14 +121,19 @@ def read_statement(con: duckdb.DuckDBPyConnection, sql: str) -> str:
 def run_sql(path: str | os.PathLike[str], sql: str, limit: int = 500) -> QueryResult:
     """Run one read-only statement, fetching at most `limit` + 1 rows."""
     with _reading(path) as con:
-        query = read_statement(con, sql)
-        reader = con.sql(query).to_arrow_reader(limit + 1)
-        try:
-            columns = list(reader.schema.names)
-            rows = _first_rows(reader, limit + 1)
-        finally:
-            reader.close()
-    return QueryResult(columns, rows[:limit], len(rows) > limit, len(rows))
+        return query_result(con, sql, limit)
+
+
+def query_result(con: duckdb.DuckDBPyConnection, sql: str, limit: int) -> QueryResult:
+    """One read statement on a connection of `connect_readonly`, at most `limit` + 1 rows fetched."""
+    query = read_statement(con, sql)
+    reader = con.sql(query).to_arrow_reader(limit + 1)
+    try:
+        columns = list(reader.schema.names)
+        rows = _first_rows(reader, limit + 1)
+    finally:
+        reader.close()
+    return QueryResult(columns, rows[:limit], len(rows) > limit, len(rows), behind(con))
 
 
 def _first_rows(reader: Any, count: int) -> list[tuple[Any, ...]]:
@@ -157,8 +178,23 @@ ORDER BY s.started_at DESC NULLS LAST, s.session_id
 
 
 def list_sessions(path: str | os.PathLike[str]) -> pl.DataFrame:
-    """Every session, newest first, with its step and result counts."""
-    return fetch_frame(path, _SESSIONS_SQL)
+    """Every session, newest first, with its step and result counts.
+
+    `in_store` is false for a session read (in part) from its journal: the store
+    has not caught up with it yet (labtui.store.overlay).
+    """
+    with _reading(path) as con:
+        frame = cast(pl.DataFrame, pl.from_arrow(con.sql(_SESSIONS_SQL).to_arrow_table()))
+        pending = behind(con)
+    return frame.with_columns(in_store=~pl.col("session_id").is_in(list(pending)))
+
+
+def marked_status(sessions: pl.DataFrame) -> pl.DataFrame:
+    """`list_sessions` for a person: the status of a session read from its journal marked with a *,
+    in place of the `in_store` column."""
+    return sessions.with_columns(
+        status=pl.when(pl.col("in_store")).then(pl.col("status")).otherwise(pl.col("status") + "*")
+    ).drop("in_store")
 
 
 def slowdown_frame(

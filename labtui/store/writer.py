@@ -60,7 +60,7 @@ _UTC_MICROS = pa.timestamp("us", tz="UTC")
 
 
 @dataclass(frozen=True, slots=True)
-class _Table:
+class TableShape:
     """How one table is written: its columns (name, kind) and upsert key."""
 
     name: str
@@ -120,7 +120,7 @@ def _column(values: Sequence[Any], kind: str) -> pa.Array:
 _TABLES = {
     t.name: t
     for t in (
-        _Table(
+        TableShape(
             "sessions",
             (
                 ("session_id", "str"), ("suite", "str"), ("kind", "str"), ("backend", "str"),
@@ -130,7 +130,7 @@ _TABLES = {
             ),
             key=("session_id",),
         ),
-        _Table(
+        TableShape(
             "steps",
             (
                 ("session_id", "str"), ("repetition", "int"), ("step", "int"), ("steps", "int"),
@@ -138,7 +138,7 @@ _TABLES = {
             ),
             key=("session_id", "repetition", "step"),
         ),
-        _Table(
+        TableShape(
             "instances",
             (
                 ("session_id", "str"), ("instance_id", "str"), ("host", "str"), ("backend", "str"),
@@ -147,7 +147,7 @@ _TABLES = {
             ),
             key=("session_id", "instance_id"),
         ),
-        _Table(
+        TableShape(
             "hosts",
             (
                 ("session_id", "str"), ("host", "str"), ("os", "str"), ("kernel", "str"),
@@ -157,7 +157,7 @@ _TABLES = {
             ),
             key=("session_id", "host"),
         ),
-        _Table(
+        TableShape(
             "results",
             (
                 ("session_id", "str"), ("repetition", "int"), ("step", "int"),
@@ -167,7 +167,7 @@ _TABLES = {
             ),
             blank_is_null=("placement",),
         ),
-        _Table(
+        TableShape(
             "resources",
             (
                 ("session_id", "str"), ("host", "str"), ("ts", "ts"), ("cpu_avail", "float"),
@@ -176,14 +176,14 @@ _TABLES = {
             ),
             blank_is_null=("session_id",),
         ),
-        _Table(
+        TableShape(
             "observer",
             (
                 ("session_id", "str"), ("ts", "ts"), ("rss_bytes", "int"), ("cpu_s", "float"),
                 ("helper_rss_bytes", "int"), ("helper_cpu_s", "float"),
             ),
         ),
-        _Table(
+        TableShape(
             "events",
             (("session_id", "str"), ("ts", "ts"), ("level", "str"), ("category", "str"), ("message", "str")),
             blank_is_null=("session_id",),
@@ -375,6 +375,15 @@ class StoreWriter:
             raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
         return count
 
+    def take_batches(self) -> list[tuple[TableShape, pa.Table]]:
+        """Empty the buffers into one Arrow batch per table, as a flush would write them (for readers'
+        views of a journal the store has not caught up with: labtui.store.overlay)."""
+        with self._lock:
+            appends, upserts = self._appends, self._upserts
+            self._pending = 0
+            self._appends, self._upserts = {}, {}
+        return _batches(appends, upserts)
+
     def close(self) -> None:
         """Flush what is buffered and let go of the in-memory DuckDB (the store is not held between flushes)."""
         try:
@@ -452,10 +461,7 @@ class StoreWriter:
         then: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
     ) -> None:
         """Register one Arrow batch per table, then insert them all (and run `then`) in one transaction."""
-        batches = [
-            (_TABLES[name], _TABLES[name].arrow([_TABLES[name].row(values) for values in rows.values()]))
-            for name, rows in upserts.items()
-        ] + [(_TABLES[name], _TABLES[name].arrow_from_events(events)) for name, events in appends.items()]
+        batches = _batches(appends, upserts)
         for table, batch in batches:  # outside the transaction: unregistering fails once it aborts
             con.register(table.batch_view, batch)
         try:
@@ -535,6 +541,16 @@ class StoreWriter:
 
     def _instance_destroying(self, e: InstanceDestroying) -> None:
         self._upsert("instances", session_id=e.session_id, instance_id=e.instance_id, state="destroying")
+
+
+def _batches(
+    appends: dict[str, list[Event]], upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]]
+) -> list[tuple[TableShape, pa.Table]]:
+    """One Arrow batch per table: upserted rows merged per key, appended events as they are."""
+    return [
+        (_TABLES[name], _TABLES[name].arrow([_TABLES[name].row(values) for values in rows.values()]))
+        for name, rows in upserts.items()
+    ] + [(_TABLES[name], _TABLES[name].arrow_from_events(events)) for name, events in appends.items()]
 
 
 _HANDLERS: dict[type, Callable[[StoreWriter, Any], None]] = {

@@ -19,6 +19,8 @@ from textual.widgets import DataTable, Input
 
 from labtui.figures.table import session_figures
 from labtui.store import list_sessions
+from labtui.store.overlay import behind_note
+from labtui.store.reader import marked_status
 from labtui.ui.model.format import cell, plain
 from labtui.ui.model.query_export import open_in_desktop
 from labtui.ui.model.replay import replay_availability
@@ -86,8 +88,12 @@ class SessionsView(Horizontal):
         self.app.call_from_thread(self._show_sessions, frame)
 
     def _show_sessions(self, frame: pl.DataFrame) -> None:
-        self.sessions = frame
-        self.status(f"{frame.height} session(s) · ctrl+r runs the query (read-only)")
+        pending = frame.filter(~pl.col("in_store"))["session_id"].to_list()
+        frame = self.sessions = marked_status(frame)
+        if pending:
+            self.status(f"{frame.height} session(s) · *{behind_note(pending)}")
+        else:
+            self.status(f"{frame.height} session(s) · ctrl+r runs the query (read-only)")
         table = self.query_one("#sessions", DataTable)
         if [str(c.label) for c in table.columns.values()] != frame.columns:
             table.clear(columns=True)

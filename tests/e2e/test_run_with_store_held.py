@@ -97,10 +97,23 @@ def test_a_run_completes_while_another_program_holds_the_store_and_every_row_lan
         assert run.returncode == 0, run.stderr
         assert "labtui store sync" in run.stderr and f"{db.name}.journals" in run.stderr
         kinds = journalled(db)
+        session = session_of(run.stderr)
+        assert "boot_time" in run.stdout, "the run's table is drawn from its journal: " + run.stdout
+        # labtui's readers read the journal while the store is held, and say so
+        listed = labtui("sessions", "--format", "json", db=db)
+        assert listed.returncode == 0, listed.stderr
+        mine = [s for s in json.loads(listed.stdout) if s["session_id"] == session]
+        assert [(s["status"], s["steps"], s["in_store"]) for s in mine] == [("completed", 11, False)]
+        assert f"session {session} is read from the journal" in listed.stderr
+        shown = labtui("sessions", db=db)
+        assert "completed*" in shown.stdout and "not caught up" in shown.stderr
+        counted = labtui("sql", "--format", "json", f"SELECT count(*) AS n FROM steps WHERE session_id = '{session}'", db=db)
+        assert counted.returncode == 0 and json.loads(counted.stdout) == [{"n": 11}], counted.stderr
+        assert "not caught up" in counted.stderr
+        assert journalled(db) == kinds, "a reader moved or changed the journal while the store was held"
     finally:
         holder.kill()
         holder.wait()
-    session = session_of(run.stderr)
     results, steps, instances, status, still_open = stored(db, session)  # this command moves the journal in
     assert (results, steps, status, still_open) == (kinds["Result"], 11, "completed", 0)
     assert instances == kinds["InstanceCreating"]

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from store_events import result, started
+from store_events import in_file, result, started
 
 from labtui.core.events import StepEnded
 from labtui.engine.quiet import Observer, QuietWindows
@@ -26,7 +26,7 @@ from labtui.store.journal import Journal, journal_paths
 
 
 def results_in(db: Path) -> int:
-    return int(run_sql(db, "SELECT count(*) FROM results").rows[0][0])
+    return int(in_file(db, "SELECT count(*) FROM results")[0])
 
 
 async def _until(condition, timeout: float = 60.0) -> None:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from store_events import T0, full_session, observed, result, started
+from store_events import T0, full_session, in_file, observed, result, started
 
 from labtui.core.events import (
     InstanceCreating,
@@ -41,9 +41,10 @@ from labtui.store.journal import (
 
 
 def counts(db: Path) -> tuple:
-    return run_sql(db, "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM results), "
+    """Rows in the store file (the journals' rows are not counted until a feed moves them in)."""
+    return in_file(db, "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM results), "
                        "(SELECT count(*) FROM resources), (SELECT count(*) FROM events), "
-                       "(SELECT count(*) FROM steps), (SELECT count(*) FROM instances)").rows[0]
+                       "(SELECT count(*) FROM steps), (SELECT count(*) FROM instances)")
 
 
 def journal_of(db: Path, events: list) -> Journal:

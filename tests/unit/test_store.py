@@ -356,7 +356,7 @@ def test_sessions_listing_and_prefixes(tmp_path: Path) -> None:
     assert listing["session_id"].to_list() == ["abd456", "abc123"]
     assert listing["results"].to_list() == [0, 2]
     assert listing.columns == ["session_id", "suite", "backend", "host", "status", "started_at",
-                               "ended_at", "steps", "results", "tags", "note"]
+                               "ended_at", "steps", "results", "tags", "note", "in_store"]
     assert session_ids(db) == ["abc123", "abd456"]
     assert resolve_session(db, "abc") == "abc123"
     assert resolve_session(db, "abd456") == "abd456"
