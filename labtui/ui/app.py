@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -32,6 +32,7 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from labtui.core.paths import default_db_path
 from labtui.ui.command_line import COMMANDS, Command, CommandError, CommandLine, cli_argv, parse, run_cli
+from labtui.ui.keygate import LAPSE_S, KeyGate
 from labtui.ui.keymap import KeysError, binding_ids, check_keymap, keys_path, read_keymap
 from labtui.ui.run_view import RunView
 from labtui.ui.tabs import INSTANCES, RUN, SESSIONS, TABS, Tab, tab_named
@@ -90,6 +91,11 @@ class LabApp(App[int]):
         self.crash: str | None = None
         #: The key bindings changed in keys.toml (labtui.ui.keymap): binding id -> keys.
         self.user_keys: dict[str, str] = {}
+        #: Keys wait while a view is mounted or a screen pushed (labtui.ui.keygate); closed until the
+        #: first frame and the rest of the Run view are up.
+        self.key_gate = KeyGate()
+        self.key_gate.close(RUN)
+        self._releasing_keys = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -121,8 +127,11 @@ class LabApp(App[int]):
         self.call_after_refresh(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:
-        await self.run_view.after_first_frame()
-        await self._command_line()
+        try:
+            await self.run_view.after_first_frame()
+            await self._command_line()
+        finally:
+            self.call_after_refresh(self._open_gate, RUN)
         self._load_views()
         self._check_lab_config()
 
@@ -192,9 +201,13 @@ class LabApp(App[int]):
             from labtui.ui.sql_view import SqlEditor  # imported in full with the view, by the thread
 
             self.text_entry = (Input, SqlEditor)
-        with self.batch_update():
-            await pane.query(".loading").remove()
-            await pane.mount(view)
+        self.key_gate.close(tab)
+        try:
+            with self.batch_update():
+                await pane.query(".loading").remove()
+                await pane.mount(view)
+        finally:
+            self.call_after_refresh(self._open_gate, tab)
         active = self.current_tab()
         if tab is active and not self._typing():
             self.focus_view(tab)
@@ -300,6 +313,40 @@ class LabApp(App[int]):
         view = self.sessions_view
         if view is not None:
             view.action_refresh()
+
+    # --- keys: held while a view or a screen comes in (labtui.ui.keygate) ----------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        """Every key from the terminal passes here first: held while the gate is closed."""
+        if isinstance(event, events.Key) and not event.is_forwarded and self.key_gate.hold(event):
+            if self.key_gate.held == 1:  # should the gate lapse (labtui.ui.keygate.LAPSE_S), they still go on
+                self.set_timer(LAPSE_S + 0.1, self._release_keys)
+            return
+        await super().on_event(event)
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
+        """Textual's push_screen, with keys held until the screen is composed and drawn."""
+        token = object()
+        self.key_gate.close(token)
+        try:
+            return super().push_screen(screen, *args, **kwargs)
+        finally:
+            self.call_after_refresh(self._open_gate, token)
+
+    def _open_gate(self, token: object) -> None:
+        self.key_gate.open(token)
+        self.call_later(self._release_keys)
+
+    async def _release_keys(self) -> None:
+        """Hand the held keys on, in order, while the gate stays open (a key that pushes a screen closes it)."""
+        if self._releasing_keys:
+            return
+        self._releasing_keys = True
+        try:
+            while (key := self.key_gate.next_key()) is not None:
+                await super().on_event(key)
+        finally:
+            self._releasing_keys = False
 
     # --- keys: typed characters go to inputs ------------------------------------------------------
 

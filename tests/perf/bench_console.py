@@ -26,21 +26,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
-import fcntl
 import itertools
 import os
-import pty
-import select
 import shlex
 import shutil
-import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 import time
 from pathlib import Path
 
@@ -49,6 +42,9 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 from common import report  # noqa: E402
+
+sys.path.insert(0, str(HERE.parent))
+from pty_console import Pty  # noqa: E402
 
 SIZE = (160, 50)
 ROWS = 10_000
@@ -85,77 +81,6 @@ HOLD_S = 3.0
 #: How often the tmux screen is read while waiting for the panes (seconds).
 POLL_S = 0.005
 TMUX = shutil.which("tmux")
-
-
-PR_SET_PDEATHSIG = 1
-
-
-class Pty:
-    """A child process on a pseudo-terminal of a fixed size; output is read and kept."""
-
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.started = time.perf_counter()
-        master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
-        clean = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=REPO, start_new_session=True,
-                                     env={**clean, "TERM": "xterm-256color", **env}, preexec_fn=_die_with_parent)
-        os.close(slave)
-        self.master = master
-        self.seen = b""
-
-    def read(self, timeout: float) -> bytes:
-        """Whatever arrives within timeout (empty when nothing does)."""
-        ready, _, _ = select.select([self.master], [], [], timeout)
-        if not ready:
-            return b""
-        try:
-            data = os.read(self.master, 1 << 16)
-        except OSError:
-            return b""
-        self.seen = (self.seen + data)[-(1 << 20):]
-        return data
-
-    def wait_for(self, marker: bytes, timeout: float) -> float:
-        """Seconds until marker appears in newly read output."""
-        start = time.perf_counter()
-        tail = b""
-        while True:
-            left = timeout - (time.perf_counter() - start)
-            if left <= 0:
-                raise TimeoutError(f"{marker!r} not seen within {timeout} s")
-            tail = (tail + self.read(min(left, 0.05)))[-(1 << 18):]
-            if marker in tail:
-                return time.perf_counter() - start
-
-    def since_start(self, marker: bytes, timeout: float) -> float:
-        """Seconds from the process's start until marker is read back."""
-        self.wait_for(marker, timeout)
-        return time.perf_counter() - self.started
-
-    def drain(self, seconds: float) -> None:
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            self.read(end - time.perf_counter())
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        os.close(self.master)
-
-
-def _die_with_parent() -> None:
-    """In the child: be killed when the benchmark dies, even by a timeout's SIGKILL."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def env_for(tmp: Path) -> dict[str, str]:

@@ -1,0 +1,180 @@
+"""Every key is safe at every moment, typed as a terminal types it (issue 42).
+
+The console runs on a pseudo-terminal (tests/pty_console.py) and keys arrive as bytes, from the
+first byte on: no waiting for a frame or for the views, as Pilot would.  Two tests:
+
+- every binding of every view (and of the app), sent once per delay of a sweep after launch
+  (0 ms to 1 s: before the first frame, while the views import, while they mount), each view's
+  keys after its tab key;
+- random keys under fixed seeds for `RANDOM_S` each, from the first byte.
+
+Either fails when the console exits before it is told to quit, or leaves a crash log or a
+traceback.  At the end the console is quit (ctrl+q, and `t` to tear down a run a key started) and
+must exit 0.  What runs here sees only its own instances: a private runtime directory, and the
+Docker socket hidden in a mount namespace of its own where that can be made (else `y`, which
+confirms a destroy, is left out of the keys).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pty_console import Pty
+from textual.binding import Binding
+
+from labtui.ui.app import LabApp
+from labtui.ui.tabs import TABS
+
+pytestmark = pytest.mark.slow
+
+SIZE = (80, 24)
+DELAYS_S = (0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+SEEDS = (1, 2, 3)
+RANDOM_S = 60.0
+#: Keys that end the console: sent only at the end.
+QUITS = frozenset({"q", "ctrl+q", "ctrl+c"})
+#: A key's bytes as xterm sends them, for the keys that are not one printable character.
+BYTES = {
+    "escape": b"\x1b", "enter": b"\r", "tab": b"\t", "space": b" ", "colon": b":", "question_mark": b"?",
+    "slash": b"/", "up": b"\x1b[A", "down": b"\x1b[B", "right": b"\x1b[C", "left": b"\x1b[D",
+    "ctrl+up": b"\x1b[1;5A", "ctrl+down": b"\x1b[1;5B", "ctrl+enter": b"\x1b[27;5;13~", "f2": b"\x1bOQ",
+    "pagedown": b"\x1b[6~", "pageup": b"\x1b[5~", "home": b"\x1b[H", "end": b"\x1b[F",
+}
+#: After an escape the terminal parser waits to tell it from the start of a sequence.
+AFTER_ESCAPE_S = 0.15
+PACE_S = 0.03
+DOCKER_SOCKET = Path("/var/run/docker.sock")
+
+
+def key_bytes(key: str) -> bytes:
+    """What the terminal sends for a Textual key name; a name with no bytes here fails the test."""
+    if key in BYTES:
+        return BYTES[key]
+    if len(key) == 1:
+        return key.encode()
+    if key.startswith("ctrl+") and len(key) == 6 and key[-1].isalpha():
+        return bytes([ord(key[-1]) - 96])
+    raise AssertionError(f"no terminal bytes known for the key {key!r}: add them to BYTES")
+
+
+def bindings_by_tab() -> dict[str, list[str]]:
+    """Every key bound in each view's module (the view, its panes, its screens), and the app's, by tab key."""
+    found: dict[str, list[str]] = {}
+    for number, tab in enumerate(TABS, start=1):
+        module = importlib.import_module(tab.module)
+        keys = []
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            for binding in cls.__dict__.get("BINDINGS", ()) if cls.__module__.startswith("labtui") else ():
+                keys += (binding.key if isinstance(binding, Binding) else binding[0]).split(",")
+        found[str(number)] = sorted({k.strip() for k in keys} - QUITS)
+    found["4"] = sorted({k for b in LabApp.BINDINGS for k in b.key.split(",")} - QUITS)
+    return found
+
+
+def hidden_docker() -> bool:
+    """Whether the console can run with the Docker socket hidden (root, unshare): then `y` is safe."""
+    return os.geteuid() == 0 and shutil.which("unshare") is not None
+
+
+def console(tmp: Path) -> Pty:
+    """The console on an 80x24 pty, in its own runtime and state directories, with no Docker socket."""
+    argv = [sys.executable, "-m", "labtui", "--db", str(tmp / "lab.duckdb")]
+    if hidden_docker():
+        hide = f"mount --bind /dev/null {DOCKER_SOCKET} 2>/dev/null; " if DOCKER_SOCKET.exists() else ""
+        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", hide + 'exec "$@"', "sh", *argv]
+    env = {"LABTUI_RUNTIME_DIR": str(tmp / "runtime"), "LABTUI_STATE_DIR": str(tmp / "state"),
+           "LABTUI_LOCK_DIR": str(tmp / "locks"), "LABTUI_CONFIG_DIR": str(tmp / "config")}
+    return Pty(argv, env, size=SIZE)
+
+
+def type_key(term: Pty, key: str) -> None:
+    term.write(key_bytes(key))
+    term.drain(AFTER_ESCAPE_S if key == "escape" else PACE_S)
+    alive(term, f"after {key!r}")
+
+
+def alive(term: Pty, when: str) -> None:
+    if term.proc.poll() is not None:
+        raise AssertionError(f"the console exited ({term.proc.returncode}) {when}:\n{screen_text(term)}")
+
+
+def screen_text(term: Pty) -> str:
+    return term.seen[-4000:].decode(errors="replace")
+
+
+def quit_console(term: Pty, tmp: Path) -> None:
+    """ctrl+q (and `t` should a run ask whether to tear down); it must exit 0, with no crash log."""
+    for key in ("escape", "escape", "escape"):  # out of a dialog, the help or a question
+        type_key(term, key)
+    deadline = time.monotonic() + 90
+    while term.proc.poll() is None and time.monotonic() < deadline:
+        term.write(key_bytes("ctrl+q"))
+        term.drain(1.0)
+        if term.proc.poll() is None:
+            term.write(b"t")
+            term.drain(1.0)
+    crashes = sorted((tmp / "state" / "crashes").glob("*.log")) if (tmp / "state" / "crashes").is_dir() else []
+    assert not crashes, crashes[0].read_text()
+    assert term.proc.poll() == 0, f"exit {term.proc.poll()}:\n{screen_text(term)}"
+    assert b"Traceback" not in term.seen, screen_text(term)
+
+
+def clean_up(tmp: Path) -> None:
+    """End what a started run left (the console's teardown normally has)."""
+    env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp / "runtime"), "LABTUI_STATE_DIR": str(tmp / "state"),
+           "LABTUI_LOCK_DIR": str(tmp / "locks")}
+    subprocess.run([sys.executable, "-m", "labtui", "--db", str(tmp / "lab.duckdb"), "cleanup", "--orphans",
+                    "--backend", "process"], env=env, capture_output=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("delay", DELAYS_S, ids=[f"{int(d * 1000)}ms" for d in DELAYS_S])
+def test_every_binding_of_every_view_at_every_moment_of_the_start(tmp_path: Path, delay: float) -> None:
+    keys = bindings_by_tab()
+    if not hidden_docker():
+        keys = {tab: [k for k in tab_keys if k != "y"] for tab, tab_keys in keys.items()}
+    term = console(tmp_path)
+    try:
+        time.sleep(delay)
+        for tab, tab_keys in keys.items():
+            type_key(term, tab)
+            for key in tab_keys:
+                type_key(term, key)
+                type_key(term, "escape")  # out of whatever the key opened, before the next one
+        quit_console(term, tmp_path)
+    finally:
+        term.close()
+        clean_up(tmp_path)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_keys_from_the_first_byte(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    bound = sorted({k for keys in bindings_by_tab().values() for k in keys})
+    pool = [*bound, *"abcdefghijklmnoprstuvwxz0123456789", "tab", "enter", "escape", "up", "down", "left", "right",
+            "pagedown", "ctrl+p", "space"]
+    if not hidden_docker():
+        pool = [k for k in pool if k != "y"]
+    term = console(tmp_path)
+    typed: list[str] = []
+    try:
+        deadline = time.monotonic() + RANDOM_S
+        while time.monotonic() < deadline:
+            key = rng.choice(pool)
+            typed.append(key)
+            try:
+                type_key(term, key)
+            except AssertionError as exc:
+                raise AssertionError(f"seed {seed}, last keys {typed[-20:]}: {exc}") from None
+        quit_console(term, tmp_path)
+    finally:
+        term.close()
+        clean_up(tmp_path)
