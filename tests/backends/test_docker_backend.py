@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import aiodocker
 import duckdb
 import pytest
+from cli_run import labtui
 
 from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
@@ -214,9 +214,6 @@ async def test_a_failed_create_in_a_batch_removes_the_others(lab):
 # -- through the CLI ---------------------------------------------------------
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 @pytest.fixture

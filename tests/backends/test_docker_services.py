@@ -12,7 +12,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import aiodocker
 import duckdb
 import pytest
 from backend_lab import Lab
+from cli_run import labtui
 
 from labtui.backends.base import BackendError, InstanceSpec, Labels, load_backend_class
 from labtui.suites.loader import SuiteError, load_suite
@@ -54,9 +54,6 @@ def env(runtime_dir: Path) -> dict[str, str]:
     return {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], check=False, env=env, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def exchange(port: int, request: bytes, end: bytes, timeout: float = 10.0) -> bytes:

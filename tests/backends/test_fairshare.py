@@ -13,15 +13,16 @@ import asyncio
 import os
 import secrets
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
 from backend_lab import Lab, open_lab
+from cli_run import labtui as run_labtui
 from host_needs import V1_CPU, cpu_controller, needs_cpu_controller
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
@@ -316,11 +317,7 @@ async def test_docker_gives_a_container_its_cpu_shares_and_quota(docker_lab: Lab
 # -- whole runs -------------------------------------------------------------------------------
 
 
-def labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
-    return proc
+labtui = partial(run_labtui, check=True)
 
 
 def shares(db: Path) -> dict[tuple[int, str], list[tuple[float, float]]]:

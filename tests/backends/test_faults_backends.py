@@ -23,6 +23,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from cli_run import labtui
 from simulators.fakehost import start_fake_host, write_lab
 from sshd_fixture import SSHD, Sshd, host_table, sshd_available, start_sshd, write_key
 
@@ -37,9 +38,6 @@ needs_docker = pytest.mark.skipif(not DOCKER_SOCKET.is_socket(), reason=f"no Doc
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="qemu-system-x86_64 not installed")
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
 
 
 def start_run(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen:

@@ -11,7 +11,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -21,6 +20,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from backend_lab import Lab, open_lab
+from cli_run import labtui
 
 from labtui.backends.base import BackendError, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
@@ -258,9 +258,6 @@ async def test_pinning_applies_affinity(lab: Lab) -> None:
     assert os.sched_getaffinity(pinned.details["pid"]) == {0}
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
 
 
 def test_cleanup_never_touches_a_qemu_labtui_did_not_start(runtime_dir: Path, tmp_path: Path) -> None:

@@ -9,13 +9,12 @@ CI needs openssh-server and a C compiler (the probes are built on the host).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
+from cli_run import labtui
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
@@ -206,9 +205,6 @@ async def test_xm_is_used_where_xl_is_missing(tmp_path: Path, keys: Path, monkey
         old.server.stop()
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 @needs_sshd

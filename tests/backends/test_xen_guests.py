@@ -11,13 +11,12 @@ import dataclasses
 import json
 import os
 import socket
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
+from cli_run import labtui
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from simulators.guest import GuestImage, make_guest_image
 from sshd_fixture import free_port, sshd_available, write_key
@@ -199,8 +198,6 @@ async def test_without_a_guests_table_image_guest_is_refused(dom0: FakeHost, tmp
     assert "labtui.sg3" not in dom0.tool("xl", "list").stdout
 
 
-def labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=300)
 
 
 @needs_sshd

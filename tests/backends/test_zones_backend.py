@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import time
 import types
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from cli_run import labtui
 from simulators.fakehost import FakeHost, write_lab
 from zones_host import foreign_intact, needs_sshd
 
@@ -323,9 +323,6 @@ async def test_a_detached_program_is_held_by_runat_in_the_zone(zones: Backend, s
                                         start_at=start_at))
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 @needs_sshd

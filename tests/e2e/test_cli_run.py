@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from cli_run import labtui
 
 from labtui.store.errors import StoreError
 from labtui.store.reader import connect_readonly
@@ -20,11 +21,6 @@ from labtui.store.reader import connect_readonly
 SMALL = ["--set", "scale.steps=3", "--set", "scale.per_step=10", "--set", "suite.repetitions=2"]
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"labtui {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from types import SimpleNamespace
 
 import duckdb
 import pytest
+from cli_run import labtui
 from simulators.fakehost import FakeHost, start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
@@ -267,9 +266,6 @@ async def zhost(illumos: FakeHost) -> AsyncIterator[Host]:
         await host.close()
 
 
-def labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=300)
 
 
 @needs_sshd

@@ -14,14 +14,14 @@ import io
 import json
 import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pytest
+from cli_run import labtui as run_labtui
 from pilot_wait import wait_for
 
 from labtui.core.stats import SINGLE
@@ -31,11 +31,7 @@ from labtui.core.units import MISSING
 TINY = ["--set", "scale.steps=1", "--set", "scale.per_step=2", "--set", "sampling.quiet_timeout_s=0"]
 
 
-def labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=180)
-    if proc.returncode != 0:
-        raise AssertionError(f"labtui {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+labtui = partial(run_labtui, check=True)
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from cli_run import labtui
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labtui.suites import SuiteError, load_suite
-
-
-def labtui(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture

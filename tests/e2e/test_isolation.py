@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
+from cli_run import labtui as run_labtui
 
 from labtui.engine.topology import Cpu, parse_cpu_list, parse_smt_control, parse_topology, plan_placements, read_topology
 from labtui.hosts.local import LocalHost
@@ -207,10 +208,7 @@ def test_an_older_store_reads_as_the_current_one_before_a_writer_migrates_it(tmp
     assert run_sql(db, "SELECT value FROM meta WHERE key = 'schema_version'").rows == [("1",)]  # the file is untouched
 
 
-def labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
-    return proc
+labtui = partial(run_labtui, check=True)
 
 
 @pytest.fixture

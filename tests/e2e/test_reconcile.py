@@ -28,6 +28,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from backend_lab import Lab
+from cli_run import labtui
 
 from labtui.backends.base import Instance, InstanceSpec, Labels
 from labtui.core.events import (
@@ -45,9 +46,6 @@ BACKEND = "process"  # the backend of the tier's `lab` fixture (tests/backend_la
 SESSION_PREFIX = "rec"
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ import dataclasses
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pytest
+from cli_run import labtui
 from matplotlib.image import imread
 
 from labtui.core.events import (
@@ -36,8 +36,6 @@ SMALL = ["--set", "scale.steps=3", "--set", "scale.per_step=5", "--set", "suite.
 T0 = 1_700_000_000.0
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def ok(proc: subprocess.CompletedProcess) -> str:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 import asyncssh
 import duckdb
 import pytest
+from cli_run import labtui
 from sshd_fixture import Sshd, host_table, sshd_available, start_sshd, write_key
 
 from labtui.backends.base import InstanceSpec, Labels, open_backend
@@ -112,9 +111,6 @@ def own_sshd(tmp_path: Path, keys: Path) -> Iterator[list[Sshd]]:
         server.stop()
 
 
-def labtui(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 #: Seconds a test waits for a condition before it fails: generous, since how fast is not what these tests check
