@@ -214,8 +214,6 @@ async def test_a_failed_create_in_a_batch_removes_the_others(lab):
 # -- through the CLI ---------------------------------------------------------
 
 
-
-
 @pytest.fixture
 def env(runtime_dir: Path) -> dict[str, str]:
     return {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}

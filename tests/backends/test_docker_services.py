@@ -54,8 +54,6 @@ def env(runtime_dir: Path) -> dict[str, str]:
     return {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
 
 
-
-
 def exchange(port: int, request: bytes, end: bytes, timeout: float = 10.0) -> bytes:
     """Send request to 127.0.0.1:port and read until the answer ends with end (or the server closes).
 

@@ -38,8 +38,6 @@ needs_docker = pytest.mark.skipif(not DOCKER_SOCKET.is_socket(), reason=f"no Doc
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="qemu-system-x86_64 not installed")
 
 
-
-
 def start_run(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen:
     """`labtui run ARGS` in the background, its output to log."""
     with open(log, "wb") as out:

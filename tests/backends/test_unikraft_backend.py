@@ -258,8 +258,6 @@ async def test_pinning_applies_affinity(lab: Lab) -> None:
     assert os.sched_getaffinity(pinned.details["pid"]) == {0}
 
 
-
-
 def test_cleanup_never_touches_a_qemu_labtui_did_not_start(runtime_dir: Path, tmp_path: Path) -> None:
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
     kernel = asyncio.run(ensure_kernel(LocalHost(), "sleeper"))

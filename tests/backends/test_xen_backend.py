@@ -205,8 +205,6 @@ async def test_xm_is_used_where_xl_is_missing(tmp_path: Path, keys: Path, monkey
         old.server.stop()
 
 
-
-
 @needs_sshd
 def test_cli_run_instances_and_cleanup_on_the_simulated_dom0(seeded: FakeHost, tmp_path: Path, keys: Path) -> None:
     config = write_lab(tmp_path, [seeded], keys)

@@ -198,8 +198,6 @@ async def test_without_a_guests_table_image_guest_is_refused(dom0: FakeHost, tmp
     assert "labtui.sg3" not in dom0.tool("xl", "list").stdout
 
 
-
-
 @needs_sshd
 @pytest.mark.parametrize("suite", ["xen-domu", "xen-concurrent"])
 def test_domu_suites_run_inside_user_domains(suite: str, guest_config: Path, dom0: FakeHost, tmp_path: Path) -> None:

@@ -323,8 +323,6 @@ async def test_a_detached_program_is_held_by_runat_in_the_zone(zones: Backend, s
                                         start_at=start_at))
 
 
-
-
 @needs_sshd
 def test_cli_run_instances_and_cleanup_on_the_simulated_host(seeded: FakeHost, tmp_path: Path, keys: Path) -> None:
     config = write_lab(tmp_path, [seeded], keys)

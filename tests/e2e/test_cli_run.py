@@ -21,8 +21,6 @@ from labtui.store.reader import connect_readonly
 SMALL = ["--set", "scale.steps=3", "--set", "scale.per_step=10", "--set", "suite.repetitions=2"]
 
 
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
@@ -172,3 +170,31 @@ def test_the_step_prompt_ends_the_run_without_a_traceback(tmp_path, env, answer)
     assert "aborted at the step prompt" in proc.stderr
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("select status from sessions").fetchall() == [("aborted",)]
+
+
+def test_cleanup_by_a_prefix_leaves_a_running_sessions_instances_alone(tmp_path, env):
+    """`cleanup --session PREFIX` of a running session is refused, exit 2, and destroys nothing; only its
+    whole id destroys a running session's instances (labtui.commands.instances.session_named)."""
+    db = tmp_path / "x.duckdb"
+    run = subprocess.Popen([sys.executable, "-m", "labtui", "run", "boot-scaling", "--set", "scale.steps=40",
+                            "--set", "scale.per_step=5", "--set", "suite.repetitions=1", "--db", str(db)],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert run.poll() is None and time.monotonic() < deadline, "the run ended before it had a background"
+            listed = labtui("instances", "--format", "json", "--backend", "process", env=env)
+            background = [r for r in json.loads(listed.stdout or "[]") if r["role"] == "background"]
+            if background:
+                break
+            time.sleep(0.2)
+        session = background[0]["session"]
+        refused = labtui("cleanup", "--session", session[:-2], "--backend", "process", "--db", str(db), env=env)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert f"names {session}, which is still running" in refused.stderr
+        after = labtui("instances", "--format", "json", "--backend", "process", env=env, check=True)
+        kept = [r for r in json.loads(after.stdout) if r["session"] == session and r["role"] == "background"]
+        assert kept and run.poll() is None, "the running session lost its background"
+    finally:
+        run.send_signal(signal.SIGINT)
+        run.communicate(timeout=120)

@@ -266,8 +266,6 @@ async def zhost(illumos: FakeHost) -> AsyncIterator[Host]:
         await host.close()
 
 
-
-
 @needs_sshd
 def test_labtui_run_zone_creation_records_a_creation_time_for_each_zone(illumos: FakeHost, tmp_path: Path) -> None:
     illumos.knobs(install_s=0.3, boot_s=0.1)

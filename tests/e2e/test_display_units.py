@@ -80,8 +80,6 @@ def table_row(text: str, first: str) -> list[str]:
     return [c.strip() for c in line.split("│")[1:-1]]
 
 
-
-
 async def console_replay(db: Path, session: str) -> tuple[dict[str, str], str]:
     """The console's replayed slowdown row of boot_time at background 0 (header -> cell) and its chart title."""
     from rich.console import Console

@@ -46,8 +46,6 @@ BACKEND = "process"  # the backend of the tier's `lab` fixture (tests/backend_la
 SESSION_PREFIX = "rec"
 
 
-
-
 @pytest.fixture
 def env(runtime_dir: Path) -> dict[str, str]:
     return {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "250"}

@@ -36,8 +36,6 @@ SMALL = ["--set", "scale.steps=3", "--set", "scale.per_step=5", "--set", "suite.
 T0 = 1_700_000_000.0
 
 
-
-
 def ok(proc: subprocess.CompletedProcess) -> str:
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout

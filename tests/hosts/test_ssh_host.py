@@ -111,8 +111,6 @@ def own_sshd(tmp_path: Path, keys: Path) -> Iterator[list[Sshd]]:
         server.stop()
 
 
-
-
 #: Seconds a test waits for a condition before it fails: generous, since how fast is not what these tests check
 #: (tests/perf measures speed).  A condition that can also come true by itself (a sleep ending) is given longer.
 WAIT_S = 60.0
