@@ -503,16 +503,16 @@ class LabApp(App[int]):
         self.action_request_quit()
 
     def action_interrupt(self) -> None:
-        """ctrl+c, as in the CLI: abort a running run and tear it down (a second one forces the teardown);
-        with no run going, the same as q."""
+        """ctrl+c: during a run, ask whether to abort it (a second ctrl+c answers yes: modals.AbortQuestion;
+        one more while it tears down forces the teardown, as in the CLI); with no run going, the same as q."""
         view = self.run_view if self.view(RUN) is not None else None
         lab = view.lab if view is not None else None
-        if lab is None:
+        if lab is None or view is None:
             self.action_request_quit()
         elif lab.stopping:
             lab.force()
         else:
-            view.abort_run("aborted by ctrl+c")  # type: ignore[union-attr]
+            view.action_abort("aborted by ctrl+c")
 
     def action_request_quit(self) -> None:
         """Quit; while a run is active, ask whether to tear its instances down or leave them running."""

@@ -52,6 +52,12 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(answer)
 
 
+class AbortQuestion(ConfirmScreen):
+    """Abort the run? A second ctrl+c answers yes, as a second Ctrl-C stops a CLI run."""
+
+    BINDINGS = [Binding("ctrl+c", "answer(True)", "abort", show=False)]
+
+
 class QuitScreen(ModalScreen[str | None]):
     """Quitting during a run: tear the instances down, leave them running, or stay."""
 

@@ -48,7 +48,7 @@ from textual.worker import Worker
 
 from labtui.core.errors import LabError
 from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
-from labtui.ui.modals import ConfirmScreen
+from labtui.ui.modals import AbortQuestion
 from labtui.ui.model.live import HostState, RunModel
 from labtui.ui.model.pane_text import counts_table, hosts_text, log_line, next_step_text, run_text
 
@@ -444,7 +444,7 @@ class RunView(Vertical):
             lab.pause()
             self.log_text("manual stepping: the run pauses after this step", "bold")
 
-    def action_abort(self) -> None:
+    def action_abort(self, reason: str = "aborted from the console") -> None:
         """Ask, then abort: the run stops at the next gate and tears down its instances."""
         lab = self._gate()
         if lab is None:
@@ -456,9 +456,9 @@ class RunView(Vertical):
 
         def answered(yes: bool | None) -> None:
             if yes and self.lab is lab:
-                self.abort_run("aborted from the console")
+                self.abort_run(reason)
 
-        self.app.push_screen(ConfirmScreen("Abort the run?", lines), answered)
+        self.app.push_screen(AbortQuestion("Abort the run?", lines), answered)
 
     def quit_run(self, leave: bool) -> Worker | None:
         """Record the console's quit answer in the session, then tear down or leave the instances.

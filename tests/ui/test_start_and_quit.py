@@ -352,11 +352,16 @@ async def test_a_manual_runs_wait_for_next_is_recorded_as_the_steps_hold(lab: Pa
     assert held[0] == 0.0 and 1.5 <= held[1] < 60, held
 
 
-async def test_ctrl_c_aborts_the_consoles_run_and_tears_it_down_as_in_the_cli(lab: Path) -> None:
+async def test_ctrl_c_asks_and_a_second_one_aborts_the_consoles_run_and_tears_it_down(lab: Path) -> None:
     from labtui.store import run_sql
+    from labtui.ui.modals import ConfirmScreen
 
     async with console_run(lab, manual=True) as (app, pilot, view, session):  # manual: it cannot end first
         await pilot.press("1", "ctrl+c")  # within the run's first moments
+        assert isinstance(app.screen, ConfirmScreen) and view.active  # asked, nothing stopped yet
+        await pilot.press("n")
+        assert not isinstance(app.screen, ConfirmScreen) and view.active and not view.lab.stopping
+        await pilot.press("ctrl+c", "ctrl+c")  # asked again; the second answers yes
         await wait_for(pilot, lambda: not view.active, 120, "the run's end")
         assert app.is_running  # ctrl+c stopped the run, not the console
     assert await open_backend("process", get_host("local")).list(session) == []
