@@ -32,7 +32,7 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from labtui.core.paths import default_db_path
 from labtui.ui.command_line import COMMANDS, Command, CommandError, CommandLine, cli_argv, parse, run_cli
-from labtui.ui.keygate import LAPSE_S, KeyGate
+from labtui.ui.keygate import LAPSE_S, KeyGate, until_settled
 from labtui.ui.keymap import KeysError, binding_ids, check_keymap, keys_path, read_keymap
 from labtui.ui.run_view import RunView
 from labtui.ui.tabs import INSTANCES, RUN, SESSIONS, TABS, Tab, tab_named
@@ -131,7 +131,7 @@ class LabApp(App[int]):
             await self.run_view.after_first_frame()
             await self._command_line()
         finally:
-            self.call_after_refresh(self._open_gate, RUN)
+            self._open_gate_when_settled(RUN, self.run_view)
         self._load_views()
         self._check_lab_config()
 
@@ -207,7 +207,7 @@ class LabApp(App[int]):
                 await pane.query(".loading").remove()
                 await pane.mount(view)
         finally:
-            self.call_after_refresh(self._open_gate, tab)
+            self._open_gate_when_settled(tab, view)
         active = self.current_tab()
         if tab is active and not self._typing():
             self.focus_view(tab)
@@ -331,7 +331,17 @@ class LabApp(App[int]):
         try:
             return super().push_screen(screen, *args, **kwargs)
         finally:
-            self.call_after_refresh(self._open_gate, token)
+            self._open_gate_when_settled(token, screen)
+
+    def _open_gate_when_settled(self, token: object, widget: Widget) -> None:
+        """Open the gate for `token` once everything under `widget` is composed, mounted and drawn."""
+        async def settle() -> None:
+            try:
+                await until_settled(widget)
+            finally:
+                self.call_after_refresh(self._open_gate, token)
+
+        self.run_worker(settle(), group="key-gate", exit_on_error=False)
 
     def _open_gate(self, token: object) -> None:
         self.key_gate.open(token)
@@ -496,7 +506,7 @@ class LabApp(App[int]):
         from labtui.ui.palette import Palette
 
         if self.use_command_palette and not isinstance(self.screen, Palette):
-            self.push_screen(Palette(id="--command-palette"))
+            self.push_screen(Palette())  # no fixed id: the last one may still be on its way out
 
     async def action_quit(self) -> None:
         """ctrl+q and the palette's Quit: the same question as q during a run."""

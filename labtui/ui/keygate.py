@@ -16,11 +16,14 @@ opened (a mount that failed) lapses after LAPSE_S, so no key is held for ever.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from collections.abc import Hashable
 
 from textual import events
+from textual.dom import DOMNode
+from textual.widget import Widget
 
 #: A closing that was never opened stops holding keys after this long (seconds).
 LAPSE_S = 5.0
@@ -67,3 +70,28 @@ class KeyGate:
         if self._held and not self.closed:
             return self._held.popleft()
         return None
+
+
+async def until_settled(root: Widget, rounds: int = 20) -> None:
+    """Until every widget under `root` has handled what was queued for it, its children's compose and
+    mount included (new children are waited for too, until their number stops growing)."""
+    seen = -1
+    for _ in range(rounds):
+        nodes = list(root.walk_children(with_self=True))
+        if len(nodes) == seen:
+            return
+        seen = len(nodes)
+        await asyncio.gather(*(_handled(node) for node in nodes))
+
+
+def _handled(node: DOMNode) -> asyncio.Future[None]:
+    """Done once `node` has handled the messages queued before this call (at once if it takes none)."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def mark() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    if not node.call_later(mark):
+        mark()
+    return done

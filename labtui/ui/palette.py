@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.command import Command, CommandList, CommandPalette
 from textual.timer import Timer, TimerCallback
+from textual.widgets import Button, Input
 
 
 class Palette(CommandPalette):
@@ -16,7 +17,9 @@ class Palette(CommandPalette):
     console crashed.  Once the list is gone, they do nothing.  And `pagedown`
     or `pageup` before the list is laid out (it has no region until shown) asked
     Textual's OptionList for the line of an option it had not placed: KeyError;
-    there is nothing to page through then.
+    there is nothing to page through then.  And a command chosen twice in a row
+    (`enter` on the list as it closes) dismissed a palette that was no longer the
+    top screen: ScreenStackError.
     """
 
     def _shown(self) -> bool:
@@ -34,6 +37,10 @@ class Palette(CommandPalette):
     async def _watch__show_busy(self) -> None:
         if self._shown():
             await super()._watch__show_busy()
+
+    def _select_or_command(self, event: Input.Submitted | Button.Pressed | None = None) -> None:
+        if self.is_current:  # once dismissed, a late selection has no palette to close
+            super()._select_or_command(event)
 
     def _action_command_list(self, action: str) -> None:
         if action in ("page_up", "page_down") and not self.query_one(CommandList).scrollable_content_region:

@@ -124,8 +124,17 @@ def quit_console(term: Pty, tmp: Path) -> None:
             term.drain(1.0)
     crashes = sorted((tmp / "state" / "crashes").glob("*.log")) if (tmp / "state" / "crashes").is_dir() else []
     assert not crashes, crashes[0].read_text()
-    assert term.proc.poll() == 0, f"exit {term.proc.poll()}:\n{screen_text(term)}"
+    assert term.proc.poll() == 0, f"exit {term.proc.poll()}:\n{screen_text(term)}\n{stacks(term)}"
     assert b"Traceback" not in term.seen, screen_text(term)
+
+
+def stacks(term: Pty) -> str:
+    """Where a console that does not exit is stuck: py-spy's dump of it and its children, where py-spy is."""
+    if term.proc.poll() is not None or shutil.which("py-spy") is None:
+        return ""
+    children = subprocess.run(["pgrep", "-P", str(term.proc.pid)], capture_output=True, text=True).stdout.split()
+    return "\n".join(subprocess.run(["py-spy", "dump", "--pid", pid], capture_output=True, text=True).stdout
+                     for pid in [str(term.proc.pid), *children])
 
 
 def clean_up(tmp: Path) -> None:
