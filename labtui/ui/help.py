@@ -50,6 +50,10 @@ LONGER = {
     "run_sql": "run the SQL in the editor (read-only)",
     "export": "export the current result to a .csv, .json or .parquet path",
     "history": "older / newer query from the history (in the editor)",
+    "interrupt": "during a run, ask whether to abort it (a second ctrl+c answers yes); else quit",
+    "refresh": "read the list again now",
+    "toggle_schema": "show or hide the schema tree beside the editor",
+    "leave": "leave the editor for the result grid",
 }
 #: Keys that are not bindings, per view title.
 NOTES = {
