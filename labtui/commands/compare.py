@@ -37,10 +37,20 @@ import json
 import math
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 from labtui.commands.common import db_path
+from labtui.commands.compare_samples import (
+    ALPHA,
+    REPETITIONS,
+    SESSIONS,
+    Key,
+    Samples,
+    condition_order,
+    finite,
+    load_samples,
+    session_about,
+)
 from labtui.commands.listing import PipeConsole, write_rows
 from labtui.core.errors import UsageError
 from labtui.core.stats import (
@@ -57,16 +67,11 @@ from labtui.core.stats import (
 )
 from labtui.core.units import MISSING, display_unit, number, share_pct, shown, signed_pct
 from labtui.figures import sample_figures, sample_values
-from labtui.store import UnknownSession, fetch_frame, resolve_session
-from labtui.store.frames import repetition_table
-from labtui.suites.model import PLACEMENTS
+from labtui.store import UnknownSession, resolve_session
 
-ALPHA = 0.05  # Welch's test and the 95% interval of each condition
 #: The verdicts of a condition not found different after the correction.
 NO_DIFFERENCE = f"no difference (within ±{EQUIVALENCE_PCT:g}%)"
 TOO_FEW = "too few samples to tell"
-#: How results are matched between the sessions.
-Key = tuple[str, str, str, int, str, str]  # benchmark, metric, placement, background, unit, better
 
 COLUMNS = (
     "benchmark", "metric", "placement", "background", "unit", "better", "present",
@@ -81,23 +86,6 @@ def columns() -> tuple[str, ...]:
     """A row's columns: COLUMNS, then each sample figure (labtui.figures.columns) of A and of B."""
     return (*COLUMNS, *(f"{f.name}_{side}" for f in sample_figures() for side in "ab"))
 
-#: What one sample is, by how many sessions a side names.
-REPETITIONS, SESSIONS = "repetitions", "sessions"
-
-
-@dataclass(frozen=True, slots=True)
-class Samples:
-    """A condition's independent samples on one side, and the raw values behind them."""
-
-    values: list[float]  # one per repetition (one session a side) or per session
-    unit: str  # REPETITIONS or SESSIONS
-    raw: int  # raw result values behind them (instances x runs x ...)
-
-    def __bool__(self) -> bool:
-        return bool(self.values)
-
-    def __len__(self) -> int:
-        return len(self.values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,42 +177,6 @@ def _one(sessions: list[dict[str, Any]]) -> dict[str, Any] | list[dict[str, Any]
     return sessions[0] if len(sessions) == 1 else sessions
 
 
-_CONDITION = ["benchmark", "metric", "placement", "background", "unit", "better"]
-
-
-def load_samples(path: Path, session_ids: str | list[str], unit: str = REPETITIONS) -> dict[Key, Samples]:
-    """The independent samples of each condition of the sessions (finite values only).
-
-    REPETITIONS (one session): one sample per repetition, the median of the condition's values
-    in it (all instances and runs of the step: the store's REPETITION_VALUES); SESSIONS: one per
-    session, the mean of its repetitions' values.  Samples are in the order of repetition (or of `session_ids`).
-    """
-    import polars as pl
-
-    ids = [session_ids] if isinstance(session_ids, str) else list(session_ids)
-    if unit == REPETITIONS and len(ids) != 1:
-        raise ValueError("samples by repetition come from one session")
-    marks = ", ".join("?" for _ in ids)
-    frame = fetch_frame(path, f"SELECT * FROM results WHERE session_id IN ({marks}) AND isfinite(value) "
-                        "ORDER BY ts, step", ids)
-    frame = frame.select(
-        pl.col("session_id"), pl.col("repetition").fill_null(0), pl.col("step"), pl.col("run"),
-        pl.col("benchmark"), pl.col("metric"), pl.col("placement").fill_null(""), pl.col("background").fill_null(0),
-        pl.col("unit").fill_null(""), pl.col("better"), pl.col("value"),
-    )
-    # one value per repetition: the instances (and runs) of one step are not independent samples
-    reps = repetition_table(frame).sort(["session_id", "repetition"]).select(
-        [*_CONDITION, "session_id", "repetition", "value", "raw"])
-    if unit == SESSIONS:
-        order = {sid: i for i, sid in enumerate(ids)}
-        reps = reps.group_by([*_CONDITION, "session_id"], maintain_order=True).agg(
-            pl.col("value").mean(), pl.col("raw").sum()
-        ).with_columns(pl.col("session_id").replace_strict(order, return_dtype=pl.Int64).alias("repetition"))
-    reps = reps.sort("repetition", maintain_order=True)
-    groups = reps.group_by(_CONDITION, maintain_order=True).agg(pl.col("value"), pl.col("raw").sum())
-    return {tuple(r[:6]): Samples(list(r[6]), unit, int(r[7])) for r in groups.iter_rows()}
-
-
 def compare_sessions(a: dict[Key, Samples], b: dict[Key, Samples]) -> list[Row]:
     """One row per condition of either side, ordered by benchmark, metric, placement, background.
 
@@ -244,12 +196,6 @@ def compare_sessions(a: dict[Key, Samples], b: dict[Key, Samples]) -> list[Row]:
         else:
             rows.append(Row(key, va, vb, None, _only_verdict(key, "A" if va else "B", b if va else a)))
     return rows
-
-
-def condition_order(key: Key) -> tuple:
-    benchmark, metric, placement, background, unit, better = key
-    rank = PLACEMENTS.index(placement) if placement in PLACEMENTS else len(PLACEMENTS)
-    return benchmark, metric, unit, better, placement != "", rank, placement, background
 
 
 def _verdict(c: Comparison, better: str, unit: str = REPETITIONS, significant: bool | None = None) -> str:
@@ -334,17 +280,6 @@ def _only_verdict(key: Key, side: str, other: dict[Key, Samples]) -> str:
         return f"only in {side}"
     how = ", ".join(f"{unit or 'no unit'}, {better} is better" for unit, better in elsewhere)
     return f"only in {side}; {'B' if side == 'A' else 'A'} records it as {how}"
-
-
-def session_about(path: Path, session_id: str) -> dict[str, Any]:
-    frame = fetch_frame(path, "SELECT s.session_id, s.suite, s.kind, s.backend, s.host, h.isolation, s.status, "
-                        "s.started_at, s.tags, s.note FROM sessions s LEFT JOIN hosts h USING (session_id) "
-                        "WHERE s.session_id = ? LIMIT 1", [session_id])
-    return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in frame.row(0, named=True).items()}
-
-
-def finite(value: Any) -> Any:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _print_table(sides: list[list[dict[str, Any]]], rows: list[Row], unit: str = REPETITIONS) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labtui.commands.compare import (
+from labtui.commands.compare_samples import (
     ALPHA,
     REPETITIONS,
     SESSIONS,

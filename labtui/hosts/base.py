@@ -14,19 +14,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from labtui.core.errors import LabError
 from labtui.core.events import ResourceSample
+from labtui.hosts.errors import CommandTimeout as CommandTimeout  # re-exported: callers import both from here
+from labtui.hosts.errors import HostError as HostError
 
 if TYPE_CHECKING:
     from labtui.hosts.config import HostConfig
-
-
-class HostError(LabError):
-    """A host could not do what was asked (unreachable, command missing, ...)."""
-
-
-class CommandTimeout(HostError):
-    """A command ran past its timeout and was killed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,15 +129,13 @@ class Host(abc.ABC):
         finally:
             writer.close()
 
+    @abc.abstractmethod
     def ssh_login(self, config: HostConfig) -> Host:
         """An SSH host for a machine reached from this one (a guest behind it), as config describes it.
 
         From the local machine the login connects directly; an SSH host tunnels it
         through its own connection, which closing the login leaves open.
         """
-        from labtui.hosts.ssh import SSHHost
-
-        return SSHHost(config)
 
     @property
     @abc.abstractmethod

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labtui.hosts.base import HostError
+from labtui.hosts.errors import HostError
 
 CONFIG_ENV = "LABTUI_CONFIG"
 DEFAULT_FILE = "labtui.toml"

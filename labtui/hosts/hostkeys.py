@@ -17,8 +17,8 @@ from pathlib import Path
 import asyncssh
 
 from labtui.core.paths import make_private_dirs
-from labtui.hosts.base import HostError
 from labtui.hosts.config import HostConfig
+from labtui.hosts.errors import HostError
 
 
 class HostKeyRefused(HostError):

@@ -11,11 +11,15 @@ import signal
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labtui.core.events import ResourceSample
 from labtui.core.paths import local_runtime_dir
 from labtui.hosts import linux
 from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
+
+if TYPE_CHECKING:
+    from labtui.hosts.config import HostConfig
 
 
 class LocalHost(Host):
@@ -24,6 +28,12 @@ class LocalHost(Host):
     def __init__(self, name: str = "local") -> None:
         self.name = name
         self._cpu_before: linux.CpuTimes | None = None
+
+    def ssh_login(self, config: HostConfig) -> Host:
+        """An SSH host for a machine reached from here: it connects directly."""
+        from labtui.hosts.ssh import SSHHost  # asyncssh only for a console or run that logs in somewhere
+
+        return SSHHost(config)
 
     @property
     def runtime_dir(self) -> str:

@@ -6,7 +6,8 @@ slower as the background grows.  Its shape is the least-squares line of duration
 run's steps (never falling: a fit that falls is noise, flat at the mean instead; none before MIN_STEPS steps).
 A line through a few steps at the first positions amplifies their noise over a long repetition, so until the
 run has measured a repetition's worth of steps, the line of a past session of the same suite, sizes, host and
-backend (`history`) is the shape when one is known.  A line is exact over whole repetitions whatever the shape
+backend (`history`) is the shape when one is known, and with none the line is flat at their mean until they
+span SLOPE_SPAN of a repetition.  A line is exact over whole repetitions whatever the shape
 (its residuals sum to zero), and no burst of load at a few steps bends it much.  The shape is then scaled by
 how much longer the run's steps took than it says, a step's weight halving with every half repetition of steps
 measured after it: the load of a shared host changes, and its latest steps say most about the next ones.  The
@@ -66,6 +67,10 @@ if TYPE_CHECKING:
 
 #: Steps that must have ended before the time left is estimated from the run's own steps alone.
 MIN_STEPS = 2
+#: With no past session, the run's own steps give a slope only once they span this share of a repetition;
+#: before, their mean (a slope through its first few positions, carried over the whole repetition, multiplies
+#: their noise: the README run's first reading was 394% off that way).
+SLOPE_SPAN = 0.25
 #: The log category of the engine's line that says the host is busy and the run waits for it to go idle.
 QUIET_WAIT = "quiet-wait"
 
@@ -248,6 +253,9 @@ class StepClock:
         past = self.past
         if past is not None and len(self.times) < self._per_repetition:
             shape = fit(past.clock.times) or shape
+        elif shape is not None and len(self.times) < self._per_repetition and \
+                max(t.position for t in self.times) + 1 < self._per_repetition * SLOPE_SPAN:
+            shape = Line(statistics.fmean(t.duration_s for t in self.times), 0.0)  # a slope this short is noise
         if shape is None:
             return None
         return Durations(shape, speed(self.times, shape, max(1.0, self._per_repetition / 2)))
