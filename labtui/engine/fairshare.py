@@ -47,6 +47,7 @@ from labtui.backends.base import (
     Instance,
     InstanceSpec,
 )
+from labtui.core.cpulist import cpu_list_size
 from labtui.core.events import StepEnded, StepStarted
 from labtui.engine.context import RunContext
 from labtui.engine.hostclock import host_clock_ns
@@ -112,15 +113,6 @@ async def _cpu_count(ctx: RunContext, cpus: str | None) -> int:
     if cpus is None:
         return (await ctx.host.facts()).cores
     return cpu_list_size(cpus)
-
-
-def cpu_list_size(cpus: str) -> int:
-    """How many CPUs a CPU list such as "0", "0-1" or "0,2-3" names."""
-    count = 0
-    for part in cpus.split(","):
-        first, _, last = part.partition("-")
-        count += int(last or first) - int(first) + 1
-    return count
 
 
 class Knobs(TypedDict, total=False):

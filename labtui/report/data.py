@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from labtui.engine.fairshare import cpu_list_size
+from labtui.core.cpulist import cpu_list_size
 from labtui.figures import METRIC_KEY
 from labtui.figures.table import repetition_samples
 from labtui.store import StoreError, fetch_frame, list_sessions, resolve_session, slowdown_frame
