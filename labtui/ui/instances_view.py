@@ -41,7 +41,10 @@ from labtui.ui.rowtable import RowTable
 from labtui.ui.tablesync import sync_rows
 from labtui.ui.text_screen import TextScreen
 
-COLUMNS = ("sel", "name", "backend", "host", "role", "session", "state", "age", "memory", "flag")
+#: What a row shows, the columns that matter most first: at 80 columns the instance (its label: `ba12`), state,
+#: age and flag stay in view and the rest go off the right edge, the backend's full name last (labtui-<session>-
+#: <instance>: the session and instance again, 35 characters).
+COLUMNS = ("sel", "instance", "state", "age", "flag", "role", "memory", "session", "backend", "host", "name")
 #: The rows follow the filter this long after the last typed character (10,000 rows take a while to filter).
 FILTER_AFTER_S = 0.15
 #: The list is refreshed this often while the view is shown and not paused (seconds).
@@ -82,6 +85,8 @@ class InstancesView(Vertical):
         self.failures: dict[str, str] = {}
         self.filter_text = ""
         self.notes: list[str] = []
+        #: The backends of the last listing (None before the first).
+        self.backends: list[str] | None = None
         self._filter_timer: Timer | None = None
         #: The column the rows are sorted by (None: as listed) and whether the order is reversed.
         self.sort_column: str | None = None
@@ -157,23 +162,35 @@ class InstancesView(Vertical):
         self.found = {f.key: f for f in found}
         self.selected &= set(self.found)
         self.failures = {k: v for k, v in self.failures.items() if k in self.found}
+        self.backends, self.notes = backends, notes
         self.render_rows()
+
+    def _show_counts(self) -> None:
+        """The status line: what the filter shows (of how many listed), orphaned, stuck and failed among them."""
         now = self.now()
-        flagged = [self.flags(k, f, now) for k, f in self.found.items()]
+        shown = self._visible_rows(now)
+        flagged = [self.flags(k, self.found[k], now) for k in shown]
         orphans = sum("orphan" in fl for fl in flagged)
         stuck = sum(any(x.startswith("stuck") for x in fl) for fl in flagged)
-        self.status(f"{len(found)} instance(s): {orphans} orphaned, {stuck} stuck, {len(self.failures)} failed destroy"
-                    f" · backends: {', '.join(backends) or 'none'}" + ("\n" + "; ".join(notes) if notes else ""))
+        failed = sum(k in self.failures for k in shown)
+        count = f"{len(shown)} of {len(self.found)} instance(s) shown" if self.filter_text else \
+            f"{len(self.found)} instance(s)"
+        self.status(f"{count}: {orphans} orphaned, {stuck} stuck, {failed} failed destroy"
+                    f" · backends: {', '.join(self.backends or []) or 'none'}"
+                    + ("\n" + "; ".join(self.notes) if self.notes else ""))
 
     def flags(self, key: str, f: Found, now: float) -> list[str]:
         return flags(f, now, self.failures.get(key))
 
     def _cells(self, key: str, f: Found, now: float) -> tuple:
         i = f.instance
+        texts = {"sel": "✔" if key in self.selected else " ", "instance": i.labels.instance, "name": i.name,
+                 "state": i.state,
+                 "age": age(i.created_at, now), "role": i.labels.role, "memory": size(f.memory),
+                 "backend": f.backend.name, "host": i.host, "session": i.labels.session}
         flag = Text(", ".join(self.flags(key, f, now)), "bold red")
-        cells = ("✔" if key in self.selected else " ", i.name, f.backend.name, i.host, i.labels.role,
-                 i.labels.session, i.state, age(i.created_at, now), size(f.memory))
-        return (*(Text(str(c)) for c in cells), flag)  # a str cell would be read as markup
+        # a str cell would be read as markup
+        return tuple(flag if column == "flag" else Text(str(texts[column])) for column in COLUMNS)
 
     def visible(self) -> dict[str, Found]:  # type: ignore[override]  # shadows DOMNode.visible (a bool property) as it always has
         """The listed instances that match the filter."""
@@ -197,6 +214,8 @@ class InstancesView(Vertical):
         with self.app.batch_update():
             sync_rows(self.table, rows)
             self._sort()
+        if self.backends is not None:
+            self._show_counts()
 
     # --- sorting ----------------------------------------------------------------------------
 

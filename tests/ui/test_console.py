@@ -398,7 +398,7 @@ async def test_instances_view_lists_destroys_after_confirming_and_cleans_orphans
     from textual.widgets import DataTable
 
     from labtui.ui.app import LabApp
-    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.instances_view import COLUMNS, InstancesView
     from labtui.ui.modals import ConfirmScreen
 
     session = "gone-" + secrets.token_hex(3)
@@ -418,7 +418,7 @@ async def test_instances_view_lists_destroys_after_confirming_and_cleans_orphans
             assert all(f.orphan and f.memory for f in found)
             table = app.query_one("#inst-table", DataTable)
             victim = next(f for f in found if f.instance.name == names[1])
-            assert "orphan" in str(table.get_row(victim.key)[-1])
+            assert "orphan" in str(table.get_row(victim.key)[COLUMNS.index("flag")])
 
             await pilot.press("slash", *session, "enter")
             await wait_for(pilot, lambda: table.row_count == 3, 5, "the filter")
@@ -752,20 +752,25 @@ asyncio.run(main())
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
-async def test_run_view_keys_work_in_the_first_frame(tmp_path: Path) -> None:
-    """`s` opens the start dialog before the chart, table and log are mounted (the view holds the focus)."""
+async def test_a_key_typed_in_the_first_frame_waits_for_the_run_view_and_then_acts(tmp_path: Path) -> None:
+    """`s` pressed before the chart, table and log are mounted is held by the key gate (labtui.ui.keygate), not
+    lost: once the rest of the Run view is up, it opens the start dialog."""
     from textual import events
 
     from labtui.ui.app import LabApp
     from labtui.ui.start_dialog import StartDialog
 
     class FirstFrame(LabApp):
-        def on_ready(self, event: events.Ready) -> None:  # stay in the first frame: nothing mounted or loaded after it
+        def on_ready(self, event: events.Ready) -> None:  # stay in the first frame until the test lets it go on
             event.prevent_default()  # LabApp's on_ready is not called
-            self.views_loaded.set()
+            self.views_loaded.set()  # run_test hands the pilot over at once
 
     app = FirstFrame(tmp_path / "lab.duckdb", idle_sampling=False)
     async with app.run_test(size=(120, 40)) as pilot:
         assert not app.query("#live") and app.focused is app.run_view
         await pilot.press("s")
+        await pilot.pause(0.5)  # well within the gate's lapse (5 s)
+        assert not isinstance(app.screen, StartDialog) and app.key_gate.held == 1  # held, not acted on
+        LabApp.on_ready(app)  # the rest of the Run view, then the other views
         await wait_for(pilot, lambda: isinstance(app.screen, StartDialog), 10, "the start dialog")
+        await wait_for(pilot, lambda: not app.key_gate.closed, 10, "the dialog composed")

@@ -143,19 +143,20 @@ async def test_run_view_snapshot(fixed: Path, tmp_path: Path, size: str) -> None
 @pytest.mark.parametrize("size", SIZES)
 async def test_instances_view_snapshot(fixed: Path, tmp_path: Path, size: str) -> None:
     from labtui.ui.app import LabApp
-    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.instances_view import COLUMNS, InstancesView
     from labtui.ui.model.inventory import Found
 
     backend = open_backend("process", get_host("local"))  # no I/O: only the name and destroy are used
-    rows = [
-        ("lab-ba1", SESSION, "background", "running", 300.0, 1_200_000, True),
-        ("lab-ba2", SESSION, "background", "creating", 125.0, None, True),
-        ("lab-wo1", "20260101-000500-77aa01", "worker", "running", 20.0, 800_000, False),
-        ("lab-ba9", "20260101-000500-77aa01", "background", "stopping", 90.0, 600_000, False),
-        ("lab-ba3", "20260101-000500-77aa01", "background", "running", 40.0, 700_000, False),
+    other = "20260101-000500-77aa01"
+    rows = [  # names as the backends make them: labtui-<session>-<instance>
+        ("ba1", SESSION, "background", "running", 300.0, 1_200_000, True),
+        ("ba2", SESSION, "background", "creating", 125.0, None, True),
+        ("wo1", other, "worker", "running", 20.0, 800_000, False),
+        ("ba9", other, "background", "stopping", 90.0, 600_000, False),
+        ("ba3", other, "background", "running", 40.0, 700_000, False),
     ]
-    found = [Found(backend, Instance(Labels(sid, role, name[4:]), name, "process", "local", state, T0 - age_s),
-                   memory, orphan) for name, sid, role, state, age_s, memory, orphan in rows]
+    found = [Found(backend, Instance(Labels(sid, role, name), f"labtui-{sid}-{name}", "process", "local", state,
+                                     T0 - age_s), memory, orphan) for name, sid, role, state, age_s, memory, orphan in rows]
     app = LabApp(fixed, idle_sampling=False)
     async with app.run_test(size=SIZES[size]) as pilot:
         view = app.query_one(InstancesView)
@@ -165,8 +166,11 @@ async def test_instances_view_snapshot(fixed: Path, tmp_path: Path, size: str) -
         view.show(found, ["process"], [])
         await pilot.press("2")
         await pilot.pause(0.2)
-        flags = [str(view.table.get_row(f.key)[-1]) for f in found]
+        flags = [str(view.table.get_row(f.key)[COLUMNS.index("flag")]) for f in found]
         assert flags == ["orphan", "orphan, stuck creating", "", "stuck stopping", "destroy failed"]
+        # what matters is in view at 80 columns: name, state, age and the flag
+        widths = [column.get_render_width(view.table) for column in view.table.ordered_columns]
+        assert sum(widths[:COLUMNS.index("flag") + 1]) <= view.table.scrollable_content_region.width
         check_snapshot(f"instances_view-{size}", await settled(app, pilot), tmp_path)
 
 

@@ -150,7 +150,7 @@ async def test_failed_destroy_is_flagged_then_cleaned_up_with_the_session(lab: P
     from textual.widgets import DataTable
 
     from labtui.ui.app import LabApp
-    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.instances_view import COLUMNS, InstancesView
     from labtui.ui.modals import ConfirmScreen
 
     real = open_backend("process", get_host("local"))
@@ -179,7 +179,8 @@ async def test_failed_destroy_is_flagged_then_cleaned_up_with_the_session(lab: P
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 5, "the confirmation")
             await pilot.press("y")
             await wait_for(pilot, lambda: victim.key in view.failures, 30, "the failure")
-            await wait_for(pilot, lambda: "destroy failed" in str(table.get_row(victim.key)[-1]), 10, "the flag")
+            flag = COLUMNS.index("flag")
+            await wait_for(pilot, lambda: "destroy failed" in str(table.get_row(victim.key)[flag]), 10, "the flag")
             assert len(await real.list(session)) == 2
 
             await pilot.press("c")
