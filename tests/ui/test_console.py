@@ -253,7 +253,7 @@ def test_pane_renderers() -> None:
     model.apply(StepStarted("s1", 2, 0, 3, 0))  # the view counts steps as they start, by the plan's position
     model.apply(StepStarted("s1", 2, 1, 3, 10))
     text = " ".join(run_text(model, "manual: waiting, press n").plain.split())
-    assert "repetition 2/2 step 1/2" in text and "background 10" in text and "boot-scaling on process@local" in text
+    assert "step 1/2 rep 2/2" in text and "background 10" in text and "boot-scaling on process@local" in text
     model.add_sample(ResourceSample("local", 0.42, 0.5, None, 1, 0.3))
     hosts = hosts_text(model.hosts, width=40).plain
     assert "local ● connected" in hosts and "CPU free   42%" in hosts and "swap free    -" in hosts
@@ -343,7 +343,7 @@ async def test_run_view_runs_a_tiny_session_to_the_end(lab: Path) -> None:
                            "the slowdown table's three levels")
             await wait_for(pilot, lambda: "completed" in pane_text(app, "#runinfo"), 15, "the run pane's end")
             info = pane_text(app, "#runinfo")
-            assert "completed" in info and "step 2/2" in info and "background 6" in " ".join(info.split())
+            assert "completed" in info and "step 2/2" in " ".join(info.split()) and "background 6" in " ".join(info.split())
             # the chart is put in place with the run's first frame and drawn once mounted
             await wait_for(pilot, lambda: "boot_time (ms) ● mean ±1 std" in pane_text(app, "#live .chart-title"),
                            5, "the chart's title")

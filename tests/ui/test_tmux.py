@@ -164,7 +164,7 @@ def test_console_in_tmux_runs_an_isolation_suite_to_its_end(tmp_path: Path, monk
                   "profile quick and its plan", 15)
         term.keys("C-s")
         screen = term.wait(lambda s: re.search(r"status\s+completed", s) is not None, "the run to complete", 240)
-        assert "isolation-cpu on process@local" in screen and "repetition 2/2" in " ".join(screen.split())
+        assert "isolation-cpu on process@local" in screen and "rep 2/2" in " ".join(screen.split())
         assert "by placement" in screen and "alone" in screen  # the chart: a bar per placement
         session = re.search(r"session\s+(\d{8}-\d{6}-[0-9a-f]{6})", screen)[1]
         assert instances_total(screen) == 0

@@ -18,15 +18,16 @@ from labtui.ui.model.live import HostState, RunModel
 if TYPE_CHECKING:
     from labtui.session import Plan
 
-#: The slowdown table's first columns: what a 60-column pane shows first, then the interval and n (scrolled to).
-_FIRST_HEADERS = ("metric", "bg", "mean", "median slowdown", "CoV", "trust", "95% CI", "n")
+#: The slowdown table's first columns: what a pane shows first, then the interval and n (scrolled to).  Trust
+#: comes right after the level: at 80 columns the pane is 30 wide, and a figure is read with how far to trust it.
+_FIRST_HEADERS = ("metric", "bg", "trust", "mean", "median slowdown", "CoV", "95% CI", "n")
 
 
 def slowdown_headers() -> tuple[str, ...]:
     """The slowdown table's columns: the first ones, then the sample figures (median, ...: labtui.figures.columns).
 
     A pane is narrower than the CLI's run table (which puts the sample figures after the mean), so its
-    columns come in the order a reader needs them: at 80 columns the mean and its slowdown still show."""
+    columns come in the order a reader needs them: at 80 columns the level and its trust show, then the mean."""
     return (*_FIRST_HEADERS, *(f.name for f in sample_figures()))
 
 
@@ -59,7 +60,7 @@ def hosts_text(hosts: dict[str, HostState], width: int = 40, stale_s: float = 10
 
 
 def run_text(model: RunModel, gate_state: str, waiting: str | None = None) -> Text:
-    """Suite on backend@host, session, status, repetition r/R, step k/n, background, stepping; `waiting` (the
+    """Suite on backend@host, session, status, step k/n and repetition r/R, background, stepping; `waiting` (the
     run waits for an idle host: StepClock.waiting_text) goes after the status."""
     out = Text()
     if model.status == "idle":
@@ -70,13 +71,13 @@ def run_text(model: RunModel, gate_state: str, waiting: str | None = None) -> Te
         ("suite", f"{model.suite} on {model.backend}@{model.host}"),
         ("session", model.session_id or "-"),
         ("status", model.status + (f": {model.message}" if model.message else "") + (f": {waiting}" if waiting else "")),
-        ("repetition", f"{model.repetition}/{model.repetitions}   step {step}"),
+        ("step", f"{step}  rep {model.repetition}/{model.repetitions}"),  # the count first: a narrow pane cuts the end
         ("background", str(model.background)),
         ("stepping", gate_state),
     ]
     for key, value in rows:
         out.append(f"{key:<11}", "dim")
-        out.append(f"{value}\n", "bold" if key in ("status", "repetition") else "")
+        out.append(f"{value}\n", "bold" if key in ("status", "step") else "")
     return out
 
 
@@ -106,9 +107,8 @@ def counts_table(model: RunModel) -> Table:
 def slowdown_cells(row: tuple) -> tuple[Text, ...]:
     """One slowdown row (see series.slowdown_rows) as table cells: plain Text, since a DataTable reads str as markup."""
     metric, background, unit, mean, low, high, cv, n, slow, slow_low, slow_high, flags, *extra = row
-    return (Text(str(metric)), Text(str(background)), Text(quantity(mean, unit)),
-            Text(slowdown_text(slow, slow_low, slow_high, "%")),
-            Text(share_pct(cv)), Text(flags or "", style="yellow"),
+    return (Text(str(metric)), Text(str(background)), Text(flags or "", style="yellow"), Text(quantity(mean, unit)),
+            Text(slowdown_text(slow, slow_low, slow_high, "%")), Text(share_pct(cv)),
             Text(interval(low, high, unit)), Text(str(n)), *(Text(quantity(value, unit)) for value in extra))
 
 
