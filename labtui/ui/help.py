@@ -54,6 +54,7 @@ LONGER = {
     "refresh": "read the list again now",
     "toggle_schema": "show or hide the schema tree beside the editor",
     "leave": "leave the editor for the result grid",
+    "full_screen": "the editor or the result over the whole screen, and back (f4 or esc)",
 }
 #: Keys that are not bindings, per view title.
 NOTES = {

@@ -207,6 +207,7 @@ class SqlPane(Vertical):
         Binding("ctrl+up", "history(-1)", "older query", show=False),
         Binding("ctrl+down", "history(1)", "newer query", show=False),
         Binding("f2", "toggle_schema", "schema", show=False, priority=True),
+        Binding("f4", "full_screen", "full screen", priority=True),
         Binding("e", "export", "export"),
         Binding("r", "refresh", "refresh schema"),
     ]
@@ -252,6 +253,18 @@ class SqlPane(Vertical):
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_PANE, "narrow")
+
+    def action_full_screen(self) -> None:
+        """The editor or the result grid (whichever has the focus; else the grid) over the whole screen, and back
+        (f4 again, or esc)."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        editor, grid = self.query_one("#sql"), self.query_one("#result")
+        target = editor if self.app.focused is editor else grid
+        target.focus()
+        screen.maximize(target, container=False)
 
     def action_toggle_schema(self) -> None:
         """Show the schema tree where it is hidden (a narrow pane), hide it where it is shown."""

@@ -47,7 +47,7 @@ BYTES = {
     "escape": b"\x1b", "enter": b"\r", "tab": b"\t", "space": b" ", "colon": b":", "question_mark": b"?",
     "slash": b"/", "up": b"\x1b[A", "down": b"\x1b[B", "right": b"\x1b[C", "left": b"\x1b[D",
     "ctrl+up": b"\x1b[1;5A", "ctrl+down": b"\x1b[1;5B", "ctrl+enter": b"\x1b[27;5;13~", "f2": b"\x1bOQ",
-    "pagedown": b"\x1b[6~", "pageup": b"\x1b[5~", "home": b"\x1b[H", "end": b"\x1b[F",
+    "f4": b"\x1bOS", "pagedown": b"\x1b[6~", "pageup": b"\x1b[5~", "home": b"\x1b[H", "end": b"\x1b[F",
 }
 #: After an escape the terminal parser waits to tell it from the start of a sequence.
 AFTER_ESCAPE_S = 0.15

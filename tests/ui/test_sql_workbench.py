@@ -86,3 +86,25 @@ async def test_workbench_at_80x24_completes_highlights_and_runs_the_statement_un
 
         await pilot.press("f2")
         assert app.query_one("#schema").display
+
+
+async def test_the_result_full_screen_at_80x24_shows_six_columns_and_f4_brings_it_back(lab: Path) -> None:
+    from labtui.ui.app import LabApp
+
+    make_store(lab, results=10)
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        app.query_one("#sql").text = ("select session_id, repetition, step, background, benchmark, metric, value, unit "
+                                      "from results")
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: app.query_one("#result").row_count == 10, 30, "the result")  # a new grid
+        grid = app.query_one("#result")
+        await pilot.press("escape", "f4")  # to the result, then full screen
+        await pilot.pause(0.2)
+        assert app.screen.maximized is grid and grid.region.width == 80
+        widths = [column.render_width for column in grid.ordered_columns]
+        shown = sum(1 for end in (sum(widths[:i + 1]) for i in range(len(widths))) if end <= grid.region.width)
+        assert shown >= 6, widths
+        await pilot.press("f4")
+        assert app.screen.maximized is None and grid.region.width < 80
