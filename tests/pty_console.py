@@ -73,7 +73,7 @@ class Pty:
         """Read (and keep) output for `seconds`, so the child never blocks on a full terminal."""
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
-            self.read(end - time.perf_counter())
+            self.read(max(0.0, end - time.perf_counter()))
 
     def cpu_seconds(self) -> float:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
