@@ -35,7 +35,7 @@ from labtui.ui.command_line import COMMANDS, Command, CommandError, CommandLine,
 from labtui.ui.keygate import LAPSE_S, KeyGate, until_settled
 from labtui.ui.keymap import KeysError, binding_ids, check_keymap, keys_path, read_keymap
 from labtui.ui.run_view import RunView
-from labtui.ui.tabs import INSTANCES, RUN, SESSIONS, TABS, Tab, tab_named
+from labtui.ui.tabs import INSTANCES, RUN, SESSIONS, TABS, LabView, PaletteCommand, Tab, tab_named
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -102,9 +102,8 @@ class LabApp(App[int]):
         with TabbedContent(initial=RUN.pane_id):
             for tab in TABS:
                 with TabPane(tab.title, id=tab.pane_id):
-                    if tab is RUN:
-                        yield RunView(self.db_path, self.backend_name, self.host_name,
-                                      idle_sampling=self.idle_sampling, id=RUN.view_id)
+                    if tab is RUN:  # the one view of the first frame
+                        yield RunView.for_console(self, id=RUN.view_id)
                     else:  # seen only when the tab is shown within the first second or so
                         yield Static(f"loading the {tab.title} view...", classes="loading")
         yield Footer()
@@ -191,28 +190,22 @@ class LabApp(App[int]):
 
     async def _mount_view(self, tab: Tab, cls: type[Widget]) -> None:
         pane = self.query_one(f"#{tab.pane_id}", TabPane)
-        view: Widget
-        if tab is INSTANCES:
-            view = cast("type[InstancesView]", cls)(self.db_path, self.host_name, id=tab.view_id)
-        else:
-            view = cast("type[SessionsView]", cls)(self.db_path, id=tab.view_id)
+        view = cast("type[LabView]", cls).for_console(self, id=tab.view_id)
         self.view_classes[tab] = cls
-        if tab is SESSIONS:
-            from labtui.ui.sql_view import SqlEditor  # imported in full with the view, by the thread
-
-            self.text_entry = (Input, SqlEditor)
+        # imported in full with the view, by the thread; never looked up in sys.modules (see text_entry)
+        self.text_entry = (*self.text_entry, *view.TEXT_ENTRY)
         self.key_gate.close(tab)
+        widget = cast(Widget, view)
         try:
             with self.batch_update():
                 await pane.query(".loading").remove()
-                await pane.mount(view)
+                await pane.mount(widget)
         finally:
-            self._open_gate_when_settled(tab, view)
-        active = self.current_tab()
-        if tab is active and not self._typing():
-            self.focus_view(tab)
-        if tab is INSTANCES and active is tab:
-            cast("InstancesView", view).action_refresh()
+            self._open_gate_when_settled(tab, widget)
+        if tab is self.current_tab():
+            if not self._typing():
+                self.focus_view(tab)
+            view.tab_shown()
 
     @asynccontextmanager
     async def run_test(self, *args: Any, **kwargs: Any) -> AsyncGenerator[Pilot, None]:
@@ -291,13 +284,7 @@ class LabApp(App[int]):
         view = self.view(tab)
         if view is None:
             return
-        if tab is RUN:
-            self.call_after_refresh(self.run_view.redraw)  # it skips redraws while hidden
-        instances, sessions = self.instances_view, self.sessions_view
-        if tab is INSTANCES and instances is not None and not instances.found:
-            instances.action_refresh()
-        if tab is SESSIONS and sessions is not None:  # the store is readable during a run too: show what it holds now
-            sessions.action_refresh()
+        cast("LabView", view).tab_shown()
         focused = self.focused
         if focused is None or view not in focused.ancestors_with_self:
             self.call_after_refresh(self._focus_if_outside, tab)
@@ -578,35 +565,11 @@ class LabApp(App[int]):
         for command in COMMANDS:
             yield SystemCommand(command.help, f":{command.name} {command.usage}".rstrip(),
                                 self._palette_callback(command))
-        run = cast("RunView | None", self.view(RUN))
-        inst, sess = self.instances_view, self.sessions_view
-        commands: list[tuple[str, str, Any]] = []
-        if run is not None:
-            commands += [
-                ("Run: start a run (suite, backend, host, overrides, stepping)", "s in the Run view", run.action_start),
-                ("Run: next step", "n", run.action_next_step),
-                ("Run: auto stepping", "a", run.action_auto),
-                ("Run: pause (manual stepping)", "p", run.action_pause),
-                ("Run: abort and tear down", "x (asks first)", run.action_abort),
-            ]
-        if inst is not None:
-            commands += [
-                ("Instances: refresh", "r in the Instances view", inst.action_refresh),
-                ("Instances: destroy selected", "ctrl+d (asks first)", inst.action_destroy),
-                ("Instances: describe the instance under the cursor", "d", inst.action_describe),
-                ("Instances: log of the instance under the cursor", "l", inst.action_log),
-                ("Instances: run a command in the instance under the cursor", "e", inst.action_exec),
-                ("Instances: sort by the next column", "o (O reverses)", inst.action_sort_next),
-                ("Instances: pause / resume the automatic refresh", "p", inst.action_toggle_pause),
-                ("Instances: clean up the session's stuck and orphaned instances", "c (asks first)",
-                 inst.action_cleanup),
-            ]
-        if sess is not None:
-            commands += [
-                ("Sessions: refresh sessions and schema", "r in the Sessions view", sess.action_refresh),
-                ("SQL: run the query", "ctrl+r / ctrl+enter", sess.sql.action_run_sql),
-                ("SQL: export the result", "e", sess.sql.action_export),
-            ]
+        commands: list[PaletteCommand] = []
+        for tab in TABS:
+            view = self.view(tab)
+            if view is not None:
+                commands += cast("LabView", view).palette()
         commands.append(("Help: every key", "?", self.action_help))
         for title, help_text, callback in commands:
             yield SystemCommand(title, help_text, callback)

@@ -17,6 +17,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from labtui.ui.tabs import TABS
+
 if TYPE_CHECKING:
     from textual.app import App
     from textual.widget import Widget
@@ -58,11 +60,12 @@ LONGER = {
 }
 #: Keys that are not bindings, per view title.
 NOTES = {
-    "Everywhere": [("1 2 3", "Run, Instances, Sessions+SQL views"), ("^p", "command palette: every action"),
+    "Everywhere": [(" ".join(str(key) for key, _ in enumerate(TABS, start=1)),
+                    ", ".join(tab.title for tab in TABS) + " views"), ("^p", "command palette: every action"),
                    ("tab", "next pane; in an input or the editor, letters and digits type")],
     "Sessions+SQL": [("enter", "open the session under the cursor / insert a schema name into the editor")],
 }
-HIDDEN = {"show_tab"}  # 1 2 3 are listed once in NOTES
+HIDDEN = {"show_tab"}  # the tab keys are listed once in NOTES
 
 
 def _bindings(widget_classes: list[type]) -> list[tuple[str, Binding]]:

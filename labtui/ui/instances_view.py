@@ -19,6 +19,7 @@ import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -39,6 +40,7 @@ from labtui.ui.model.format import age, size
 from labtui.ui.model.inventory import Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.rowtable import RowTable
 from labtui.ui.tablesync import sync_rows
+from labtui.ui.tabs import ConsoleSettings, PaletteCommand
 from labtui.ui.text_screen import TextScreen
 
 #: What a row shows, the columns that matter most first: at 80 columns the instance (its label: `ba12`), state,
@@ -95,6 +97,31 @@ class InstancesView(Vertical):
         self.paused = False
         #: The clock ages and stuck checks use (replaceable for a reproducible screen).
         self.now: Callable[[], float] = time.time
+
+    # --- what the console asks of every view (labtui.ui.tabs.LabView) -------------------------
+
+    #: The filter box types (an Input: the app counts Inputs already).
+    TEXT_ENTRY: ClassVar[tuple[type, ...]] = ()
+
+    @classmethod
+    def for_console(cls, console: ConsoleSettings, *, id: str) -> InstancesView:
+        return cls(console.db_path, console.host_name, id=id)
+
+    def tab_shown(self) -> None:
+        if not self.found:  # listed first when first shown; the automatic refresh keeps it current after
+            self.action_refresh()
+
+    def palette(self) -> list[PaletteCommand]:
+        return [
+            ("Instances: refresh", "r in the Instances view", self.action_refresh),
+            ("Instances: destroy selected", "ctrl+d (asks first)", self.action_destroy),
+            ("Instances: describe the instance under the cursor", "d", self.action_describe),
+            ("Instances: log of the instance under the cursor", "l", self.action_log),
+            ("Instances: run a command in the instance under the cursor", "e", self.action_exec),
+            ("Instances: sort by the next column", "o (O reverses)", self.action_sort_next),
+            ("Instances: pause / resume the automatic refresh", "p", self.action_toggle_pause),
+            ("Instances: clean up the session's stuck and orphaned instances", "c (asks first)", self.action_cleanup),
+        ]
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: any text in name, role, session, state...", id="inst-filter")

@@ -36,7 +36,7 @@ import signal
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -51,6 +51,7 @@ from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, Insta
 from labtui.ui.modals import AbortQuestion
 from labtui.ui.model.live import HostState, RunModel
 from labtui.ui.model.pane_text import counts_table, hosts_text, log_line, next_step_text, run_text
+from labtui.ui.tabs import ConsoleSettings, PaletteCommand
 
 if TYPE_CHECKING:
     import polars as pl
@@ -258,6 +259,27 @@ class RunView(Vertical):
     def shown(self) -> bool:
         """True when the view is on screen (its tab is active): hidden panes are not redrawn."""
         return all(node.display for node in self.ancestors_with_self)
+
+    # --- what the console asks of every view (labtui.ui.tabs.LabView) -------------------------
+
+    #: The Run view takes no typed text.
+    TEXT_ENTRY: ClassVar[tuple[type, ...]] = ()
+
+    @classmethod
+    def for_console(cls, console: ConsoleSettings, *, id: str) -> RunView:
+        return cls(console.db_path, console.backend_name, console.host_name, idle_sampling=console.idle_sampling, id=id)
+
+    def tab_shown(self) -> None:
+        self.app.call_after_refresh(self.redraw)  # it skips redraws while hidden
+
+    def palette(self) -> list[PaletteCommand]:
+        return [
+            ("Run: start a run (suite, backend, host, overrides, stepping)", "s in the Run view", self.action_start),
+            ("Run: next step", "n", self.action_next_step),
+            ("Run: auto stepping", "a", self.action_auto),
+            ("Run: pause (manual stepping)", "p", self.action_pause),
+            ("Run: abort and tear down", "x (asks first)", self.action_abort),
+        ]
 
     def redraw(self) -> None:
         """Repaint the text panes, and start a chart/table redraw when results or samples moved."""

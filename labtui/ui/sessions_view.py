@@ -8,6 +8,7 @@ session its writer holds the file, so reads are refused until the run ends.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import polars as pl
 from rich.text import Text
@@ -26,8 +27,9 @@ from labtui.ui.model.query_export import open_in_desktop
 from labtui.ui.model.replay import replay_availability
 from labtui.ui.panes import SlowdownPanel
 from labtui.ui.rowtable import RowTable
-from labtui.ui.sql_view import SqlPane
+from labtui.ui.sql_view import SqlEditor, SqlPane
 from labtui.ui.tablesync import sync_rows
+from labtui.ui.tabs import ConsoleSettings, PaletteCommand
 
 
 class SessionsView(Horizontal):
@@ -50,6 +52,25 @@ class SessionsView(Horizontal):
         self.db_path = db_path
         self.sessions = pl.DataFrame()
         self.filter_text = ""
+
+    # --- what the console asks of every view (labtui.ui.tabs.LabView) -------------------------
+
+    #: The SQL editor takes typed text.
+    TEXT_ENTRY: ClassVar[tuple[type, ...]] = (SqlEditor,)
+
+    @classmethod
+    def for_console(cls, console: ConsoleSettings, *, id: str) -> SessionsView:
+        return cls(console.db_path, id=id)
+
+    def tab_shown(self) -> None:
+        self.action_refresh()  # the store is readable during a run too: show what it holds now
+
+    def palette(self) -> list[PaletteCommand]:
+        return [
+            ("Sessions: refresh sessions and schema", "r in the Sessions view", self.action_refresh),
+            ("SQL: run the query", "ctrl+r / ctrl+enter", self.sql.action_run_sql),
+            ("SQL: export the result", "e", self.sql.action_export),
+        ]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="sess-left"):

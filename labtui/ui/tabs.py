@@ -7,7 +7,45 @@ by its Tab (``app.view(SESSIONS)``), never by a pane id typed as a string.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+#: A command of the palette (ctrl+p): its title, the keys that do it, what it calls.
+PaletteCommand = tuple[str, str, Callable[[], object]]
+
+
+class ConsoleSettings(Protocol):
+    """What a view is made from: the console's store, backend and host (LabApp has them)."""
+
+    db_path: Path
+    backend_name: str
+    host_name: str
+    idle_sampling: bool
+
+
+class LabView(Protocol):
+    """What the console asks of every view, so that `labtui.ui.app` has no branch per view.
+
+    A new view: its module (a class with these), a Tab below, and its tests.
+    """
+
+    #: Widgets of the view that take typed text (the global letter and digit keys are off in them).
+    TEXT_ENTRY: ClassVar[tuple[type, ...]]
+
+    @classmethod
+    def for_console(cls, console: ConsoleSettings, *, id: str) -> LabView:
+        """The view for `console`, with the widget id `id`."""
+        ...
+
+    def tab_shown(self) -> None:
+        """Its tab was shown (or it was mounted while its tab was): bring what it shows up to date."""
+        ...
+
+    def palette(self) -> list[PaletteCommand]:
+        """Its commands in the palette."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
