@@ -35,6 +35,7 @@ LONGER = {
     "back": "back: close a filter or export box, leave the SQL editor",
     "start": "start a run: suite, backend, host, steps, per step, repetitions, stepping",
     "next_step": "next step (manual stepping)",
+    "next_steps": "run N more steps one after another, then wait (asks for N)",
     "auto": "auto: let the remaining steps run on",
     "pause": "pause: manual stepping after the current step",
     "abort": "abort (asks first): stop at the next gate and tear down",

@@ -48,7 +48,7 @@ from textual.worker import Worker
 
 from labtui.core.errors import LabError
 from labtui.core.events import Event, InstanceCreating, InstanceDestroyed, InstanceReady
-from labtui.ui.modals import AbortQuestion
+from labtui.ui.modals import AbortQuestion, AskScreen
 from labtui.ui.model.live import HostState, RunModel
 from labtui.ui.model.pane_text import counts_table, hosts_text, log_line, next_step_text, run_text
 from labtui.ui.tabs import ConsoleSettings, PaletteCommand
@@ -89,6 +89,7 @@ class RunView(Vertical):
     BINDINGS = [
         Binding("s", "start", "start"),
         Binding("n", "next_step", "next"),
+        Binding("N", "next_steps", "next N", show=False),
         Binding("a", "auto", "auto"),
         Binding("p", "pause", "pause"),
         Binding("x", "abort", "abort"),
@@ -104,6 +105,8 @@ class RunView(Vertical):
     def __init__(self, db_path: Path, backend: str, host: str, *, idle_sampling: bool = True,
                  id: str | None = None) -> None:
         super().__init__(id=id)
+        #: Steps still to let through one after another after N (0: wait at every step, as n does).
+        self.steps_to_go = 0
         #: The view takes the focus itself until its table is mounted, so that its keys work from the first frame.
         self.can_focus = True
         self.db_path, self.backend_name, self.host_name = db_path, backend, host
@@ -228,6 +231,7 @@ class RunView(Vertical):
         measures (a quiet window is open: labtui.engine.quiet), so that a redraw never shares the host with it."""
         if self.lab is not None and self.lab.quiet.timing:
             return
+        self._release_a_step()
         if self._queue is not None:
             created = ready = destroyed = 0
             for _ in range(DRAIN_MAX):
@@ -276,6 +280,7 @@ class RunView(Vertical):
         return [
             ("Run: start a run (suite, backend, host, overrides, stepping)", "s in the Run view", self.action_start),
             ("Run: next step", "n", self.action_next_step),
+            ("Run: next N steps, then wait", "N", self.action_next_steps),
             ("Run: auto stepping", "a", self.action_auto),
             ("Run: pause (manual stepping)", "p", self.action_pause),
             ("Run: abort and tear down", "x (asks first)", self.action_abort),
@@ -456,12 +461,38 @@ class RunView(Vertical):
             lab.next()
             self.log_text("next step", "bold")
 
+    def action_next_steps(self) -> None:
+        """N: ask how many steps to run, then let that many through one after another and wait again."""
+        if self._gate() is None:
+            return
+
+        def answered(text: str | None) -> None:
+            if text is None or self.lab is None:
+                return
+            if not text.isdigit() or int(text) < 1:
+                self.notify(f"not a number of steps: {text!r} (a whole number, 1 or more)", severity="error",
+                            markup=False)
+                return
+            self.steps_to_go = int(text)
+            self.log_text(f"next {self.steps_to_go} step(s), then wait", "bold")
+            self._release_a_step()
+
+        self.app.push_screen(AskScreen("run how many more steps, then wait?", placeholder="e.g. 10",
+                                       hint="n runs one; a runs on to the end; p pauses"), answered)
+
+    def _release_a_step(self) -> None:
+        """Let one more of the steps asked for by N through, once the run waits at a step (called by drain)."""
+        if self.steps_to_go and self.lab is not None and self.lab.waiting_at_step:
+            self.steps_to_go -= 1
+            self.lab.next()
+
     def action_auto(self) -> None:
         if lab := self._gate():
             lab.auto()
             self.log_text("auto stepping", "bold")
 
     def action_pause(self) -> None:
+        self.steps_to_go = 0
         if lab := self._gate():
             lab.pause()
             self.log_text("manual stepping: the run pauses after this step", "bold")

@@ -353,6 +353,21 @@ async def test_a_manual_runs_wait_for_next_is_recorded_as_the_steps_hold(lab: Pa
     assert held[0] == 0.0 and 1.5 <= held[1] < 60, held
 
 
+async def test_N_runs_that_many_steps_then_waits_again(lab: Path) -> None:
+    async with console_run(lab, manual=True) as (app, pilot, view, session):
+        run = view.lab
+        await wait_for(pilot, lambda: run.waiting_at_step and view.model.steps_done == 1, 60, "the first step's gate")
+        await pilot.press("1", "N")
+        await pilot.press(*"x2")  # not a number: refused, nothing let through
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+        assert run.waiting_at_step and view.model.steps_done == 1 and view.steps_to_go == 0
+        await pilot.press("N", "2", "enter")
+        await wait_for(pilot, lambda: run.waiting_at_step and view.model.steps_done == 3, 60, "two more steps")
+        await pilot.pause(1.0)
+        assert run.waiting_at_step and view.model.steps_done == 3 and view.steps_to_go == 0  # waits again
+
+
 async def test_ctrl_c_asks_and_a_second_one_aborts_the_consoles_run_and_tears_it_down(lab: Path) -> None:
     from labtui.store import run_sql
     from labtui.ui.modals import ConfirmScreen
