@@ -110,7 +110,9 @@ class SessionsView(Horizontal):
 
     def _show_sessions(self, frame: pl.DataFrame) -> None:
         pending = frame.filter(~pl.col("in_store"))["session_id"].to_list()
-        frame = self.sessions = marked_status(frame)
+        frame = marked_status(frame)
+        # the id and its status first: the list is 34 columns wide at 80x24
+        frame = self.sessions = frame.select("session_id", "status", pl.exclude("session_id", "status"))
         if pending:
             self.status(f"{frame.height} session(s) · *{behind_note(pending)}")
         else:

@@ -200,6 +200,10 @@ async def test_sessions_view_snapshot(fixed: Path, tmp_path: Path, size: str) ->
         while replay.table.row_count != 3 and time.monotonic() < deadline:
             await pilot.pause(0.1)
         assert replay.table.row_count == 3
+        # the id and its status are in view at 80 columns
+        widths = [column.get_render_width(sessions) for column in sessions.ordered_columns]
+        assert [str(c.label) for c in sessions.ordered_columns][:2] == ["session_id", "status"]
+        assert sum(widths[:2]) <= sessions.scrollable_content_region.width
         await pilot.pause(0.2)
         check_snapshot(f"sessions_view-{size}", await settled(app, pilot), tmp_path)
 
