@@ -479,6 +479,15 @@ class LabApp(App[int]):
         else:
             self.push_screen(TextScreen(shown, out + err))
 
+    def on_sessions_view_show_instances(self, message: Any) -> None:
+        """`i` in the Sessions view: the Instances view filtered to that session's instances."""
+        self.show(INSTANCES)
+        view = self.instances_view
+        if view is None:
+            self.notify("the Instances view is still loading")
+            return
+        view.filter_by(message.session_id)
+
     def action_cleanup_orphans(self) -> None:
         """`:cleanup orphans`: in the Instances view, destroy every orphaned instance after confirming."""
         self.show(INSTANCES)

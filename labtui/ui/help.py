@@ -50,6 +50,7 @@ LONGER = {
     "toggle_pause": "pause / resume the automatic refresh (the table's border says which)",
     "cleanup": "clean up every stuck or orphaned instance of the session under the cursor, after confirming",
     "report": "write and open the HTML report of the session under the cursor",
+    "instances": "the Instances view, showing only the instances of the session under the cursor",
     "run_sql": "run the SQL in the editor (read-only)",
     "export": "export the current result to a .csv, .json or .parquet path",
     "history": "older / newer query from the history (in the editor)",

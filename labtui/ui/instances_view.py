@@ -298,6 +298,15 @@ class InstancesView(Vertical):
         box.add_class("shown")
         box.focus()
 
+    def filter_by(self, text: str) -> None:
+        """Show only the rows holding `text` (a session id, from the Sessions view's `i`), the filter box saying so."""
+        box = self.query_one("#inst-filter", Input)
+        box.value = text
+        box.add_class("shown")
+        self.filter_text = text
+        self.render_rows()
+        self.table.focus()
+
     @on(Input.Changed, "#inst-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value

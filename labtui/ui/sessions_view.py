@@ -16,6 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Input
 
 from labtui.figures.table import session_figures
@@ -42,9 +43,17 @@ class SessionsView(Horizontal):
     SessionsView .hidden-input { display: none; }
     SessionsView .hidden-input.shown { display: block; }
     """
+    class ShowInstances(Message):
+        """`i`: the app shows the Instances view filtered to this session's instances."""
+
+        def __init__(self, session_id: str) -> None:
+            super().__init__()
+            self.session_id = session_id
+
     BINDINGS = [
         Binding("r", "refresh", "refresh"),
         Binding("o", "report", "open report"),
+        Binding("i", "instances", "its instances"),
     ]
 
     def __init__(self, db_path: Path, *, id: str | None = None) -> None:
@@ -166,13 +175,27 @@ class SessionsView(Horizontal):
 
     # --- report -----------------------------------------------------------------------------
 
-    def action_report(self) -> None:
-        """Write the HTML report of the session under the cursor and open it where a desktop is."""
+    def cursor_session(self) -> str | None:
+        """The id of the session under the cursor, None when the list is empty."""
         table = self.query_one("#sessions", DataTable)
         if table.row_count == 0:
+            return None
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+    def action_instances(self) -> None:
+        """The Instances view, filtered to the instances of the session under the cursor."""
+        session_id = self.cursor_session()
+        if session_id is None:
+            self.status("no session to show the instances of", error=True)
+            return
+        self.post_message(self.ShowInstances(session_id))
+
+    def action_report(self) -> None:
+        """Write the HTML report of the session under the cursor and open it where a desktop is."""
+        session_id = self.cursor_session()
+        if session_id is None:
             self.status("no session to report on", error=True)
             return
-        session_id = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         self.status(f"drawing the report of {session_id}...")
         self._report(session_id)
 

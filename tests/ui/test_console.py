@@ -774,3 +774,33 @@ async def test_a_key_typed_in_the_first_frame_waits_for_the_run_view_and_then_ac
         LabApp.on_ready(app)  # the rest of the Run view, then the other views
         await wait_for(pilot, lambda: isinstance(app.screen, StartDialog), 10, "the start dialog")
         await wait_for(pilot, lambda: not app.key_gate.closed, 10, "the dialog composed")
+
+
+async def test_i_in_the_sessions_view_shows_that_sessions_instances(lab: Path) -> None:
+    from textual.widgets import DataTable
+
+    from labtui.backends.base import Instance, Labels, open_backend
+    from labtui.hosts import get_host
+    from labtui.ui.app import LabApp
+    from labtui.ui.instances_view import InstancesView
+    from labtui.ui.model.inventory import Found
+    from labtui.ui.tabs import INSTANCES
+
+    session = make_store(lab, results=10)
+    backend = open_backend("process", get_host("local"))  # only its name is used
+    found = [Found(backend, Instance(Labels(sid, "background", name), f"labtui-{sid}-{name}", "process", "local",
+                                     "running", time.time()), None, False)
+             for sid, name in ((session, "ba1"), (session, "ba2"), ("20260101-000500-77aa01", "ba1"))]
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(InstancesView)
+        view.refresh_timer.pause()  # the listing is fixed
+        view.show(found, ["process"], [])
+        await pilot.press("3")
+        table = app.query_one("#sessions", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 1, 15, "the session")
+        table.focus()
+        await pilot.press("i")
+        await wait_for(pilot, lambda: app.current_tab() is INSTANCES, 5, "the Instances view")
+        assert view.filter_text == session and set(view.visible()) == {f.key for f in found[:2]}
+        assert "2 of 3 instance(s) shown" in str(view.query_one("#inst-status").content)
