@@ -41,7 +41,7 @@ from labtui.ui.model.inventory import Found, destroy_errors, flags, inventory, u
 from labtui.ui.rowtable import RowTable
 from labtui.ui.tablesync import sync_rows
 from labtui.ui.tabs import ConsoleSettings, PaletteCommand
-from labtui.ui.text_screen import TextScreen
+from labtui.ui.text_screen import LogScreen, TextScreen
 
 #: What a row shows, the columns that matter most first: at 80 columns the instance (its label: `ba12`), state,
 #: age and flag stay in view and the rest go off the right edge, the backend's full name last (labtui-<session>-
@@ -421,18 +421,20 @@ class InstancesView(Vertical):
         self.app.push_screen(TextScreen(f"describe {found.instance.name}", text))
 
     def action_log(self) -> None:
-        """l: the log or console output of the instance under the cursor, where its backend keeps one."""
+        """l: the log or console output of the instance under the cursor, where its backend keeps one, followed live."""
         found = self._under_cursor()
         if found is not None:
             self.run_worker(self._log(found), group="log", exit_on_error=False)
 
     async def _log(self, found: Found) -> None:
-        try:
-            text = await instance_log(found)
-        except (BackendError, OSError) as exc:
-            text = f"cannot read the log: {exc}"
+        async def read() -> str:
+            try:
+                return await instance_log(found)
+            except (BackendError, OSError) as exc:
+                return f"cannot read the log: {exc}"
+
         title = f"log of {found.instance.name} ({found.backend.name}) · {labels_line(found.instance)}"
-        self.app.push_screen(TextScreen(title, text))
+        self.app.push_screen(LogScreen(title, await read(), read))
 
     # --- exec ----------------------------------------------------------------------------------
 

@@ -121,3 +121,29 @@ async def test_e_is_refused_in_one_line_where_the_backend_cannot_exec(native_sto
         messages = [str(n.message) for n in app._notifications]
         assert "the unikraft backend cannot run commands in labtui-act-none-ba1" in messages, messages
         assert app.screen is app.screen_stack[0]  # no input was opened
+
+
+async def test_a_log_is_followed_live_until_f_stops_it() -> None:
+    from textual.app import App
+
+    from labtui.ui.text_screen import FOLLOW_S, LogScreen
+
+    lines = ["first"]
+
+    async def read() -> str:
+        return "\n".join(lines)
+
+    app = App()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(LogScreen("log of x", await read(), read))
+        screen = app.screen
+        assert isinstance(screen, LogScreen) and "following" in str(screen.query_one("ScrollableContainer").border_title)
+        lines.append("second")
+        await wait_for(pilot, lambda: screen.text.endswith("second"), 10 * FOLLOW_S, "the new line")
+        await pilot.press("f")
+        lines.append("third")
+        await pilot.pause(3 * FOLLOW_S)
+        assert screen.text.endswith("second") and "not following" in str(
+            screen.query_one("ScrollableContainer").border_title)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: screen.text.endswith("third"), 10 * FOLLOW_S, "the line after f again")
