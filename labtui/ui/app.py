@@ -451,7 +451,7 @@ class LabApp(App[int]):
         if command.kind == "view":
             self.show(tab_named(command.target))
         elif command.kind == "app":
-            getattr(self, f"action_{command.target}")()
+            getattr(self, f"action_{command.target}")(*args)
         else:
             self.run_worker(self._run_cli(command, args), group="command", exit_on_error=False)
 
@@ -487,6 +487,18 @@ class LabApp(App[int]):
             self.notify("the Instances view is still loading")
             return
         view.filter_by(message.session_id)
+
+    def action_sql_rows(self, count: str) -> None:
+        """`:rows N`: results of the SQL view show at most N rows from the next query on."""
+        if not count.isdigit() or int(count) < 1:
+            self.notify(f":rows takes a whole number of rows, 1 or more (got {count!r})", severity="error",
+                        markup=False)
+            return
+        self.sql_row_cap = int(count)
+        view = self.sessions_view
+        if view is not None:
+            view.sql.show_row_cap()
+        self.notify(f"SQL results show at most {self.sql_row_cap:,} rows from the next query on", markup=False)
 
     def action_cleanup_orphans(self) -> None:
         """`:cleanup orphans`: in the Instances view, destroy every orphaned instance after confirming."""

@@ -53,6 +53,7 @@ COMMANDS: tuple[Command, ...] = (
             "Trend: each metric's trendline against the background count", "cli"),
     Command("cleanup", "orphans", "Clean up: destroy the instances of sessions no longer running (asks first)",
             "app", "cleanup_orphans", ("orphans",)),
+    Command("rows", "N", "SQL: show at most N rows of a result (the row cap)", "app", "sql_rows"),
     Command("q", "", "Quit (asks during a run)", "app", "request_quit"),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
@@ -78,8 +79,10 @@ def parse(text: str) -> tuple[Command, list[str]]:
         raise CommandError(f":{command.name} {command.usage} (got {' '.join(args) or 'nothing'})")
     if command.kind == "cli" and not args:
         raise CommandError(f":{command.name} {command.usage}: name a session")
-    if command.kind in ("view", "app") and not command.words and args:
+    if command.kind in ("view", "app") and not command.words and not command.usage and args:
         raise CommandError(f":{command.name} takes no arguments (got {' '.join(args)})")
+    if command.kind == "app" and command.usage and not command.words and len(args) != 1:
+        raise CommandError(f":{command.name} {command.usage} (got {' '.join(args) or 'nothing'})")
     return command, args
 
 

@@ -58,6 +58,8 @@ LONGER = {
     "refresh": "read the list again now",
     "toggle_schema": "show or hide the schema tree beside the editor",
     "leave": "leave the editor for the result grid",
+    "copy_cell": "copy the cell under the cursor (the terminal's clipboard, OSC 52)",
+    "copy_row": "copy the row under the cursor, its cells separated by tabs",
     "full_screen": "the editor or the result over the whole screen, and back (f4 or esc)",
 }
 #: Keys that are not bindings, per view title.

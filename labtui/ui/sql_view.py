@@ -170,9 +170,29 @@ def _grid_class() -> type[DataTable]:
 
         DEFAULT_CSS = css
         COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES  # not inherited along with the CSS
-        BINDINGS = [Binding("tab", "app.focus_next", show=False), Binding("shift+tab", "app.focus_previous", show=False)]
+        BINDINGS = [Binding("tab", "app.focus_next", show=False), Binding("shift+tab", "app.focus_previous", show=False),
+                    Binding("c", "copy_cell", "copy cell"), Binding("C", "copy_row", "copy row")]
+
+        def action_copy_cell(self) -> None:
+            """Copy the cell under the cursor to the clipboard (the terminal's, by OSC 52)."""
+            if self.row_count:
+                self._copy(_cell_text(self.get_cell_at(self.cursor_coordinate)), "cell")
+
+        def action_copy_row(self) -> None:
+            """Copy the row under the cursor, its cells separated by tabs (pastes as a spreadsheet row)."""
+            if self.row_count:
+                self._copy("\t".join(map(_cell_text, self.get_row_at(self.cursor_row))), "row")
+
+        def _copy(self, text: str, what: str) -> None:
+            self.app.copy_to_clipboard(text)
+            self.notify(f"copied the {what} ({len(text)} characters)", markup=False, timeout=3)
 
     return ResultGrid
+
+
+def _cell_text(value: object) -> str:
+    """A cell as copied: MISSING for a NULL, else its text."""
+    return MISSING if value is None else str(value)
 
 
 def result_grid(backend: ArrowBackend | None = None, columns: list[str] | None = None) -> Widget:
@@ -248,8 +268,12 @@ class SqlPane(Vertical):
         self.query_one("#schema").border_title = "schema"
         result = self.query_one("#result")
         result.border_title = "result"
-        result.border_subtitle = f"row cap {self.row_cap:,} (${ROW_CAP_ENV})"  # the schema loads with the sessions
+        self.show_row_cap()  # the schema loads with the sessions
         self._warm_up()
+
+    def show_row_cap(self) -> None:
+        """The result's border says how many rows a result shows at most, and where that is set."""
+        self.query_one("#result").border_subtitle = f"row cap {self.row_cap:,} (:rows N, ${ROW_CAP_ENV})"
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_PANE, "narrow")

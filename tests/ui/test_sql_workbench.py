@@ -108,3 +108,23 @@ async def test_the_result_full_screen_at_80x24_shows_six_columns_and_f4_brings_i
         assert shown >= 6, widths
         await pilot.press("f4")
         assert app.screen.maximized is None and grid.region.width < 80
+
+
+async def test_rows_sets_the_row_cap_in_the_app_and_c_copies_a_cell_or_a_row(lab: Path) -> None:
+    from labtui.ui.app import LabApp
+
+    make_store(lab, results=10)
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("4")
+        app.query_one("#sql").text = "select step, value from results order by step, value"
+        await pilot.press("escape", ":", *"rows x", "enter")  # out of the editor; refused in one line
+        await pilot.press(":", *"rows 3", "enter")
+        assert app.sql_row_cap == 3 and "row cap 3 (:rows N" in str(app.query_one("#result").border_subtitle)
+        await pilot.press("4", "ctrl+r")
+        await wait_for(pilot, lambda: app.query_one("#result").row_count == 3, 30, "3 rows of 10")
+        await pilot.press("escape", "c")  # the grid, then copy its first cell
+        assert app.clipboard == "0"
+        await pilot.press("C")
+        assert app.clipboard == "0\t0.01"
+        assert any("whole number" in str(n.message) for n in app._notifications)
