@@ -47,6 +47,7 @@ LONGER = {
     "exec": "run a command in the instance under the cursor (process, docker, zones; xen with guest logins)",
     "sort_next": "sort by the next column (or click a column's header; again reverses)",
     "sort_reverse": "reverse the order",
+    "sort_column": "sort by a column: its first letter, E for session (the same key again: the other way)",
     "toggle_pause": "pause / resume the automatic refresh (the table's border says which)",
     "cleanup": "clean up every stuck or orphaned instance of the session under the cursor, after confirming",
     "report": "write and open the HTML report of the session under the cursor",

@@ -53,6 +53,9 @@ FILTER_AFTER_S = 0.15
 REFRESH_EVERY_S = 3.0
 #: Columns the rows can be sorted by (`o` goes through them in this order).
 SORTABLE = COLUMNS[1:]
+#: One key sorts by each column, as in k9s (shift and the column's letter; the same key again reverses).
+SORT_KEYS = {"I": "instance", "S": "state", "A": "age", "F": "flag", "R": "role", "M": "memory", "E": "session",
+             "B": "backend", "H": "host", "N": "name"}
 #: Seconds a command run with `e` may take (the backend kills it after).
 EXEC_TIMEOUT_S = 60.0
 
@@ -77,6 +80,8 @@ class InstancesView(Vertical):
         Binding("o", "sort_next", "sort", id="instances.sort_next"),
         Binding("O", "sort_reverse", "reverse", show=False, id="instances.sort_reverse"),
         Binding("p", "toggle_pause", "pause", id="instances.toggle_pause"),
+        *(Binding(key, f"sort_column({column!r})", f"sort by {column}", show=False, id=f"instances.sort_{column}")
+          for key, column in SORT_KEYS.items()),
     ]
 
     def __init__(self, db_path: Path, host: str, *, id: str | None = None) -> None:
@@ -280,6 +285,10 @@ class InstancesView(Vertical):
         """o: sort by the next column."""
         now = SORTABLE.index(self.sort_column) if self.sort_column in SORTABLE else -1
         self.sort_by(SORTABLE[(now + 1) % len(SORTABLE)])
+
+    def action_sort_column(self, column: str) -> None:
+        """Shift and a column's letter (SORT_KEYS): sort by that column; again, the other way."""
+        self.sort_by(column, reverse=self.sort_column == column and not self.sort_reverse)
 
     def action_sort_reverse(self) -> None:
         """O: reverse the order (sorting by name when nothing is sorted yet)."""

@@ -804,3 +804,34 @@ async def test_i_in_the_sessions_view_shows_that_sessions_instances(lab: Path) -
         await wait_for(pilot, lambda: app.current_tab() is INSTANCES, 5, "the Instances view")
         assert view.filter_text == session and set(view.visible()) == {f.key for f in found[:2]}
         assert "2 of 3 instance(s) shown" in str(view.query_one("#inst-status").content)
+
+
+async def test_a_letter_sorts_the_instances_by_its_column_and_again_the_other_way(lab: Path) -> None:
+    from labtui.backends.base import Instance, Labels, open_backend
+    from labtui.hosts import get_host
+    from labtui.ui.app import LabApp
+    from labtui.ui.instances_view import COLUMNS, InstancesView
+    from labtui.ui.model.inventory import Found
+
+    backend = open_backend("process", get_host("local"))  # only its name is used
+    found = [Found(backend, Instance(Labels("s1", role, name), f"labtui-s1-{name}", "process", "local", state,
+                                     time.time()), None, False)
+             for name, role, state in (("ba1", "background", "running"), ("wo1", "worker", "exited"),
+                                       ("ba2", "background", "creating"))]
+    app = LabApp(lab, idle_sampling=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.query_one(InstancesView)
+        view.refresh_timer.pause()  # the listing is fixed
+        view.show(found, ["process"], [])
+        await pilot.press("2")
+        view.table.focus()
+
+        def states() -> list[str]:
+            return [str(view.table.get_row_at(i)[COLUMNS.index("state")]) for i in range(view.table.row_count)]
+
+        await pilot.press("S")
+        assert (view.sort_column, view.sort_reverse, states()) == ("state", False, ["creating", "exited", "running"])
+        await pilot.press("S")
+        assert states() == ["running", "exited", "creating"]
+        await pilot.press("R")
+        assert view.sort_column == "role" and states()[-1] == "exited"  # the worker after the backgrounds
