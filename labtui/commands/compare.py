@@ -65,7 +65,7 @@ from labtui.core.stats import (
     reach_pct,
     summarize,
 )
-from labtui.core.units import MISSING, display_unit, number, share_pct, shown, signed_pct
+from labtui.core.units import MISSING, display_unit, interval, number, share_pct, shown, signed_pct
 from labtui.figures import sample_figures, sample_values
 from labtui.store import UnknownSession, resolve_session
 
@@ -397,7 +397,7 @@ def _ci(r: dict[str, Any]) -> str:
     if r["ci95_low"] is None:
         return MISSING
     how = " boot" if r["ci_method"] == "bootstrap" else " t"
-    return f"{number(r['ci95_low'], r['unit'])} … {number(r['ci95_high'], r['unit'])}{how}"
+    return interval(r["ci95_low"], r["ci95_high"], r["unit"]) + how
 
 
 def _style(row: Row) -> str | None:

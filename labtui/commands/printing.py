@@ -12,7 +12,7 @@ from rich.text import Text
 
 from labtui.commands.fairshare_table import render_fairshare
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z
-from labtui.core.units import MISSING, display_unit, number, quantity, share_pct
+from labtui.core.units import display_unit, interval, number, quantity, share_pct
 from labtui.figures import sample_figures
 from labtui.figures.table import bootstrap_allowed, repetition_samples, with_trust
 from labtui.figures.verdict import slowdown_text
@@ -156,7 +156,7 @@ def _figures_table(title: Text, rows: pl.DataFrame, unit: str, columns: tuple[st
             "mean": number(r["mean"], unit),
             **{f.name: number(r[f.name], unit) for f in sample_figures()},
             # narrow, it wraps at a space
-            "95% CI": f"{number(r['ci_low'], unit)} – {number(r['ci_high'], unit)}" if r["ci_low"] is not None else MISSING,
+            "95% CI": interval(r["ci_low"], r["ci_high"], unit),
             "CoV": share_pct(r["cv"]),
             "n": str(r["n"]),
             SLOWDOWN: slowdown_text(r["median_slowdown_pct"], r["median_slowdown_low"], r["median_slowdown_high"]),

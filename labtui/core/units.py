@@ -78,3 +78,13 @@ def signed_pct(value: float | None, suffix: str = "") -> str:
 def share_pct(share: float | None) -> str:
     """A share (0.123) as a percentage with one decimal: "12.3%"; a coefficient of variation."""
     return MISSING if is_missing(share) else f"{share:.1%}"
+
+
+def interval(low: float | None, high: float | None, unit: str | None, *, with_unit: bool = False) -> str:
+    """A 95% interval in its display unit: "1.200 – 1.500", or "1.200 – 1.500 ms" `with_unit` (a cell that names
+    no unit in its header); MISSING without both bounds.  Every face writes an interval so."""
+    if is_missing(low) or is_missing(high):
+        return MISSING
+    text = f"{number(low, unit)} – {number(high, unit)}"
+    shown_unit = display_unit(unit)[0]
+    return f"{text} {shown_unit}" if with_unit and shown_unit else text

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from labtui.core.units import MISSING, display_unit
+from labtui.core.units import MISSING, display_unit, interval
 from labtui.core.units import shown as fmt
 from labtui.figures import METRIC_KEY, sample_figures
 from labtui.figures.table import with_trust
@@ -53,7 +53,7 @@ def slowdown_tables(data: SessionData) -> list[Table]:
             where = placement_name(r["placement"]) if isolation else str(r["background"])
             rows.append([
                 where, fmt(r["mean"] / factor), *(fmt(None if r[name] is None else r[name] / factor) for name in extra),
-                f"{fmt(r['ci_low'] / factor)} – {fmt(r['ci_high'] / factor)}" if r["ci_low"] is not None else fmt(None),
+                interval(r["ci_low"], r["ci_high"], key["unit"]),
                 fmt(None if r["std"] is None else r["std"] / factor),
                 str(r["n"]), fmt(None if r["cv"] is None else r["cv"] * 100), fmt(r["normalized"]),
                 slowdown_text(r["median_slowdown_pct"], r["median_slowdown_low"], r["median_slowdown_high"]),

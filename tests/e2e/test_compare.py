@@ -196,7 +196,7 @@ def test_narrow_terminal_gets_lines_instead_of_a_table(recorded: Path, capsys, m
     assert max(len(x) for x in lines) <= 80
     at = lines.index("  boot_time (ms, lower is better, background 10)")
     assert lines[at + 1] == "    A 1000 (n=4)  B 2025 (n=4)  B/A 2.025  change +102.5 %  slowdown +102.5 %"
-    assert lines[at + 2].startswith("    95% CI of B−A 769.4 … 1281 t  p 0.000")
+    assert lines[at + 2].startswith("    95% CI of B−A 769.4 – 1281 t  p 0.000")
     assert re.search(r"  p adj 0\.000\d+$", lines[at + 2])
     assert lines[at + 3] == "    B worse, significant"
     at = lines.index("  memory (MiB, lower is better)")

@@ -159,7 +159,7 @@ def test_the_console_says_how_far_to_trust_each_figure_as_the_run_table_does(tmp
     assert cells["10"]["trust"] == "spread, 1 outlier" and "bimodal" in cells["20"]["trust"] and cells["0"]["trust"] == ""
     steady = trust(SAMPLES[0])
     assert cells["0"]["median"] == "10.00 ms" and cells["0"]["CoV"] == f"{abs(steady.summary.cv):.1%}"
-    assert cells["0"]["95% CI"] == f"{steady.ci.low * 1000:#.4g}–{steady.ci.high * 1000:#.4g} ms"
+    assert cells["0"]["95% CI"] == f"{steady.ci.low * 1000:#.4g} – {steady.ci.high * 1000:#.4g} ms"
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["file", "terminal"])
@@ -255,4 +255,4 @@ def test_the_faces_draw_one_figures_table(tmp_path: Path) -> None:
         assert [report[background][k] for k in ("mean (ms)", "median (ms)", "95% CI (ms)", "trust")] == [
             mean, median, f"{low} – {high}", f["flags"]]
         assert [console[background][k] for k in ("mean", "median", "95% CI", "CoV", "trust")] == [
-            f"{mean} ms", f"{median} ms", f"{low}–{high} ms", share_pct(f["cv"]), f["flags"]]
+            f"{mean} ms", f"{median} ms", f"{low} – {high} ms", share_pct(f["cv"]), f["flags"]]

@@ -52,7 +52,7 @@ def cell(value: object) -> str:
     if value is None:
         return MISSING
     if isinstance(value, float):
-        return "NaN" if math.isnan(value) else f"{value:.6g}"
+        return MISSING if math.isnan(value) else f"{value:.6g}"
     if isinstance(value, dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return str(value)

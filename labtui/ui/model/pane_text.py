@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from labtui.core.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
-from labtui.core.units import MISSING, quantity, share_pct
+from labtui.core.units import interval, quantity, share_pct
 from labtui.figures import sample_figures
 from labtui.figures.verdict import slowdown_text
 from labtui.ui.model.format import pct, sparkline
@@ -109,18 +109,7 @@ def slowdown_cells(row: tuple) -> tuple[Text, ...]:
     metric, background, unit, mean, low, high, cv, n, slow, slow_low, slow_high, flags, *extra = row
     return (Text(str(metric)), Text(str(background)), Text(flags or "", style="yellow"), Text(quantity(mean, unit)),
             Text(slowdown_text(slow, slow_low, slow_high, "%")), Text(share_pct(cv)),
-            Text(interval(low, high, unit)), Text(str(n)), *(Text(quantity(value, unit)) for value in extra))
-
-
-def interval(low: float | None, high: float | None, unit: str) -> str:
-    """A 95% interval with its unit once ("1.200–1.500 ms"), MISSING when there is none."""
-    if low is None or high is None:
-        return MISSING
-    low_text, high_text = quantity(low, unit), quantity(high, unit)
-    number_part, _, unit_part = low_text.partition(" ")
-    if unit_part and high_text.endswith(" " + unit_part):
-        return f"{number_part}–{high_text}"
-    return f"{low_text} – {high_text}"
+            Text(interval(low, high, unit, with_unit=True)), Text(str(n)), *(Text(quantity(value, unit)) for value in extra))
 
 
 def log_line(event: Event, position: int | None = None) -> Text | None:
