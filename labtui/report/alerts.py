@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from labtui.core.stats import OUTLIER_Z, SINGLE, SPREAD_LIMIT
-from labtui.core.units import quantity
+from labtui.core.units import quantity, share_pct
 from labtui.figures.table import with_trust
 from labtui.report.data import SessionData
 
@@ -34,7 +34,7 @@ def session_warnings(data: SessionData) -> list[str]:
     cv = figures.filter(pl.col("cv") > CV_LIMIT)
     if not cv.is_empty():
         where = [
-            f"{r['benchmark']}/{r['metric']} at {_at(r)}: {r['cv'] * 100:.0f}%"
+            f"{r['benchmark']}/{r['metric']} at {_at(r)}: {share_pct(r['cv'])}"
             for r in cv.iter_rows(named=True)
         ]
         found.append(

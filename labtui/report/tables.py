@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from labtui.core.units import MISSING, display_unit, interval
+from labtui.core.units import MISSING, display_unit, interval, share_pct
 from labtui.core.units import shown as fmt
 from labtui.figures import METRIC_KEY, sample_figures
 from labtui.figures.table import with_trust
@@ -47,7 +47,7 @@ def slowdown_tables(data: SessionData) -> list[Table]:
         shown, factor = display_unit(key["unit"])
         first = "attacker placement" if isolation else "background"
         headers = [first, f"mean ({shown})", *(f"{name} ({shown})" for name in extra), f"95% CI ({shown})",
-                   f"std ({shown})", "n", "CV %", "normalized", "median slowdown % (95% CI)", "trust"]
+                   f"std ({shown})", "n", "CoV", "normalized", "median slowdown % (95% CI)", "trust"]
         rows = []
         for r in part.iter_rows(named=True):
             where = placement_name(r["placement"]) if isolation else str(r["background"])
@@ -55,7 +55,7 @@ def slowdown_tables(data: SessionData) -> list[Table]:
                 where, fmt(r["mean"] / factor), *(fmt(None if r[name] is None else r[name] / factor) for name in extra),
                 interval(r["ci_low"], r["ci_high"], key["unit"]),
                 fmt(None if r["std"] is None else r["std"] / factor),
-                str(r["n"]), fmt(None if r["cv"] is None else r["cv"] * 100), fmt(r["normalized"]),
+                str(r["n"]), share_pct(r["cv"]), fmt(r["normalized"]),
                 slowdown_text(r["median_slowdown_pct"], r["median_slowdown_low"], r["median_slowdown_high"]),
                 r["flags"],
             ])

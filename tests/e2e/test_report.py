@@ -329,7 +329,7 @@ def test_warnings_name_what_went_wrong(tmp_path):
     found = session_warnings(load_session(db, sid))
     assert found[0] == "session status is failed: step 1 failed"
     assert found[1] == "1 failed step(s): repetition 1 step 1 (background 10)"
-    assert found[2] == "coefficient of variation above 10% at 1 step(s): boot/boot_time at background 0: 28%"
+    assert found[2] == "coefficient of variation above 10% at 1 step(s): boot/boot_time at background 0: 28.3%"
     assert found[3] == "swap in use: swap availability fell to 75.0%"
     assert found[4] == "logged error (backend): create failed: out of memory"
     assert len(found) == 5

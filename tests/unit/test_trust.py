@@ -15,7 +15,7 @@ from rich.console import Console
 from labtui.commands.printing import render_summary
 from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, SINGLE, modes, modified_z_scores, outliers, trust
-from labtui.core.units import number, share_pct, shown
+from labtui.core.units import number, share_pct
 from labtui.figures.table import repetition_samples, session_figures, with_trust
 from labtui.report.alerts import session_warnings
 from labtui.report.data import load_session
@@ -221,7 +221,7 @@ def test_a_reports_tables_say_how_far_to_trust_each_figure(tmp_path: Path) -> No
         t = trust(values)
         assert rows[background]["median (ms)"] == number(t.summary.median, "s")
         assert rows[background]["95% CI (ms)"] == f"{number(t.ci.low, 's')} – {number(t.ci.high, 's')}"
-        assert rows[background]["CV %"] == shown(abs(t.summary.cv) * 100)
+        assert rows[background]["CoV"] == share_pct(t.summary.cv)
         assert rows[background]["trust"] == ", ".join(t.flags())
     assert rows[10]["trust"] == "spread, 1 outlier" and rows[0]["trust"] == ""
 
