@@ -77,8 +77,9 @@ def filled_store(tmp_path_factory: pytest.TempPathFactory, runtime_dir: Path) ->
 LISTINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[[Lab, list[dict[str, Any]]], bool]]] = {
     "sessions": (("sessions",),
                  ("session_id", "suite", "backend", "host", "status", "started_at", "ended_at", "steps", "results",
-                  "tags", "note"),
-                 lambda filled_store, rows: {r["session_id"] for r in rows} == {filled_store.run_id, NATIVE, LXZONE}),
+                  "tags", "note", "in_store"),
+                 lambda filled_store, rows: {r["session_id"] for r in rows} == {filled_store.run_id, NATIVE, LXZONE}
+                 and all(r["in_store"] in (True, "true") for r in rows)),
     "suites": (("suites",), ("name", "kind", "reproduces", "description"),
                lambda filled_store, rows: "boot-scaling" in {r["name"] for r in rows}),
     "backends": (("backends",), ("backend", "usable", "version", "reason", "source"),
