@@ -450,8 +450,8 @@ class LabApp(App[int]):
             return
         if command.kind == "view":
             self.show(tab_named(command.target))
-        elif command.kind == "app":
-            getattr(self, f"action_{command.target}")(*args)
+        elif command.kind == "app":  # arguments go to an action that takes them (`:rows N`), not fixed words
+            getattr(self, f"action_{command.target}")(*([] if command.words else args))
         else:
             self.run_worker(self._run_cli(command, args), group="command", exit_on_error=False)
 

@@ -325,3 +325,23 @@ async def test_a_broken_named_lab_config_is_said_after_the_first_frame(native_st
                        "the config's error")
         (said,) = [str(n.message) for n in app._notifications if str(config) in str(n.message)]
         assert said == f"{config}: Invalid value (at end of document)"
+
+
+def test_a_command_with_fixed_words_runs_its_action_without_them() -> None:
+    """`:cleanup orphans` calls action_cleanup_orphans() (its word is the command's, not an argument), `:rows 3`
+    action_sql_rows("3"): once both got their words, and :cleanup orphans crashed the console."""
+    from labtui.ui.app import LabApp
+
+    calls: list[tuple] = []
+
+    class Recording(LabApp):
+        def action_cleanup_orphans(self) -> None:
+            calls.append(("cleanup",))
+
+        def action_sql_rows(self, count: str) -> None:
+            calls.append(("rows", count))
+
+    app = Recording()
+    app.run_command("cleanup orphans")
+    app.run_command("rows 3")
+    assert calls == [("cleanup",), ("rows", "3")]
