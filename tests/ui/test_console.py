@@ -776,21 +776,27 @@ async def test_a_key_typed_in_the_first_frame_waits_for_the_run_view_and_then_ac
         await wait_for(pilot, lambda: not app.key_gate.closed, 10, "the dialog composed")
 
 
+def fixed_listing(rows: list[tuple[str, str, str, str]]) -> list:
+    """A fixed listing of the process backend: (session, role, instance, state) rows, created now."""
+    from labtui.backends.base import Instance, Labels, open_backend
+    from labtui.hosts import get_host
+    from labtui.ui.model.inventory import Found
+
+    backend = open_backend("process", get_host("local"))  # only its name is used
+    return [Found(backend, Instance(Labels(sid, role, name), f"labtui-{sid}-{name}", "process", "local", state,
+                                    time.time()), None, False) for sid, role, name, state in rows]
+
+
 async def test_i_in_the_sessions_view_shows_that_sessions_instances(lab: Path) -> None:
     from textual.widgets import DataTable
 
-    from labtui.backends.base import Instance, Labels, open_backend
-    from labtui.hosts import get_host
     from labtui.ui.app import LabApp
     from labtui.ui.instances_view import InstancesView
-    from labtui.ui.model.inventory import Found
     from labtui.ui.tabs import INSTANCES
 
     session = make_store(lab, results=10)
-    backend = open_backend("process", get_host("local"))  # only its name is used
-    found = [Found(backend, Instance(Labels(sid, "background", name), f"labtui-{sid}-{name}", "process", "local",
-                                     "running", time.time()), None, False)
-             for sid, name in ((session, "ba1"), (session, "ba2"), ("20260101-000500-77aa01", "ba1"))]
+    found = fixed_listing([(session, "background", "ba1", "running"), (session, "background", "ba2", "running"),
+                           ("20260101-000500-77aa01", "background", "ba1", "running")])
     app = LabApp(lab, idle_sampling=False)
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.query_one(InstancesView)
@@ -807,17 +813,11 @@ async def test_i_in_the_sessions_view_shows_that_sessions_instances(lab: Path) -
 
 
 async def test_a_letter_sorts_the_instances_by_its_column_and_again_the_other_way(lab: Path) -> None:
-    from labtui.backends.base import Instance, Labels, open_backend
-    from labtui.hosts import get_host
     from labtui.ui.app import LabApp
     from labtui.ui.instances_view import COLUMNS, InstancesView
-    from labtui.ui.model.inventory import Found
 
-    backend = open_backend("process", get_host("local"))  # only its name is used
-    found = [Found(backend, Instance(Labels("s1", role, name), f"labtui-s1-{name}", "process", "local", state,
-                                     time.time()), None, False)
-             for name, role, state in (("ba1", "background", "running"), ("wo1", "worker", "exited"),
-                                       ("ba2", "background", "creating"))]
+    found = fixed_listing([("s1", "background", "ba1", "running"), ("s1", "worker", "wo1", "exited"),
+                           ("s1", "background", "ba2", "creating")])
     app = LabApp(lab, idle_sampling=False)
     async with app.run_test(size=(120, 30)) as pilot:
         view = app.query_one(InstancesView)
