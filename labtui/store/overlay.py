@@ -79,8 +79,10 @@ def _events_after(journal: Path, after: int) -> list[tuple[int, Any]]:
         return []
     try:
         return list(read_events(journal, after, _READ_ROWS))
-    except sqlite3.OperationalError:  # removed between the check and the open: the store has its rows
-        return []
+    except sqlite3.OperationalError as exc:
+        if not journal.exists():  # fed and removed between the check and the open: the store has its rows
+            return []
+        raise StoreError(f"cannot read the journal {journal}: {exc}") from None
     except StoreError as exc:
         raise StoreError(f"cannot read the journal {journal}: {exc}") from None
 
