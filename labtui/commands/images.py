@@ -11,6 +11,7 @@ from rich.text import Text
 
 from labtui.backends.base import BackendError, open_backend
 from labtui.commands.listing import PipeConsole
+from labtui.core.units import size
 from labtui.hosts import get_host
 
 
@@ -33,7 +34,7 @@ def cmd_images(args) -> int:
     for image in built:
         status = f"skipped: {image.skipped}" if image.skipped else "built" if image.built else "up to date"
         table.add_row(*(Text(cell) for cell in (image.name, image.image_id.removeprefix("sha256:")[:12],
-                                                 f"{image.size_bytes / 1e6:.1f} MB", status)))
+                                                 size(image.size_bytes), status)))
     PipeConsole().print(table)
     return 0
 

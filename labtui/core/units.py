@@ -12,6 +12,7 @@ alone, never on the values, so two tables of one figure cannot disagree.  Machin
 from __future__ import annotations
 
 import math
+import time
 
 #: How any view shows a value that is not there (NULL, None, NaN).
 MISSING = "-"
@@ -88,3 +89,29 @@ def interval(low: float | None, high: float | None, unit: str | None, *, with_un
     text = f"{number(low, unit)} – {number(high, unit)}"
     shown_unit = display_unit(unit)[0]
     return f"{text} {shown_unit}" if with_unit and shown_unit else text
+
+
+def size(n: float | None) -> str:
+    """Bytes in binary units (KiB, MiB, GiB), MISSING when unknown."""
+    if n is None:
+        return MISSING
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def age(created_at: float | None, now: float | None = None) -> str:
+    """How long ago an epoch time was: 42s, 3m05s, 2h07m, 3d04h."""
+    if not created_at:
+        return MISSING
+    seconds = max(0, int((now if now is not None else time.time()) - created_at))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"

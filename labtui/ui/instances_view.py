@@ -32,11 +32,11 @@ from textual.widgets import DataTable, Input, Static
 
 from labtui.backends.base import EXEC, BackendError
 from labtui.core.liveness import session_is_running
+from labtui.core.units import age, size
 from labtui.hosts import HostError, get_host
 from labtui.lifecycle.cleanup import CleanupPlan, Target, run_cleanup
 from labtui.ui.modals import AskScreen, ConfirmScreen
 from labtui.ui.model.describe import describe, instance_log, labels_line
-from labtui.ui.model.format import age, size
 from labtui.ui.model.inventory import Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.rowtable import RowTable
 from labtui.ui.tablesync import sync_rows

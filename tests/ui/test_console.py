@@ -20,9 +20,9 @@ from labtui.core.events import (
     SessionStarted,
     StepStarted,
 )
-from labtui.core.units import MISSING, quantity
+from labtui.core.units import MISSING, age, quantity, size
 from labtui.ui.chart import figure_data, x_limits
-from labtui.ui.model.format import age, cell, count_rows, pct, size, sparkline
+from labtui.ui.model.format import cell, count_rows, pct, sparkline
 from labtui.ui.model.history import History
 from labtui.ui.model.live import RunModel
 from labtui.ui.model.query_export import export, result_frame

@@ -1,10 +1,10 @@
-"""Small pure formatters for numbers, sizes, ages and table cells."""
+"""Small pure formatters for the console: availability shares, table cells, sparklines (sizes and ages are
+``labtui.core.units``'s, as every face writes them)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-import time
 from collections.abc import Sequence
 
 from rich.text import Text
@@ -19,32 +19,6 @@ def pct(share: float | None) -> str:
     if share is None or math.isnan(share):
         return MISSING
     return f"{share * 100:.0f}%"
-
-
-def size(n: float | None) -> str:
-    """Bytes in binary units (KiB, MiB, GiB), MISSING when unknown."""
-    if n is None:
-        return MISSING
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
-
-
-def age(created_at: float | None, now: float | None = None) -> str:
-    """How long ago an epoch time was: 42s, 3m05s, 2h07m, 3d04h."""
-    if not created_at:
-        return MISSING
-    seconds = max(0, int((now if now is not None else time.time()) - created_at))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    if seconds < 86400:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
 
 
 def cell(value: object) -> str:
