@@ -13,7 +13,7 @@ from typing import Any
 
 from labtui.store import fetch_frame
 from labtui.store.frames import repetition_table
-from labtui.suites.model import PLACEMENTS
+from labtui.suites.kinds.isolation import PLACEMENTS
 
 ALPHA = 0.05  # Welch's test and the 95% interval of each condition
 #: How results are matched between the sessions.

@@ -10,13 +10,13 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from labtui.commands.fairshare_table import render_fairshare
 from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z
 from labtui.core.units import display_unit, interval, number, quantity, share_pct
 from labtui.figures import sample_figures
 from labtui.figures.table import bootstrap_allowed, repetition_samples, with_trust
 from labtui.figures.verdict import slowdown_text
 from labtui.store import StoreError, fetch_frame, slowdown_frame
+from labtui.suites.kinds import all_kinds, resolve
 
 MAX_SUMMARY_ROWS = 21
 #: The widest a table printed into a file or a pipe may grow.
@@ -55,7 +55,7 @@ def render_figures(console: Console, db: Path, session_id: str) -> None:
     numbers in their display unit (labtui.core.units).  In a terminal too narrow for the table the mean and then
     the interval are left out, never the trust column."""
     try:
-        if render_fairshare(console, db, session_id):
+        if _kind_table(console, db, session_id):
             return
         frame = slowdown_frame(db, session_id)
         samples = repetition_samples(db, session_id)
@@ -179,6 +179,14 @@ def _print_whole(console: Console, table: Table) -> None:
         console.print(table)
     finally:
         console.width = width
+
+
+def _kind_table(console: Console, db: Path, session_id: str) -> bool:
+    """Print the session kind's own end-of-run table (``Kind.summary``: fairshare's shares); False when its kind
+    has none, or it recorded nothing that table shows."""
+    kind = all_kinds().get(str(fetch_frame(db, "SELECT kind FROM sessions WHERE session_id = ?", [session_id])
+                                .get_column("kind").first() or ""))
+    return kind is not None and kind.summary is not None and bool(resolve(kind.summary)(console, db, session_id))
 
 
 def _emulated(db: Path, session_id: str) -> bool:

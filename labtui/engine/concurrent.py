@@ -29,6 +29,7 @@ from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.engine.worker_runs import record_run, worker_spec
 from labtui.parsers import Reading
+from labtui.suites.kinds.concurrent import Concurrent
 from labtui.suites.model import Suite
 
 
@@ -36,11 +37,11 @@ async def run_concurrent(ctx: RunContext) -> None:
     """Run every repetition of a concurrent suite."""
     suite = ctx.suite
     ctx.position.repetitions = suite.repetitions
-    ctx.position.steps = len(suite.concurrent.instances)
+    ctx.position.steps = len(suite.table(Concurrent).instances)
     for repetition in range(1, suite.repetitions + 1):
         ctx.position.repetition = repetition
         await wait_for_quiet_host(ctx)
-        for step, count in enumerate(suite.concurrent.instances):
+        for step, count in enumerate(suite.table(Concurrent).instances):
             await _run_count(ctx, step, count)
             await ctx.pass_gate()
 
@@ -56,7 +57,7 @@ async def _run_count(ctx: RunContext, step: int, count: int) -> None:
             await ctx.destroy(await ctx.create([worker_spec(ctx, "warmup", worker)], measured=True))
         await ctx.sample_now()
         for _ in range(worker.runs):
-            start_at = await host_clock_ns(ctx.host) / 1e9 + ctx.suite.concurrent.start_delay_s
+            start_at = await host_clock_ns(ctx.host) / 1e9 + ctx.suite.table(Concurrent).start_delay_s
             specs = [worker_spec(ctx, "worker", worker, start_at=start_at) for _ in range(count)]
             instances = await ctx.create(specs, measured=True)
             readings: list[Reading] = []
@@ -105,5 +106,5 @@ record_sums = record_aggregates
 
 def plan_steps(suite: Suite) -> tuple[str, ...]:
     """One line per step of a concurrent repetition: what it does."""
-    return tuple(f"{n} instance(s) run the worker at once" for n in suite.concurrent.instances)
+    return tuple(f"{n} instance(s) run the worker at once" for n in suite.table(Concurrent).instances)
 

@@ -53,6 +53,8 @@ from labtui.programs.native import ensure_program, probe_source
 from labtui.programs.runat import NAME as RUNAT_NAME
 from labtui.programs.runat import build as build_runat
 from labtui.programs.runat import closing_line, program_stderr
+from labtui.suites.kinds import steps_per_repetition
+from labtui.suites.kinds.creation import Creation
 from labtui.suites.model import Suite
 
 #: The synchronized start the Xen study asked of its UDP trigger (section 4.2.1): 0.01 s.
@@ -169,7 +171,7 @@ def check_creation(suite: Suite, backend: Backend) -> None:
     """BackendError, before anything is created, when `backend` cannot run the creation suite: it cannot exec
     where the benchmark runs inside instances, or cannot run the image of its instances (then the error names the
     built-in suite that does the same with labtui's sleeper, ``TWINS``)."""
-    where = suite.creation.where
+    where = suite.table(Creation).where
     if where != "host" and EXEC not in backend.capabilities:
         raise BackendError(
             f'creation.where = "{where}" runs the benchmark inside instances, which needs a backend that can '
@@ -189,7 +191,7 @@ async def run_creation(ctx: RunContext) -> None:
     check_creation(suite, ctx.backend)
     bench = await Benchmark.build(ctx)
     ctx.position.repetitions = suite.repetitions
-    ctx.position.steps = suite.steps_per_repetition()
+    ctx.position.steps = steps_per_repetition(suite)
     for repetition in range(1, suite.repetitions + 1):
         ctx.position.repetition = repetition
         await wait_for_quiet_host(ctx)
@@ -216,14 +218,14 @@ async def _run_step(ctx: RunContext, bench: Benchmark, step: int, instances: lis
                 clock.last_end_ns, clock.excluded_s = await bench.host_now(), 0.0
             instances.append(await _create(ctx, first=not instances))
             _record_phases(ctx, instances[-1])
-            if suite.creation.where == "all" or (suite.creation.where == "first" and len(instances) == 1):
+            if suite.table(Creation).where == "all" or (suite.table(Creation).where == "first" and len(instances) == 1):
                 staging = time.monotonic()
                 await bench.stage(instances[-1])
                 clock.excluded_s += time.monotonic() - staging
             if suite.sampling.settle_s:
                 await asyncio.sleep(suite.sampling.settle_s)
                 clock.excluded_s += suite.sampling.settle_s
-        if suite.creation.where == "host" or instances:
+        if suite.table(Creation).where == "host" or instances:
             start_ns, end_ns = await _measure(ctx, bench, instances)
             if step > 0:
                 assert clock.last_end_ns is not None  # R0, or the clock read before instance 1
@@ -254,7 +256,7 @@ async def _create(ctx: RunContext, *, first: bool) -> Instance:
     except BackendError as exc:
         if not first or not background.image:
             raise
-        twin = TWINS[ctx.suite.creation.where]
+        twin = TWINS[ctx.suite.table(Creation).where]
         raise BackendError(
             f"{ctx.suite.name} needs a backend that boots image {background.image!r} as its instances "
             f"(backend {ctx.backend.name}: {exc}); {twin} does the same with labtui's sleeper in each instance "
@@ -276,7 +278,7 @@ async def _measure(ctx: RunContext, bench: Benchmark, instances: list[Instance])
     """Warm-up rounds, then measured rounds, recorded; the first start and the last end (host clock, ns)."""
     worker = ctx.suite.worker
     assert worker is not None
-    where = ctx.suite.creation.where
+    where = ctx.suite.table(Creation).where
     first_start: int | None = None
     end_ns = 0
     for number in range(worker.warmup + worker.runs):
@@ -292,21 +294,21 @@ async def _measure(ctx: RunContext, bench: Benchmark, instances: list[Instance])
                 ctx.result(r.benchmark, r.metric, r.value, r.unit, r.better, ident)
         if where == "all":
             record_sums(ctx, [r for _, run in runs for r in run.readings])
-            _record_spread(ctx, runs, armed + int(ctx.suite.creation.start_delay_s * 1e9))
+            _record_spread(ctx, runs, armed + int(ctx.suite.table(Creation).start_delay_s * 1e9))
     assert first_start is not None
     return first_start, end_ns
 
 
 async def _round(ctx: RunContext, bench: Benchmark, instances: list[Instance]) -> tuple[int, Runs]:
     """One benchmark round where the suite says; returns when it counts as started, and each run."""
-    where = ctx.suite.creation.where
+    where = ctx.suite.table(Creation).where
     if where == "host":
         run = await bench.on_host()
         return run.start_ns, [(None, run)]
     if where == "first":
         run = await bench.in_instance(instances[0])
         return run.start_ns, [(instances[0], run)]
-    delay = ctx.suite.creation.start_delay_s
+    delay = ctx.suite.table(Creation).start_delay_s
     armed = await bench.host_now()
     at_ns = armed + int(delay * 1e9)
     results = await asyncio.gather(*(bench.in_instance(i, at_ns, delay) for i in instances), return_exceptions=True)
@@ -328,10 +330,10 @@ def _record_spread(ctx: RunContext, runs: Runs, at_ns: int) -> None:
         ctx.log("warning", "start-spread",
                 f"the {len(starts)} benchmark runs started {spread_ms:.1f} ms apart "
                 f"(goal {START_SPREAD_GOAL_MS:g} ms); "
-                f"raise creation.start_delay_s ({ctx.suite.creation.start_delay_s:g} s) if exec calls arrived late")
+                f"raise creation.start_delay_s ({ctx.suite.table(Creation).start_delay_s:g} s) if exec calls arrived late")
 
 
 def plan_steps(suite: Suite) -> tuple[str, ...]:
     """One line per step of a creation repetition: what it does."""
-    return tuple(f"create instance {n + 1} while {n} run" for n in range(suite.steps_per_repetition()))
+    return tuple(f"create instance {n + 1} while {n} run" for n in range(steps_per_repetition(suite)))
 

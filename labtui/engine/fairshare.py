@@ -53,7 +53,8 @@ from labtui.engine.context import RunContext
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.engine.worker_runs import record_run
-from labtui.suites.model import DEFAULT_CPU_WEIGHT, Fairshare, Program, Suite, Worker
+from labtui.suites.kinds.fairshare import DEFAULT_CPU_WEIGHT, Fairshare
+from labtui.suites.model import Program, Suite, Worker
 
 BENCHMARK = "fairshare"
 #: What each method needs the backend to honour.
@@ -68,7 +69,7 @@ OUTPUT_TWIN = "fairshare-cpu"
 
 async def run_fairshare(ctx: RunContext) -> None:
     """Run every repetition of a fairshare suite."""
-    fair = ctx.suite.fairshare
+    fair = ctx.suite.table(Fairshare)
     check_fairshare(ctx.suite, ctx.backend)
     cpus = await _cpu_count(ctx, fair.cpus)
     if fair.methods and fair.reserved_share * cpus > 1:
@@ -95,7 +96,7 @@ def check_fairshare(suite: Suite, backend: Backend) -> None:
     """BackendError, before anything is created, when `backend` cannot honour the fairshare suite: its CPU list,
     a method, or its image.  (Whether it lists CPU time for ``measure = "cpu_time"`` shows only at the first
     reading: no capability says it.)"""
-    fair = suite.fairshare
+    fair = suite.table(Fairshare)
     if fair.image is not None:
         backend.check_images([fair.image])
     if fair.cpus is not None and PINNING not in backend.capabilities:
@@ -141,7 +142,7 @@ def plan(fair: Fairshare, configuration: str, cpus: int, *, weighted: bool = Fal
 
 
 async def _run_configuration(ctx: RunContext, step: int, configuration: str, cpus: int) -> None:
-    fair = ctx.suite.fairshare
+    fair = ctx.suite.table(Fairshare)
     ctx.position.step, ctx.position.background = step, fair.instances
     ctx.record(StepStarted(ctx.session_id, ctx.position.repetition, step, ctx.position.steps, fair.instances))
     ctx.log("info", "fairshare", _describe(fair, configuration, cpus))
@@ -164,7 +165,7 @@ async def _run_configuration(ctx: RunContext, step: int, configuration: str, cpu
 def _specs(ctx: RunContext, configuration: str, cpus: int, program: Program, wait: str, *,
            capture_output: bool = False, start_at: float | None = None) -> list[InstanceSpec]:
     """One spec per instance of the configuration, on the shared CPU set, with its weight or cap."""
-    fair = ctx.suite.fairshare
+    fair = ctx.suite.table(Fairshare)
     specs = []
     for role, knobs, _ in plan(fair, configuration, cpus, weighted=CPU_WEIGHT in ctx.backend.capabilities):
         spec = ctx.spec(role, program, wait, cpus=fair.cpus, capture_output=capture_output, start_at=start_at)
@@ -174,7 +175,7 @@ def _specs(ctx: RunContext, configuration: str, cpus: int, program: Program, wai
 
 async def _measure_output(ctx: RunContext, configuration: str, cpus: int) -> list[tuple[str, float]]:
     """Run the probe in every instance from one start on the host's clock; each reports the fraction of time it ran."""
-    fair = ctx.suite.fairshare
+    fair = ctx.suite.table(Fairshare)
     worker = Worker(program=fair.probe(), image=fair.image, args=("share", f"{fair.duration_s:g}"), measure="output")
     start_at = await host_clock_ns(ctx.host) / 1e9 + fair.start_delay_s
     timeout = fair.start_delay_s + fair.duration_s + EXIT_SLACK_S
@@ -214,7 +215,7 @@ def _check_together(instances: list[Instance], duration: float) -> None:
 
 async def _measure_cpu_time(ctx: RunContext, configuration: str, cpus: int) -> list[tuple[str, float]]:
     """Start spinning instances, then read each one's CPU time from the backend at both ends of the window."""
-    fair = ctx.suite.fairshare
+    fair = ctx.suite.table(Fairshare)
     spinner = Program(program=fair.probe(), image=fair.image)
     instances = await ctx.create(_specs(ctx, configuration, cpus, spinner, "ready"))
     try:
@@ -266,6 +267,6 @@ def _describe(fair: Fairshare, configuration: str, cpus: int) -> str:
 
 def plan_steps(suite: Suite) -> tuple[str, ...]:
     """One line per step of a fairshare repetition: what it does."""
-    fair = suite.fairshare
+    fair = suite.table(Fairshare)
     return tuple(f"{fair.instances} instances, {configuration} shares" for configuration in fair.configurations())
 

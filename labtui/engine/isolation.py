@@ -24,7 +24,8 @@ from labtui.engine.context import RunContext
 from labtui.engine.scaling import wait_for_quiet_host
 from labtui.engine.topology import Plan, plan_placements, read_topology_and_smt
 from labtui.engine.worker_runs import measure_worker
-from labtui.suites.model import PLACEMENTS, Suite
+from labtui.suites.kinds.isolation import PLACEMENTS, Isolation
+from labtui.suites.model import Suite
 
 
 def check_isolation(suite: Suite, backend: Backend) -> None:
@@ -38,7 +39,7 @@ async def run_isolation(ctx: RunContext) -> None:
     suite = ctx.suite
     check_isolation(suite, ctx.backend)
     cpus, smt = await read_topology_and_smt(ctx.host)
-    plan = plan_placements(cpus, suite.isolation.placements, smt)
+    plan = plan_placements(cpus, suite.table(Isolation).placements, smt)
     for name, reason in plan.skipped.items():
         ctx.log("warning", "placement-skipped", f"placement {name} skipped on {ctx.host.name}: {reason}")
     ctx.log("info", "placements", _describe(plan))
@@ -64,7 +65,7 @@ async def _run_placement(ctx: RunContext, plan: Plan, name: str, cpus: tuple[int
             assert ctx.suite.attacker is not None
             specs = [ctx.spec("attacker", ctx.suite.attacker, "ready", cpus=str(cpu)) for cpu in cpus]
             attackers = await ctx.create(specs)
-            await asyncio.sleep(ctx.suite.isolation.settle_s)
+            await asyncio.sleep(ctx.suite.table(Isolation).settle_s)
         await ctx.sample_now()
         await measure_worker(ctx, cpus=str(plan.worker_cpu), placement=name)
         ok = True
@@ -83,5 +84,5 @@ def _describe(plan: Plan) -> str:
 def plan_steps(suite: Suite) -> tuple[str, ...]:
     """One line per step of a isolation repetition: what it does."""
     return tuple("worker alone" if p == "alone" else f"worker with an attacker on {p}"
-                 for p in suite.isolation.placements)
+                 for p in suite.table(Isolation).placements)
 

@@ -1,8 +1,6 @@
-"""Experiment kinds: the one table of them (``EXPERIMENT_KINDS``), keyed like the suite model's ``SUITE_KINDS``.
+"""How the engine runs and plans each experiment kind, as the kind's module (``labtui.suites.kinds``) names it.
 
-A kind is how to run a suite (``run``) and what a run of it will do, step by
-step (``plan``), so that every face shows the same plan for every kind.  Adding
-a kind adds its engine module, a line here and a line in ``SUITE_KINDS``.
+Every face shows the same plan for every kind: ``plan_for`` is the one place a suite's steps are listed.
 """
 
 from __future__ import annotations
@@ -11,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from labtui.engine import concurrent, creation, fairshare, isolation, scaling
-from labtui.suites.model import Suite, unsupported_kind
+from labtui.suites.kinds import kind_named, resolve
+from labtui.suites.model import Suite
 
 if TYPE_CHECKING:
     from labtui.backends.base import Backend
@@ -52,7 +50,7 @@ def _no_check(suite: Suite, backend: Backend) -> None:
 
 @dataclass(frozen=True, slots=True)
 class ExperimentKind:
-    """A registered kind: its suite `kind` name, how it runs, how it plans, and what it needs of a backend
+    """A kind as the engine runs it: how it runs, how it plans, and what it needs of a backend
     (`check`: BackendError, before anything is created, when the backend cannot run the suite)."""
 
     name: str
@@ -61,21 +59,12 @@ class ExperimentKind:
     check: Callable[[Suite, Backend], None] = _no_check
 
 
-#: Every kind the engine runs, by its suite ``kind`` name (the keys of ``SUITE_KINDS``).
-EXPERIMENT_KINDS: dict[str, ExperimentKind] = {
-    "scaling": ExperimentKind("scaling", scaling.run_scaling, scaling.plan_steps),
-    "isolation": ExperimentKind("isolation", isolation.run_isolation, isolation.plan_steps, isolation.check_isolation),
-    "concurrent": ExperimentKind("concurrent", concurrent.run_concurrent, concurrent.plan_steps),
-    "creation": ExperimentKind("creation", creation.run_creation, creation.plan_steps, creation.check_creation),
-    "fairshare": ExperimentKind("fairshare", fairshare.run_fairshare, fairshare.plan_steps, fairshare.check_fairshare),
-}
-
-
 def experiment_kind(name: str) -> ExperimentKind:
-    """The kind a suite names; ValueError, in the suite model's words, for one that cannot run."""
-    if problem := unsupported_kind(name):
-        raise ValueError(problem)
-    return EXPERIMENT_KINDS[name]
+    """The kind a suite names, with its engine functions; ValueError, in the suite model's words, for one that
+    cannot run."""
+    kind = kind_named(name)
+    check = resolve(kind.backend_check) if kind.backend_check else _no_check
+    return ExperimentKind(name, resolve(kind.run), resolve(kind.plan), check)
 
 
 def plan_for(suite: Suite) -> Plan:

@@ -9,18 +9,18 @@ from typing import BinaryIO
 
 from labtui.core.outputs import PrivateOutput
 from labtui.report.data import SessionData, distinct_labels, load_session
-from labtui.report.extra import creation_charts, share_charts
-from labtui.report.isolation import isolation_charts
 from labtui.report.page import render_page
 from labtui.report.plotting import PLAIN_TEXT, Chart
 from labtui.report.scaling import metric_charts
 from labtui.report.tables import Table
+from labtui.suites.kinds import all_kinds, resolve
 
 FORMATS = ("html", "png", "svg")
 
 
 def charts_for(sessions: list[SessionData]) -> list[Chart]:
-    """Every figure the sessions' data supports, metric figures first.
+    """Every figure the sessions' data supports: the metric figures every kind has, then each kind's own
+    (``Kind.charts``; each draws from the sessions of its kind and returns none without them).
 
     Every text is plain (no mathtext): names and values come from the store.
     """
@@ -28,12 +28,8 @@ def charts_for(sessions: list[SessionData]) -> list[Chart]:
 
     sessions = distinct_labels(sessions)
     with rc_context(PLAIN_TEXT):
-        return [
-            *metric_charts(sessions),
-            *isolation_charts(sessions),
-            *creation_charts(sessions),
-            *share_charts(sessions),
-        ]
+        own = [resolve(kind.charts) for kind in all_kinds().values() if kind.charts]
+        return [*metric_charts(sessions), *(chart for charts in own for chart in charts(sessions))]
 
 
 def write_report(

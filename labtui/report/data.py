@@ -57,7 +57,7 @@ class SessionData:
     resources: pl.DataFrame
     #: Lowest swap availability sampled (None without swap).
     min_swap: float | None
-    #: Worker-side results (achieved/requested CPU share) for fairshare runs.
+    #: Worker-side results (achieved/requested CPU share): a fairshare run's; empty for other runs.
     shares: pl.DataFrame
     #: The session's log entries of level warning or error.
     problems: pl.DataFrame
@@ -132,7 +132,7 @@ def load_session(db: str | os.PathLike[str], session_id: str) -> SessionData:
         slowdown=with_placement(slowdown_frame(db, session_id)),
         resources=_resources(db, session_id),
         min_swap=fetch_frame(db, "SELECT min(swap_avail) AS m FROM resources WHERE session_id = ?", [session_id])["m"][0],
-        shares=_shares(db, session_id) if session.get("kind") == "fairshare" else pl.DataFrame(),
+        shares=_shares(db, session_id),
         problems=fetch_frame(
             db, "SELECT level, category, message FROM events WHERE session_id = ? "
             "AND level IN ('warning', 'error') ORDER BY ts", [session_id],

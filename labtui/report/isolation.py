@@ -9,7 +9,7 @@ from labtui.core.units import display_unit
 from labtui.figures import METRIC_KEY
 from labtui.report.data import SessionData
 from labtui.report.plotting import SESSION_COLORS, Chart, better_text, new_figure, slug
-from labtui.suites.model import PLACEMENTS
+from labtui.suites.kinds.isolation import PLACEMENTS
 
 #: How the study names each placement.
 PLACEMENT_NAMES = {

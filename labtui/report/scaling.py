@@ -15,14 +15,20 @@ from labtui.figures import METRIC_KEY
 from labtui.report.data import SessionData
 from labtui.report.plotting import SESSION_COLORS, Chart, better_text, new_figure, slug
 from labtui.report.resources import draw_resources, has_resources
+from labtui.suites.kind import background_axis
+from labtui.suites.kinds import all_kinds
+
+#: The x axis of a figure against a growing background.
+BACKGROUND_AXIS = background_axis({})
 
 
 def x_label(sessions: list[SessionData]) -> str:
-    """The x axis of step-wise figures: concurrent instances (concurrent runs, creation runs that run the
-    benchmark in every instance) or background instances."""
-    if all(s.kind == "concurrent" or (s.config.get("creation") or {}).get("where") == "all" for s in sessions):
-        return "concurrent instances n"
-    return "background instances"
+    """The x axis of step-wise figures, as the sessions' kinds name it (``Kind.axis``: concurrent instances for
+    concurrent runs and creation runs that run the benchmark in every instance); background instances when the
+    sessions' kinds disagree or one is unknown."""
+    kinds = all_kinds()
+    labels = {kinds[s.kind].axis(s.config) if s.kind in kinds else BACKGROUND_AXIS for s in sessions}
+    return labels.pop() if len(labels) == 1 else BACKGROUND_AXIS
 
 
 @dataclass(frozen=True)

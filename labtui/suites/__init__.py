@@ -1,8 +1,8 @@
 """Suite files: what a benchmark run does, read from TOML and checked."""
 
+from labtui.suites.kinds import all_kinds, kind_named
 from labtui.suites.loader import list_suites, load_suite, suite_profiles
 from labtui.suites.model import (
-    SUITE_KINDS,
     WORKER_MEASURES,
     Measure,
     Program,
@@ -17,7 +17,6 @@ from labtui.suites.source import OVERRIDE, SuiteError
 
 __all__ = [
     "OVERRIDE",
-    "SUITE_KINDS",
     "WORKER_MEASURES",
     "Measure",
     "Program",
@@ -27,6 +26,8 @@ __all__ = [
     "SuiteError",
     "SuiteInfo",
     "Worker",
+    "all_kinds",
+    "kind_named",
     "list_suites",
     "load_suite",
     "suite_profiles",

@@ -21,16 +21,13 @@ from typing import Any
 
 from labtui.core.paths import bundled_dir
 from labtui.core.words import name_list
-from labtui.suites.keys import KIND_TABLES, REQUIRED, REQUIRED_TABLES, SCHEMA, Key
+from labtui.suites.keys import REQUIRED, REQUIRED_TABLES, SCHEMA, Key
+from labtui.suites.kind import Kind, KindCheck
+from labtui.suites.kinds import all_kinds, table_owners, unsupported_kind
 from labtui.suites.model import (
-    LOAD_KINDS,
     LOAD_TOOLS,
     SUITE_NAME_PATTERN,
     BackendSettings,
-    Concurrent,
-    Creation,
-    Fairshare,
-    Isolation,
     Load,
     Measure,
     Program,
@@ -39,9 +36,9 @@ from labtui.suites.model import (
     Suite,
     SuiteInfo,
     Worker,
-    unsupported_kind,
 )
 from labtui.suites.overrides import PROFILES, apply_overrides, chosen_profile, parse_override, profiles_of
+from labtui.suites.probes import check_probe
 from labtui.suites.source import OVERRIDE, KeyPath, Source, SuiteError, key_lines, show, unknown
 
 #: SuiteError and OVERRIDE are named here too, for callers that import the loader alone.
@@ -92,7 +89,7 @@ def _program(raw: dict[str, Any], name: str, cls: type[Program], src: Source) ->
     if sum(values[key] is not None for key in ("program", "image", "tool")) != 1:
         raise src.error((name,), "give exactly one of program (a probe name), image, or tool (a real tool's path "
                                  "on the host)")
-    _check_probe(values["program"], (name, "program"), src)
+    check_probe(values["program"], (name, "program"), src)
     program = cls(**values)
     if isinstance(program, Worker):
         _check_output(program, src)
@@ -112,41 +109,33 @@ def _check_output(worker: Worker, src: Source) -> None:
                                               "(on the host) or image")
 
 
-def _check_probe(program: str | None, path: tuple[str, str], src: Source) -> None:
-    """A program must be one of the bundled probes (``suites/probes/<name>.c``), which every backend builds."""
-    probes = bundled_dir("suites") / "probes"
-    if program is not None and not (probes / f"{program}.c").is_file():
-        known = name_list(sorted(p.stem for p in probes.glob("*.c")), "suites/probes/") or "none"
-        raise src.error(path, f"no probe {program!r}; known probes: {known}")
-
-
-def _check_kind_tables(raw: dict[str, Any], kind: str, src: Source) -> None:
-    for table, owners in KIND_TABLES.items():
-        if table in raw and kind not in owners:
+def _check_kind_tables(raw: dict[str, Any], kind: Kind, src: Source) -> None:
+    """A suite has the tables its kind needs, and none that only other kinds read."""
+    for table, owners in table_owners().items():
+        if table in raw and kind.name not in owners:
             also = "".join(f" (or a {other} suite)" for other in owners[1:])
-            raise src.error((table,), f"only a {owners[0]} suite uses [{table}]{also}; this suite's kind is {kind}")
-    needed = {"scaling": ("scale", "background"), "isolation": ("worker", "attacker"), "concurrent": ("worker",),
-              "creation": ("scale", "background", "worker"), "fairshare": ()}
-    for table in needed[kind]:
+            raise src.error((table,), f"only a {owners[0]} suite uses [{table}]{also}; this suite's kind is {kind.name}")
+    for table in kind.needs:
         if table not in raw:
-            raise src.error((table,), f"a {kind} suite needs a [{table}] table")
+            raise src.error((table,), f"a {kind.name} suite needs a [{table}] table")
 
 
 def _build(raw: dict[str, Any], src: Source, source: str, overrides: tuple[str, ...]) -> Suite:
     _check_tables(raw, src)
     head = _table(raw, "suite", src)
     _check_kind(head["kind"], src)
-    _check_kind_tables(raw, head["kind"], src)
+    kind = all_kinds()[head["kind"]]
+    _check_kind_tables(raw, kind, src)
     scale = Scale(**_table(raw, "scale", src)) if "scale" in raw else None
     worker = _program(raw, "worker", Worker, src)
     if worker is not None:
         _check_adaptive(worker, src)
     measure = Measure(**_table(raw, "measure", src))
-    if worker is None and not measure.memory and head["kind"] != "fairshare":
+    if worker is None and not measure.memory and not kind.measures_itself:
         raise src.error((), "the suite measures nothing: add a [worker] table or set measure.memory = true")
-    load = _load(raw, head["kind"], worker, src)
-    if head["kind"] == "creation":
-        _check_creation(scale, worker, src)
+    load = _load(raw, kind, worker, src)
+    settings = tuple((table, cls(**_table(raw, table, src))) for table, (cls, _) in kind.tables.items())
+    kind.check(KindCheck(raw, head, scale, worker, dict(settings), src))
     return Suite(
         **head,
         scale=scale,
@@ -157,10 +146,7 @@ def _build(raw: dict[str, Any], src: Source, source: str, overrides: tuple[str, 
         source=source,
         overrides=overrides,
         attacker=_program(raw, "attacker", Program, src),
-        isolation=Isolation(**_table(raw, "isolation", src)),
-        concurrent=Concurrent(**_table(raw, "concurrent", src)),
-        creation=Creation(**_table(raw, "creation", src)),
-        fairshare=_fairshare(raw, head, src),
+        settings=settings,
         load=load,
         backend_settings=BackendSettings(**_table(raw, "backend", src)),
     )
@@ -175,58 +161,17 @@ def _check_adaptive(worker: Worker, src: Source) -> None:
         raise src.error(("worker", "max_runs"), f"must be at least runs ({worker.runs}), not {worker.max_runs}")
 
 
-def _check_creation(scale: Scale | None, worker: Worker | None, src: Source) -> None:
-    """A creation run adds one instance per step from none, and runs its worker as a probe."""
-    assert scale is not None and worker is not None  # _check_kind_tables demanded both tables
-    if scale.start != 0:
-        raise src.error(("scale", "start"), f"a creation suite starts from no instances: expected 0, got {scale.start}")
-    if scale.per_step != 1:
-        raise src.error(("scale", "per_step"),
-                        f"a creation suite creates one instance per step: expected 1, got {scale.per_step}")
-    for key in ("image", "tool"):
-        if getattr(worker, key) is not None:
-            raise src.error(("worker", key), "a creation suite runs its worker as a probe on the host "
-                                             f"or in instances: give program, not {key}")
-
-
-def _fairshare(raw: dict[str, Any], head: dict[str, Any], src: Source) -> Fairshare:
-    """The [fairshare] table, checked so that every weight and cap it implies can be set."""
-    fair = Fairshare(**_table(raw, "fairshare", src))
-    if head["kind"] != "fairshare":
-        return fair
-    if "worker" in raw:
-        raise src.error(("worker",), "a fairshare suite runs its own probe: name it with fairshare.program "
-                                     "(or fairshare.image), not a [worker] table")
-    if fair.program is not None and fair.image is not None:
-        raise src.error(("fairshare",), "give at most one of program (a probe name) or image")
-    _check_probe(fair.program, ("fairshare", "program"), src)
-    reserved_weight = fair.weights()[0]
-    if "weight" in fair.methods and not 1 <= reserved_weight <= 10000:
-        raise src.error(("fairshare", "reserved_share"),
-                        f"the weight method would give the reserved instance a CPU weight of {reserved_weight} "
-                        f"against {fair.weights()[1]} for the others; weights go from 1 to 10000")
-    reserved_cap, other_cap = fair.caps(1)
-    if "cap" in fair.methods and min(reserved_cap, other_cap) < 0.01:
-        key = "reserved_share" if reserved_cap < 0.01 else "instances"
-        raise src.error(("fairshare", key), f"the cap method would cap an instance at {min(reserved_cap, other_cap):.4f} "
-                                            "of a CPU; the smallest cap is 0.01")
-    needed = fair.start_delay_s + fair.duration_s + 10
-    if fair.measure == "output" and head["operation_timeout_s"] < needed:
-        raise src.error(("fairshare", "duration_s"), f"instances that run {fair.duration_s:g} s after a "
-                        f"{fair.start_delay_s:g} s delay need suite.operation_timeout_s of at least {needed:g}")
-    return fair
-
-
-def _load(raw: dict[str, Any], kind: str, worker: Worker | None, src: Source) -> Load | None:
+def _load(raw: dict[str, Any], kind: Kind, worker: Worker | None, src: Source) -> Load | None:
     """The [load] table, which a worker with ``measure = "load"`` needs and only it may have."""
     wants = worker is not None and worker.measure == "load"
     if not wants:
         if "load" in raw:
             raise src.error(("load",), 'only a worker with measure = "load" uses [load]')
         return None
-    if kind not in LOAD_KINDS:
-        raise src.error(("worker", "measure"), f'measure = "load" runs in {" and ".join(LOAD_KINDS)} suites; '
-                        f"this suite's kind is {kind}")
+    if not kind.serves_load:
+        serving = " and ".join(k.name for k in all_kinds().values() if k.serves_load)
+        raise src.error(("worker", "measure"), f'measure = "load" runs in {serving} suites; '
+                        f"this suite's kind is {kind.name}")
     if "load" not in raw or "tool" not in raw["load"]:
         raise src.error(("load", "tool"), 'a worker with measure = "load" needs [load] tool = ' + " or ".join(
             f'"{t}"' for t in LOAD_TOOLS))

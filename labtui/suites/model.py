@@ -8,16 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
-#: The suite kinds that can run, each with what a run of it does. The engine runs each one
-#: (``labtui.engine.kinds.EXPERIMENT_KINDS``, the same keys); a suite of any other kind is refused.
-SUITE_KINDS: dict[str, str] = {
-    "scaling": "add background instances step by step and re-measure the worker",
-    "isolation": "the worker alone, then beside an attacker at each placement",
-    "concurrent": "the same benchmark in n instances at once",
-    "creation": "create instance n while instances 1..n-1 keep running, and re-measure",
-    "fairshare": "CPU share achieved against share requested",
-}
+T = TypeVar("T")
+
 #: What a worker can measure: "boot" is create-to-exit time, "output" the
 #: JSON lines the worker prints ({"benchmark", "metric", "value", "unit", "better"}),
 #: "load" what a load tool on the host reads from the worker serving on a port.
@@ -27,23 +21,6 @@ WORKER_MEASURES = ("boot", "output", "load")
 WORKER_OUTPUTS = ("probe", "lmbench", "unixbench", "sysbench", "stress-ng")
 #: Load tools a "load" worker measure can run on the host.
 LOAD_TOOLS = ("wrk", "redis-benchmark")
-#: Suite kinds whose worker may be a service measured by a load tool (a fresh one per measured run).
-LOAD_KINDS = ("scaling", "isolation")
-#: Where an isolation run puts the attacker, in the order they are measured.
-#: "alone" is the baseline: the worker without an attacker.
-PLACEMENTS = ("alone", "same-thread", "sibling-thread", "other-core", "all-other-cores")
-#: Where a creation run runs its benchmark after each new instance: on the host itself
-#: (the global zone, Domain-0: R_n), in the first instance (R'_n), in all of them at once (S_n).
-CREATION_WHERE = ("host", "first", "all")
-
-
-
-def unsupported_kind(kind: str) -> str | None:
-    """Why a suite of ``kind`` cannot run (the one wording of it), or None when it can."""
-    if kind in SUITE_KINDS:
-        return None
-    return f"unknown kind {kind!r}; supported kinds: {', '.join(SUITE_KINDS)}"
-
 
 SUITE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 PROBE_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
@@ -120,89 +97,6 @@ class Load:
 
 
 @dataclass(frozen=True, slots=True)
-class Isolation:
-    """An isolation run: the placements measured, and the wait after starting attackers."""
-
-    placements: tuple[str, ...] = PLACEMENTS
-    settle_s: float = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class Concurrent:
-    """A concurrent run: how many workers run the benchmark at once, one step per count."""
-
-    instances: tuple[int, ...] = (1, 2, 4, 8)
-    #: Seconds between creating the workers and their common start.
-    start_delay_s: float = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class Creation:
-    """A creation run: where the benchmark runs after each new instance, and the common start of "all"."""
-
-    where: str = "host"
-    #: Seconds between arming the common start and the start itself (where = "all").
-    start_delay_s: float = 1.0
-
-
-#: How a fairshare run reserves a share for one instance, and how it measures what each received.
-FAIRSHARE_METHODS = ("weight", "cap")
-FAIRSHARE_MEASURES = ("output", "cpu_time")
-#: Everyone's CPU weight on the InstanceSpec.cpu_weight scale (cgroup v2's cpu.weight).
-DEFAULT_CPU_WEIGHT = 100
-
-
-@dataclass(frozen=True, slots=True)
-class Fairshare:
-    """A fairshare run: CPU share achieved against requested (VServer/Xen paper, 5.1 and Table 3).
-
-    ``instances`` CPU-bound instances run at once on the CPU set ``cpus`` (None:
-    every CPU of the host) for ``duration_s``: first with equal shares, then once
-    per method with the first instance reserved ``reserved_share`` of the set.
-    ``measure = "output"`` reads the share each probe reports (Hourglass);
-    ``"cpu_time"`` reads each instance's CPU time from the backend's listing.
-    """
-
-    instances: int = 8
-    reserved_share: float = 0.25
-    methods: tuple[str, ...] = FAIRSHARE_METHODS
-    duration_s: float = 60.0
-    cpus: str | None = None
-    measure: str = "output"
-    #: What the instances run (None: ``hourglass`` for "output", ``attack-cpu`` for "cpu_time").
-    program: str | None = None
-    image: str | None = None
-    #: Seconds between creating the instances and their common start (or the measured window).
-    start_delay_s: float = 1.0
-
-    def configurations(self) -> tuple[str, ...]:
-        """A repetition's configurations in order: "equal", then each method."""
-        return ("equal", *self.methods)
-
-    def probe(self) -> str | None:
-        """The probe the instances run (None when they run an image)."""
-        if self.image is not None:
-            return None
-        return self.program or ("hourglass" if self.measure == "output" else "attack-cpu")
-
-    def requested(self, configuration: str) -> tuple[float, float]:
-        """Share of the CPU set requested for the reserved instance and for each of the others."""
-        if configuration == "equal":
-            return 1 / self.instances, 1 / self.instances
-        return self.reserved_share, (1 - self.reserved_share) / (self.instances - 1)
-
-    def weights(self) -> tuple[int, int]:
-        """CPU weights (reserved, each other) that make the reserved one's weight its share of all weights."""
-        reserved, other = self.requested("weight")
-        return round(DEFAULT_CPU_WEIGHT * reserved / other), DEFAULT_CPU_WEIGHT
-
-    def caps(self, cpus: int) -> tuple[float, float]:
-        """CPU caps (reserved, each other) in CPUs that split a set of ``cpus`` CPUs as requested."""
-        reserved, other = self.requested("cap")
-        return reserved * cpus, other * cpus
-
-
-@dataclass(frozen=True, slots=True)
 class Measure:
     """Extra measurements at every step."""
 
@@ -244,10 +138,9 @@ class Suite:
     source: str
     overrides: tuple[str, ...] = ()
     attacker: Program | None = None
-    isolation: Isolation = Isolation()
-    concurrent: Concurrent = Concurrent()
-    creation: Creation = Creation()
-    fairshare: Fairshare = Fairshare()
+    #: The settings of the tables only its kind reads (``labtui.suites.kinds``), as (table name, settings) pairs;
+    #: ``table`` reads one.
+    settings: tuple[tuple[str, Any], ...] = ()
     load: Load | None = None
     #: Seconds any one backend call of a run may take (plus 2 s per instance in a batch).
     operation_timeout_s: float = 120.0
@@ -260,27 +153,13 @@ class Suite:
     #: ``[backend]`` settings (``--set backend.runtime=runsc``), given to the backend before the run.
     backend_settings: BackendSettings = BackendSettings()
 
-    def steps_per_repetition(self) -> int:
-        """Measurements per repetition: scale steps plus the baseline, placements, or counts."""
-        if self.kind == "isolation":
-            return len(self.isolation.placements)
-        if self.kind == "concurrent":
-            return len(self.concurrent.instances)
-        if self.kind == "fairshare":
-            return len(self.fairshare.configurations())
-        return self.scale.steps + 1 if self.scale else 1
-
     def total_background(self) -> int:
         """Background instances running at the last step (0 without a [scale])."""
         return self.scale.total_background() if self.scale else 0
 
-    def max_instances(self) -> int:
-        """Most instances alive at once: the full background plus one worker, or the most workers."""
-        if self.kind == "concurrent":
-            return max(self.concurrent.instances)
-        if self.kind == "fairshare":
-            return self.fairshare.instances
-        return self.total_background() + (1 if self.worker else 0)
+    def table(self, cls: type[T]) -> T:
+        """The settings of the kind's own table of class ``cls`` (its defaults when the suite has none)."""
+        return next((value for _, value in self.settings if isinstance(value, cls)), cls())
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,11 @@ from labtui.suites.model import Suite
 
 
 def suite_to_dict(suite: Suite) -> dict[str, Any]:
-    """The suite as JSON-able data (tuples become lists), for storing with a session."""
-    return _jsonable(dataclasses.asdict(suite))
+    """The suite as JSON-able data (tuples become lists), for storing with a session; its kind's own tables
+    sit beside the common ones, by table name (``config["fairshare"]``), as in the suite file."""
+    data = dataclasses.asdict(suite)
+    data.update(dict(data.pop("settings")))
+    return _jsonable(data)
 
 
 def _jsonable(value: Any) -> Any:

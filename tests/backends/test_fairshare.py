@@ -46,7 +46,8 @@ from labtui.hosts.base import CommandResult
 from labtui.hosts.local import LocalHost
 from labtui.programs.runat import NAME as RUNAT_NAME
 from labtui.suites import SuiteError, load_suite
-from labtui.suites.model import Fairshare
+from labtui.suites.kinds import most_instances, steps_per_repetition
+from labtui.suites.kinds.fairshare import Fairshare
 
 BACKEND = "process"  # the backend of the tier's `lab` fixture (tests/backend_lab.py)
 SESSION_PREFIX = "fs"
@@ -66,20 +67,20 @@ FAIR = '[suite]\nname = "fs"\nkind = "fairshare"\n'
 
 def test_builtin_suites_follow_table_3() -> None:
     suite = load_suite("fairshare-cpu")
-    fair = suite.fairshare
+    fair = suite.table(Fairshare)
     assert (fair.instances, fair.reserved_share, fair.methods, fair.cpus) == (8, 0.25, ("weight", "cap"), "0")
-    assert suite.steps_per_repetition() == 3 and suite.max_instances() == 8 and fair.probe() == "hourglass"
+    assert steps_per_repetition(suite) == 3 and most_instances(suite) == 8 and fair.probe() == "hourglass"
     # 1/4 of all weights: 7 others at 100, so 7/3 of theirs; caps partition the CPU 1/4 + 7 x 3/28.
     assert fair.weights() == (233, 100)
     assert fair.caps(1) == pytest.approx((0.25, 0.75 / 7)) and fair.caps(2) == pytest.approx((0.5, 1.5 / 7))
     xen = load_suite("xen-fairshare")
-    assert xen.backend == "xen" and xen.fairshare.measure == "cpu_time" and xen.fairshare.instances == 8
+    assert xen.backend == "xen" and xen.table(Fairshare).measure == "cpu_time" and xen.table(Fairshare).instances == 8
 
 
 def test_a_bare_table_takes_the_defaults(tmp_path: Path) -> None:
-    fair = load_suite(write(tmp_path, FAIR)).fairshare
+    fair = load_suite(write(tmp_path, FAIR)).table(Fairshare)
     assert fair == Fairshare() and fair.configurations() == ("equal", "weight", "cap")
-    assert load_suite(write(tmp_path, FAIR + '[fairshare]\nmeasure = "cpu_time"\n')).fairshare.probe() == "attack-cpu"
+    assert load_suite(write(tmp_path, FAIR + '[fairshare]\nmeasure = "cpu_time"\n')).table(Fairshare).probe() == "attack-cpu"
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,8 @@ from labtui.hosts import get_host
 from labtui.hosts.base import CommandResult, Host
 from labtui.hosts.local import LocalHost
 from labtui.suites import SuiteError, load_suite
+from labtui.suites.kinds import steps_per_repetition
+from labtui.suites.kinds.creation import Creation
 from labtui.suites.model import Suite
 from plugins.zones.listing import parse_zoneadm_list
 
@@ -69,16 +71,16 @@ def test_builtin_creation_suites_follow_the_studies() -> None:
                 "xen-dom0": ("host", 10), "xen-domu": ("first", 10), "xen-concurrent": ("all", 10)}
     for name, (where, steps) in expected.items():
         suite = load_suite(name)
-        assert suite.kind == "creation" and suite.creation.where == where, name
+        assert suite.kind == "creation" and suite.table(Creation).where == where, name
         assert suite.scale is not None and (suite.scale.start, suite.scale.steps, suite.scale.per_step) == (0, steps, 1)
         assert suite.worker is not None and suite.worker.program and suite.background is not None
-        assert suite.steps_per_repetition() == steps + 1  # R0 (or the bare host) plus one step per instance
+        assert steps_per_repetition(suite) == steps + 1  # R0 (or the bare host) plus one step per instance
     assert load_suite("zone-creation").backend == "zones" and load_suite("xen-dom0").backend == "xen"
 
 
 def test_creation_defaults(tmp_path: Path) -> None:
     suite = load_suite(write(tmp_path, SUITE.replace('[creation]\nwhere = "host"\n', "")))
-    assert (suite.creation.where, suite.creation.start_delay_s) == ("host", 1.0)
+    assert (suite.table(Creation).where, suite.table(Creation).start_delay_s) == ("host", 1.0)
 
 
 @pytest.mark.parametrize(("text", "key", "message"), [

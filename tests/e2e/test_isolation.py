@@ -16,7 +16,8 @@ from labtui.hosts.local import LocalHost
 from labtui.store import run_sql, slowdown_frame
 from labtui.store.schema import SCHEMA_VERSION, ensure_schema
 from labtui.suites import SuiteError, load_suite
-from labtui.suites.model import PLACEMENTS
+from labtui.suites.kinds import steps_per_repetition
+from labtui.suites.kinds.isolation import PLACEMENTS, Isolation
 
 SHM = "/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"
 
@@ -142,8 +143,8 @@ program = "attack-cpu"
 
 def test_isolation_suite_defaults(tmp_path: Path) -> None:
     suite = load_suite(write(tmp_path, ISO))
-    assert suite.isolation.placements == PLACEMENTS and suite.scale is None
-    assert suite.steps_per_repetition() == 5 and suite.attacker is not None
+    assert suite.table(Isolation).placements == PLACEMENTS and suite.scale is None
+    assert steps_per_repetition(suite) == 5 and suite.attacker is not None
 
 
 @pytest.mark.parametrize(

@@ -15,17 +15,28 @@ import pytest
 from labtui.backends.base import Backend, BackendUnavailable, list_backends, load_backend_class
 from labtui.cli import build_parser
 from labtui.commands import Handler
-from labtui.engine.kinds import EXPERIMENT_KINDS, plan_for
-from labtui.suites import SUITE_KINDS, SuiteError, load_suite
-from labtui.suites.model import unsupported_kind
+from labtui.engine.kinds import experiment_kind, plan_for
+from labtui.suites import SuiteError, all_kinds, load_suite
+from labtui.suites.kinds import unsupported_kind
 
 REPO = Path(__file__).resolve().parents[2]
 BUILTIN_BACKENDS = {"process", "docker", "unikraft", "xen", "zones"}
 
 
-def test_the_engine_runs_exactly_the_kinds_the_suite_model_accepts() -> None:
-    assert list(EXPERIMENT_KINDS) == list(SUITE_KINDS)
-    assert all(kind.name == name for name, kind in EXPERIMENT_KINDS.items())
+def test_every_kind_module_names_engine_functions_that_exist_and_a_built_in_suite_that_runs_it() -> None:
+    """Each kind of the registry resolves to its engine's run, plan and check; its report and CLI references, where
+    it names them, resolve too; and a built-in suite of each kind plans as many steps as the kind counts."""
+    from labtui.suites import list_suites
+    from labtui.suites.kinds import resolve, steps_per_repetition
+
+    kinds = all_kinds()
+    assert list(kinds)[0] == "scaling" and {"isolation", "concurrent", "creation", "fairshare"} <= set(kinds)
+    for name, kind in kinds.items():
+        engine = experiment_kind(name)
+        assert callable(engine.run) and callable(engine.plan) and callable(engine.check), name
+        assert all(callable(resolve(ref)) for ref in (kind.charts, kind.summary) if ref), name
+        suite = load_suite(next(s.name for s in list_suites() if s.kind == name), (), "quick")
+        assert len(plan_for(suite).steps) == steps_per_repetition(suite), name
 
 
 def test_an_unknown_kind_is_refused_in_one_wording_by_the_loader_and_the_engine(tmp_path: Path) -> None:

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from labtui.suites import Measure, Program, Sampling, Scale, Suite, Worker, list_suites, load_suite
-from labtui.suites.model import Concurrent, Creation, Fairshare, Isolation, Load
+from labtui.suites.kinds import kind_named, most_instances, steps_per_repetition
+from labtui.suites.kinds.concurrent import Concurrent
+from labtui.suites.kinds.creation import Creation
+from labtui.suites.kinds.fairshare import Fairshare
+from labtui.suites.kinds.isolation import Isolation
+from labtui.suites.model import Load
 
 SCALING = '[suite]\nname = "t"\nkind = "scaling"\n[scale]\nsteps = 3\nper_step = 4\n[background]\nprogram = "sleeper"\n'
 WORKER = '[worker]\nprogram = "hello"\nmeasure = "boot"\n'
@@ -31,10 +36,11 @@ def load(tmp_path: Path, text: str) -> Suite:
 
 
 def defaults(suite: Suite, **given) -> Suite:
-    """The Suite the model builds from only the required fields (and ``given``)."""
+    """The Suite the model builds from only the required fields, its kind's tables at their defaults (and ``given``)."""
+    settings = tuple((table, cls()) for table, (cls, _) in kind_named(suite.kind).tables.items())
     return Suite(name=suite.name, description="", kind=suite.kind, repetitions=1, scale=suite.scale,
                  worker=suite.worker, background=suite.background, measure=Measure(), sampling=Sampling(),
-                 source=suite.source, **given)
+                 source=suite.source, settings=settings, **given)
 
 
 # --- a key left out means the model's default ------------------------------------------------
@@ -58,17 +64,17 @@ def test_a_load_table_with_only_its_tool_loads_as_the_models_defaults(tmp_path: 
 
 def test_isolation_concurrent_and_creation_tables_left_out_load_as_the_models_defaults(tmp_path: Path) -> None:
     isolation = load(tmp_path, ISOLATION)
-    assert isolation.isolation == Isolation() == Isolation(settle_s=0.5)
+    assert isolation.table(Isolation) == Isolation() == Isolation(settle_s=0.5)
     assert isolation == defaults(isolation, attacker=Program(program="attack-cpu"))
     concurrent = load(tmp_path, CONCURRENT)
-    assert concurrent.concurrent == Concurrent() == Concurrent((1, 2, 4, 8), 1.0)
-    assert concurrent.creation == Creation() == Creation("host", 1.0)
+    assert concurrent.table(Concurrent) == Concurrent() == Concurrent((1, 2, 4, 8), 1.0)
+    assert Creation() == Creation("host", 1.0)
     assert concurrent == defaults(concurrent)
 
 
 def test_a_fairshare_table_left_out_loads_as_the_models_defaults(tmp_path: Path) -> None:
     suite = load(tmp_path, FAIRSHARE)
-    assert suite.fairshare == Fairshare() == Fairshare(8, 0.25, ("weight", "cap"), 60.0, None, "output", None, None, 1.0)
+    assert suite.table(Fairshare) == Fairshare() == Fairshare(8, 0.25, ("weight", "cap"), 60.0, None, "output", None, None, 1.0)
     assert suite == defaults(suite)
 
 
@@ -78,8 +84,8 @@ def test_a_fairshare_table_left_out_loads_as_the_models_defaults(tmp_path: Path)
 @pytest.mark.parametrize("part, field", [
     (lambda s: s, "name"), (lambda s: s.scale, "steps"), (lambda s: s.worker, "runs"), (lambda s: s.load, "port"),
     (lambda s: s.background, "image"), (lambda s: s.measure, "memory"), (lambda s: s.sampling, "interval_s"),
-    (lambda s: s.isolation, "settle_s"), (lambda s: s.concurrent, "instances"), (lambda s: s.creation, "where"),
-    (lambda s: s.fairshare, "instances"),
+    (lambda s: s.table(Isolation), "settle_s"), (lambda s: s.table(Concurrent), "instances"),
+    (lambda s: s.table(Creation), "where"), (lambda s: s.table(Fairshare), "instances"), (lambda s: s, "settings"),
 ])
 def test_no_part_of_a_loaded_suite_can_be_changed(tmp_path: Path, part, field: str) -> None:
     target = part(load(tmp_path, LOAD))
@@ -97,17 +103,17 @@ def test_the_levels_run_from_the_start_through_the_last_step(tmp_path: Path) -> 
 
 
 def test_a_repetition_measures_the_baseline_and_every_step_or_each_count(tmp_path: Path) -> None:
-    assert load(tmp_path, SCALING.replace("steps = 3", "steps = 5") + WORKER).steps_per_repetition() == 6
-    assert load(tmp_path, CONCURRENT + "[concurrent]\ninstances = [1, 2]\n").steps_per_repetition() == 2
-    assert load(tmp_path, CONCURRENT + "[concurrent]\ninstances = [1, 2, 3, 5, 9]\n").max_instances() == 9
-    assert load(tmp_path, ISOLATION).steps_per_repetition() == 5
-    assert load(tmp_path, FAIRSHARE).steps_per_repetition() == 3
+    assert steps_per_repetition(load(tmp_path, SCALING.replace("steps = 3", "steps = 5") + WORKER)) == 6
+    assert steps_per_repetition(load(tmp_path, CONCURRENT + "[concurrent]\ninstances = [1, 2]\n")) == 2
+    assert most_instances(load(tmp_path, CONCURRENT + "[concurrent]\ninstances = [1, 2, 3, 5, 9]\n")) == 9
+    assert steps_per_repetition(load(tmp_path, ISOLATION)) == 5
+    assert steps_per_repetition(load(tmp_path, FAIRSHARE)) == 3
 
 
 def test_without_a_worker_the_most_instances_are_the_background(tmp_path: Path) -> None:
     suite = load(tmp_path, SCALING + "[measure]\nmemory = true\n")
-    assert suite.worker is None and suite.max_instances() == suite.total_background() == 12
-    assert load(tmp_path, SCALING + WORKER).max_instances() == 13
+    assert suite.worker is None and most_instances(suite) == suite.total_background() == 12
+    assert most_instances(load(tmp_path, SCALING + WORKER)) == 13
     for text in (ISOLATION, CONCURRENT, FAIRSHARE):
         assert load(tmp_path, text).total_background() == 0
 
@@ -117,11 +123,11 @@ def test_without_a_worker_the_most_instances_are_the_background(tmp_path: Path) 
     ('image = "busybox"\n', None), ('image = "busybox"\nmeasure = "cpu_time"\n', None),
 ])
 def test_the_fairshare_instances_run_the_named_probe_or_image(tmp_path: Path, table: str, probe: str | None) -> None:
-    assert load(tmp_path, FAIRSHARE + "[fairshare]\n" + table).fairshare.probe() == probe
+    assert load(tmp_path, FAIRSHARE + "[fairshare]\n" + table).table(Fairshare).probe() == probe
 
 
 def test_caps_split_the_cpu_set_as_requested(tmp_path: Path) -> None:
-    fair = load(tmp_path, FAIRSHARE + "[fairshare]\ninstances = 4\nreserved_share = 0.4\n").fairshare
+    fair = load(tmp_path, FAIRSHARE + "[fairshare]\ninstances = 4\nreserved_share = 0.4\n").table(Fairshare)
     assert fair.caps(1) == pytest.approx((0.4, 0.2))
     assert fair.caps(4) == pytest.approx((1.6, 0.8))
     reserved, other = fair.caps(4)
@@ -129,7 +135,7 @@ def test_caps_split_the_cpu_set_as_requested(tmp_path: Path) -> None:
 
 
 def test_the_equal_configuration_requests_the_same_share_for_everyone(tmp_path: Path) -> None:
-    fair = load(tmp_path, FAIRSHARE + "[fairshare]\ninstances = 4\nreserved_share = 0.4\n").fairshare
+    fair = load(tmp_path, FAIRSHARE + "[fairshare]\ninstances = 4\nreserved_share = 0.4\n").table(Fairshare)
     assert fair.requested("equal") == pytest.approx((0.25, 0.25))
     assert fair.requested("weight") == fair.requested("cap") == pytest.approx((0.4, 0.2))
 

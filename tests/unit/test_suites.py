@@ -13,15 +13,18 @@ import duckdb
 import pytest
 
 from labtui.suites import (
-    SUITE_KINDS,
     Program,
     Scale,
     SuiteError,
     Worker,
+    all_kinds,
     list_suites,
     load_suite,
     suite_to_dict,
 )
+from labtui.suites.kinds import most_instances, steps_per_repetition
+from labtui.suites.kinds.concurrent import Concurrent
+from labtui.suites.kinds.fairshare import Fairshare
 
 GOOD = """\
 [suite]
@@ -69,7 +72,7 @@ def test_boot_scaling_reproduces_the_study_boot_benchmark() -> None:
     assert suite.worker == Worker(program="hello", measure="boot", runs=5, warmup=10)
     assert suite.background == Program(program="sleeper")
     assert suite.total_background() == 1000
-    assert suite.max_instances() == 1001
+    assert most_instances(suite) == 1001
     assert suite.scale.levels()[:3] == (0, 10, 20)
     assert suite.source.endswith("boot-scaling.toml")
 
@@ -85,7 +88,7 @@ def test_memory_scaling_has_no_worker_and_measures_memory() -> None:
 def test_list_suites_lists_the_built_ins() -> None:
     infos = {info.name: info for info in list_suites()}
     assert {"boot-scaling", "memory-scaling"} <= infos.keys()
-    assert all(info.kind in SUITE_KINDS and info.path.is_file() for info in infos.values())
+    assert all(info.kind in all_kinds() and info.path.is_file() for info in infos.values())
     assert infos["isolation-cpu"].kind == "isolation"
 
 
@@ -322,9 +325,9 @@ def test_every_builtin_has_a_small_quick_profile(name: str) -> None:
     full = load_suite(name)
     quick = load_suite(name, profile="quick")
     assert quick.profile == "quick" and quick.name == full.name
-    measurements = quick.repetitions * quick.steps_per_repetition()
-    assert measurements <= 10 and quick.max_instances() <= 32, (measurements, quick.max_instances())
-    assert measurements < full.repetitions * full.steps_per_repetition() or quick.worker != full.worker \
+    measurements = quick.repetitions * steps_per_repetition(quick)
+    assert measurements <= 10 and most_instances(quick) <= 32, (measurements, most_instances(quick))
+    assert measurements < full.repetitions * steps_per_repetition(full) or quick.worker != full.worker \
         or quick.fairshare != full.fairshare
     assert quick.reproduces.startswith("study 00"), name
 
@@ -333,10 +336,11 @@ def test_new_study_suites_reproduce_their_tables() -> None:
     lmbench = {load_suite(info.name).worker.args[:1] for info in list_suites() if info.name.startswith("lmbench-")}
     assert {("fork",), ("exec",), ("shell",), ("map",), ("pagefault",)} <= lmbench  # Table 2's rows
     scale = load_suite("concurrent-sqlite")
-    assert (scale.kind, scale.concurrent.instances, scale.reproduces) == ("concurrent", (1, 2, 4, 8), "study 004 §4.4, Fig 7")
+    assert (scale.kind, scale.table(Concurrent).instances) == ("concurrent", (1, 2, 4, 8))
+    assert scale.reproduces == "study 004 §4.4, Fig 7"
     disk = load_suite("isolation-disk")
     assert disk.attacker.program == "attack-disk" and disk.worker.program == "sqlite"
-    assert load_suite("unixbench-execl").concurrent.instances == (1, 2)
+    assert load_suite("unixbench-execl").table(Concurrent).instances == (1, 2)
 
 
 # --- the command line -------------------------------------------------------------
@@ -400,7 +404,7 @@ def suite_error(tmp_path: Path, text: str, overrides: tuple[str, ...] = ()) -> S
 
 @pytest.mark.parametrize("cpus", ["0", "2-2", "0-3", "0,2-3", "1,1", "10-12,14"])
 def test_a_cpu_list_with_ascending_ranges_is_taken(tmp_path: Path, cpus: str) -> None:
-    assert load_suite(write(tmp_path, FAIRSHARE + f'[fairshare]\ncpus = "{cpus}"\n')).fairshare.cpus == cpus
+    assert load_suite(write(tmp_path, FAIRSHARE + f'[fairshare]\ncpus = "{cpus}"\n')).table(Fairshare).cpus == cpus
 
 
 @pytest.mark.parametrize("cpus", ["3-2", "0,3-1", "", "0-", "-1", "0;1", "a", "0-1-2"])
@@ -457,7 +461,7 @@ def test_a_fairshare_suite_refuses_a_worker_table_and_two_probes(tmp_path: Path)
     assert err.key == "worker" and "runs its own probe" in err.message
     err = suite_error(tmp_path, FAIRSHARE + '[fairshare]\nprogram = "hourglass"\nimage = "x"\n')
     assert err.key == "fairshare" and "at most one of program" in err.message
-    assert load_suite(write(tmp_path, FAIRSHARE + '[fairshare]\nimage = "x"\n')).fairshare.image == "x"
+    assert load_suite(write(tmp_path, FAIRSHARE + '[fairshare]\nimage = "x"\n')).table(Fairshare).image == "x"
 
 
 def test_fairshare_weights_and_caps_must_be_settable(tmp_path: Path) -> None:
@@ -491,11 +495,11 @@ def test_a_fairshare_run_needs_an_operation_timeout_past_its_end(tmp_path: Path)
     def timeout(seconds: float) -> str:
         return FAIRSHARE + f"operation_timeout_s = {seconds}\n" + table
 
-    assert load_suite(write(tmp_path, timeout(115.0))).fairshare.duration_s == 100.0
+    assert load_suite(write(tmp_path, timeout(115.0))).table(Fairshare).duration_s == 100.0
     err = suite_error(tmp_path, timeout(114.0))
     assert err.key == "fairshare.duration_s" and "operation_timeout_s of at least 115" in err.message
     # a cpu_time run reads the domains' CPU time and holds no instance until then
-    assert load_suite(write(tmp_path, timeout(20.0) + 'measure = "cpu_time"\n')).fairshare.measure == "cpu_time"
+    assert load_suite(write(tmp_path, timeout(20.0) + 'measure = "cpu_time"\n')).table(Fairshare).measure == "cpu_time"
 
 
 @pytest.mark.parametrize("text", ["=3", " = 3", ".=3"])
