@@ -24,6 +24,7 @@ from labtui.engine import plan_for
 from labtui.hosts.local import LocalHost
 from labtui.session import LabRun, RunRefused, RunRequest
 from labtui.suites import list_suites, load_suite
+from labtui.suites.kinds import steps_per_repetition
 
 #: Big batches, so that a signal often lands while one is being created.
 BATCHY = ["--set", "scale.steps=30", "--set", "scale.per_step=25", "--set", "suite.repetitions=1",
@@ -121,7 +122,7 @@ def test_every_built_in_suite_has_a_plan_of_its_own_kind() -> None:
         suite = load_suite(info.name, (), "quick")
         plan = plan_for(suite)
         assert plan.kind == suite.kind and plan.repetitions == suite.repetitions
-        assert plan.steps_per_repetition == suite.steps_per_repetition(), info.name
+        assert plan.steps_per_repetition == steps_per_repetition(suite), info.name
         assert plan.next_step(plan.repetitions, plan.steps_per_repetition - 1) == "end of the run: teardown"
 
 
