@@ -6,7 +6,6 @@ import polars as pl
 
 from labtui.core.stats import OUTLIER_Z, SINGLE, SPREAD_LIMIT
 from labtui.core.units import quantity, share_pct
-from labtui.figures.table import with_trust
 from labtui.report.data import SessionData
 
 #: Coefficient of variation above which a step's numbers are flagged.
@@ -30,7 +29,7 @@ def session_warnings(data: SessionData) -> list[str]:
             for r in failed.iter_rows(named=True)
         ]
         found.append(f"{len(where)} failed step(s): " + _listing(where))
-    figures = with_trust(data.slowdown, data.samples)
+    figures = data.figures
     cv = figures.filter(pl.col("cv") > CV_LIMIT)
     if not cv.is_empty():
         where = [

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import polars as pl
 
 from labtui.core.cpulist import cpu_list_size
 from labtui.figures import METRIC_KEY
-from labtui.figures.table import repetition_samples
+from labtui.figures.table import repetition_samples, with_trust
 from labtui.store import StoreError, fetch_frame, list_sessions, resolve_session, slowdown_frame
 
 _RESOURCES_BY_STEP = """
@@ -65,6 +66,12 @@ class SessionData:
     label_suffix: str = ""
     #: Each figure's per-repetition values (repetition_samples), for labtui.core.stats.trust.
     samples: pl.DataFrame = field(default_factory=pl.DataFrame)
+
+    @cached_property
+    def figures(self) -> pl.DataFrame:
+        """The figures table of the session (labtui.figures.table.with_trust: each figure with its trust, median
+        slowdown and verdict), computed once for every table and alert of the report."""
+        return with_trust(self.slowdown, self.samples)
 
     @property
     def id(self) -> str:

@@ -9,7 +9,6 @@ import polars as pl
 from labtui.core.units import MISSING, display_unit, interval, share_pct
 from labtui.core.units import shown as fmt
 from labtui.figures import METRIC_KEY, sample_figures
-from labtui.figures.table import with_trust
 from labtui.figures.verdict import slowdown_text
 from labtui.report.data import SessionData, share_points, share_unit
 from labtui.report.isolation import placement_name, placement_order
@@ -33,7 +32,7 @@ def slowdown_tables(data: SessionData) -> list[Table]:
     its interval, and trust flags: the figures table (labtui.figures.table.with_trust), as the CLI's run table
     draws it."""
     tables = []
-    frame = with_trust(data.slowdown, data.samples)
+    frame = data.figures
     extra = [f.name for f in sample_figures()]
     for key in frame.select(METRIC_KEY).unique(maintain_order=True).iter_rows(named=True):
         part = frame.filter(*(pl.col(k) == v for k, v in key.items()))
