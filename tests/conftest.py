@@ -25,6 +25,7 @@ def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 TESTS = Path(__file__).parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which names each item's group from its marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups for two workers (``-n 2 --dist loadgroup``): a test file stays on one worker, as with
     ``--dist loadfile``, so its module fixtures (runtime dirs, sshd hosts) are made once; the group is
