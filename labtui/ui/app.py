@@ -31,7 +31,7 @@ from textual.widgets import Footer, Header, Input, Static, TabbedContent, TabPan
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from labtui.core.paths import default_db_path
-from labtui.ui.command_line import COMMANDS, Command, CommandError, CommandLine, cli_argv, parse, run_cli
+from labtui.ui.command_line import COMMANDS, Command, CommandError, CommandLine, parse, run_cli
 from labtui.ui.keygate import LAPSE_S, KeyGate, until_settled
 from labtui.ui.keymap import KeysError, binding_ids, check_keymap, keys_path, read_keymap
 from labtui.ui.run_view import RunView
@@ -465,7 +465,7 @@ class LabApp(App[int]):
         """Run the CLI's command; files written are named in a notification, other output shown in a modal."""
         from labtui.ui.text_screen import TextScreen
 
-        argv = cli_argv(command, args)
+        argv = [command.name, *args]
         shown = f"labtui {shlex.join(argv)}"
         self.notify(f"{shown}: running...", markup=False, timeout=3)
         # laid out for the text box it is shown in (95% of the screen, less its border, padding and scroll bar), as the CLI

@@ -21,40 +21,45 @@ from pathlib import Path
 from textual.binding import Binding
 from textual.widgets import Input
 
+from labtui.commands.parser import command_help, command_usage
 from labtui.ui.tabs import TABS
 
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """One command of the command line and the palette."""
+    """One command of the command line and the palette: a view or a console action, described here, or a CLI
+    command, whose usage and help are the CLI parser's own (labtui.commands.parser)."""
 
     name: str
-    #: What follows the name ("" for none); a command with arguments opens the command line from the palette.
-    usage: str
-    #: The palette's title for it (the palette's help line is the command itself).
-    help: str
     #: How it runs: "view" (switches to a tab), "app" (a console action) or "cli" (`labtui NAME ARGS`).
     kind: str
+    #: A view or app command's palette title, and what follows its name ("" for none).
+    title: str = ""
+    arguments: str = ""
     #: The tab of a "view" command, the console action of an "app" one.
     target: str = ""
     #: Words that may follow the name (completed with Tab).
     words: tuple[str, ...] = ()
 
+    @property
+    def usage(self) -> str:
+        """What follows the name ("" for none); a command with arguments opens the command line from the palette."""
+        return command_usage(self.name) if self.kind == "cli" else self.arguments
+
+    @property
+    def help(self) -> str:
+        """The palette's title for it (the palette's help line is the command itself)."""
+        return f"{self.name.capitalize()}: {command_help(self.name)}" if self.kind == "cli" else self.title
+
 
 COMMANDS: tuple[Command, ...] = (
-    *(Command(tab.name, "", f"Go to the {tab.title} view", "view", tab.pane_id) for tab in TABS),
-    Command("sql", "", "Go to the SQL editor", "app", "sql"),
-    Command("compare", "A B", "Compare: each metric of session B against session A", "cli"),
-    Command("report", "ID [ID_B] [--format html|png|svg] [--out DIR]",
-            "Report: write a session's HTML page or figures", "cli"),
-    Command("export", "ID [--format parquet|csv] [--out DIR]",
-            "Export: write a session's tables to parquet (or --format csv) files", "cli"),
-    Command("trend", "SESSION... [--baseline S] [--metric M]",
-            "Trend: each metric's trendline against the background count", "cli"),
-    Command("cleanup", "orphans", "Clean up: destroy the instances of sessions no longer running (asks first)",
-            "app", "cleanup_orphans", ("orphans",)),
-    Command("rows", "N", "SQL: show at most N rows of a result (the row cap)", "app", "sql_rows"),
-    Command("q", "", "Quit (asks during a run)", "app", "request_quit"),
+    *(Command(tab.name, "view", f"Go to the {tab.title} view", target=tab.pane_id) for tab in TABS),
+    Command("sql", "app", "Go to the SQL editor", target="sql"),
+    *(Command(name, "cli") for name in ("compare", "report", "export", "trend")),
+    Command("cleanup", "app", "Clean up: destroy the instances of sessions no longer running (asks first)", "orphans",
+            "cleanup_orphans", ("orphans",)),
+    Command("rows", "app", "SQL: show at most N rows of a result (the row cap)", "N", "sql_rows"),
+    Command("q", "app", "Quit (asks during a run)", target="request_quit"),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
 
@@ -112,13 +117,6 @@ def complete(text: str, sessions: Sequence[str] = ()) -> str:
     if len(found) == 1:
         return head + found[0] + " "
     return head + os.path.commonprefix(found)
-
-
-def cli_argv(command: Command, args: list[str]) -> list[str]:
-    """The `labtui` arguments a "cli" command runs (export writes parquet unless told otherwise)."""
-    if command.name == "export" and not any(a == "--format" or a.startswith("--format=") for a in args):
-        args = [*args, "--format", "parquet"]
-    return [command.name, *args]
 
 
 async def run_cli(db_path: Path, argv: list[str], width: int = 200) -> tuple[int, str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.cli import GLOBAL_OPTIONS, _every_subparser, build_parser
+from labtui.commands.parser import GLOBAL_OPTIONS, build_parser, every_subparser
 from labtui.commands.common import db_path
 
 #: Every subcommand with the fewest arguments that parse (a new subcommand must be added here).
@@ -47,7 +47,7 @@ def test_the_table_names_every_subcommand() -> None:
 
 
 def test_every_subparser_takes_every_global_option() -> None:
-    for child in _every_subparser(build_parser()):
+    for child in every_subparser(build_parser()):
         flags = {s for a in child._actions for s in a.option_strings}
         assert set(GLOBAL_OPTIONS) <= flags, child.prog
 

@@ -54,6 +54,23 @@ def test_parse_and_complete() -> None:
         parse("sessions now")
 
 
+def test_the_command_lines_cli_commands_take_usage_and_help_from_the_clis_parser() -> None:
+    """`:compare` names what `labtui compare --help` names (a third session too: the console's own text said
+    "A B"), less the global options; the palette's title is the CLI's help line."""
+    from labtui.commands.parser import build_parser
+    from labtui.ui.command_line import BY_NAME
+
+    compare = BY_NAME["compare"]
+    assert compare.usage == "[--format {table,json,csv}] A B [C ...]"
+    assert compare.help == "Compare: each metric of session B against session A: change, slowdown, Welch's t-test"
+    for command in (c for c in COMMANDS if c.kind == "cli"):
+        own = build_parser().parse_args([command.name, "x", "y"] if command.name == "compare" else [command.name, "x"])
+        assert own.command == command.name  # a command of the CLI, run as such
+        assert command.usage and "--db" not in command.usage and "-h" not in command.usage, command.name
+    with pytest.raises(CommandError, match=r"SESSION \[SESSION \.\.\.\]: name a session"):
+        parse("report")
+
+
 async def test_colon_completes_and_switches_view(native_store: Path) -> None:
     from labtui.ui.app import LabApp
     from labtui.ui.command_line import CommandLine

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from labtui.backends.base import Backend, BackendUnavailable, list_backends, load_backend_class
-from labtui.cli import build_parser
+from labtui.commands.parser import build_parser
 from labtui.commands import Handler
 from labtui.engine.kinds import experiment_kind, plan_for
 from labtui.suites import SuiteError, all_kinds, load_suite
@@ -118,7 +118,7 @@ def test_a_nested_action_runs_its_commands_handler() -> None:
 
 
 def test_building_the_parser_imports_no_command_module() -> None:
-    code = "import sys; from labtui.cli import build_parser; build_parser(); " \
+    code = "import sys; from labtui.commands.parser import build_parser; build_parser(); " \
            "print(sorted(m for m in sys.modules if m.startswith('labtui.commands.')))"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert done.stdout.strip() == "['labtui.commands.parser']", done.stdout + done.stderr
