@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labtui.commands.parser import GLOBAL_OPTIONS, build_parser, every_subparser
 from labtui.commands.common import db_path
+from labtui.commands.parser import GLOBAL_OPTIONS, build_parser, every_subparser
 
 #: Every subcommand with the fewest arguments that parse (a new subcommand must be added here).
 MINIMAL = {

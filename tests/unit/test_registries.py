@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from labtui.backends.base import Backend, BackendUnavailable, list_backends, load_backend_class
-from labtui.commands.parser import build_parser
 from labtui.commands import Handler
+from labtui.commands.parser import build_parser
 from labtui.engine.kinds import experiment_kind, plan_for
 from labtui.suites import SuiteError, all_kinds, load_suite
 from labtui.suites.kinds import unsupported_kind
