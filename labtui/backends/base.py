@@ -120,6 +120,18 @@ class Instance:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """What one instance uses, read in one go: memory charged to it and its cumulative CPU time.
+
+    Either is None where the backend reports none (or the instance is gone); ``cpu_ns`` only
+    grows while the instance runs, so two readings give its share of a CPU between them.
+    """
+
+    memory_bytes: int | None
+    cpu_ns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Availability:
     usable: bool
     reason: str
@@ -239,6 +251,21 @@ class Backend(abc.ABC):
                 return await self.memory_bytes(instance)
 
         return list(await asyncio.gather(*(one(i) for i in instances)))
+
+    async def usage_many(self, instances: Sequence[Instance]) -> builtins.list[Usage]:
+        """Memory and CPU time of several instances, each read in the same call.
+
+        The default is memory_many with no CPU time: a backend that can read both at once overrides it.
+        """
+        return [Usage(memory) for memory in await self.memory_many(instances)]
+
+    async def shell_argv(self, instance: Instance) -> builtins.list[str]:
+        """The argv that opens an interactive session in the instance, run on the controller with its terminal.
+
+        Built with ``self.host.terminal_argv`` so that it reaches the instance's host (``ssh -t`` for an SSH host).
+        A backend with no such session raises BackendError saying why, in one line (the default).
+        """
+        raise BackendError(f"the {self.name} backend offers no interactive shell in its instances")
 
     async def destroy_many(self, instances: Sequence[Instance], *, force: bool = False) -> None:
         """Destroy several instances, at most max_parallel_creates at a time."""

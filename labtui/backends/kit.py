@@ -9,12 +9,13 @@ plugins an import-linter contract in ``pyproject.toml`` holds them to it.
 What the kit offers (see ``__all__``):
 
 - The backend contract: ``Backend``, ``Availability``, ``Instance``,
-  ``InstanceSpec``, ``Labels``, the capability names (``PINNING``,
+  ``InstanceSpec``, ``Labels``, ``Usage`` (what ``usage_many`` returns), the capability names (``PINNING``,
   ``CPU_LIMIT``, ``CPU_WEIGHT``, ``MEM_LIMIT``, ``TMPFS``, ``EXEC``,
   ``NETWORKING``, ``HOST_TOOL``, ``STDERR``), and the errors ``BackendError`` and ``BackendUnavailable``.
 - The host seam, the only way a plugin touches a machine: ``Host`` (run, stream,
   copy files, unix sockets, ``connect`` to a TCP port the host reaches,
-  ``ssh_login`` into a machine behind it), ``CommandResult``, ``HostError``,
+  ``ssh_login`` into a machine behind it, ``terminal_argv`` for an interactive
+  session there), ``CommandResult``, ``HostError``,
   ``CommandTimeout``, and ``HostConfig``/``GuestLogin``, a lab config's
   description of a machine and of the guests behind a host.
 - Programs built on the host: ``ensure_program``, ``probe_source``,
@@ -59,6 +60,7 @@ from labtui.backends.base import (
     Instance,
     InstanceSpec,
     Labels,
+    Usage,
 )
 from labtui.core.paths import bundled_dir
 from labtui.hosts.base import CommandResult, CommandTimeout, Host, HostError
@@ -93,6 +95,7 @@ __all__ = [
     "InstanceSpec",
     "Labels",
     "ProgramUnavailable",
+    "Usage",
     "bundled_dir",
     "cached_name",
     "chunks",

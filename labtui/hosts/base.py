@@ -137,6 +137,14 @@ class Host(abc.ABC):
         through its own connection, which closing the login leaves open.
         """
 
+    @abc.abstractmethod
+    def terminal_argv(self, argv: Sequence[str]) -> list[str]:
+        """The argv that runs argv on this host attached to the controller's terminal (an interactive session).
+
+        The controller runs it in the foreground with the terminal it has: the local machine runs argv itself,
+        an SSH host wraps it in ``ssh -t`` so that the far end gets a pseudo-terminal.
+        """
+
     @property
     @abc.abstractmethod
     def runtime_dir(self) -> str:

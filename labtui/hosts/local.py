@@ -35,6 +35,10 @@ class LocalHost(Host):
 
         return SSHHost(config)
 
+    def terminal_argv(self, argv: Sequence[str]) -> list[str]:
+        """argv itself: it runs here, on the controller's terminal."""
+        return list(argv)
+
     @property
     def runtime_dir(self) -> str:
         return str(local_runtime_dir())

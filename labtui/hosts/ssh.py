@@ -731,6 +731,26 @@ class SSHHost(Host):
         """An SSH host for a machine behind this one, tunnelled through this host's connection."""
         return SSHHost(config, via=self)
 
+    def terminal_argv(self, argv: Sequence[str]) -> list[str]:
+        """OpenSSH's ``ssh -t`` to this host running argv (under the config's PATH), for a session on this terminal."""
+        env = {"PATH": self.config.path} if self.config.path else None
+        command = " ".join(map(shlex.quote, command_words(argv, env)))
+        return ["ssh", *self.ssh_options(), "-t", self.config.address, command]
+
+    def ssh_options(self) -> list[str]:
+        """OpenSSH options that log in as labtui does: the config's port, user, key and known_hosts, its jump host."""
+        cfg = self.config
+        options = ["-p", str(cfg.port), "-o", f"UserKnownHostsFile={cfg.known_hosts_path}",
+                   "-o", "StrictHostKeyChecking=yes", "-o", f"ConnectTimeout={max(1, round(cfg.connect_timeout_s))}"]
+        if cfg.user:
+            options += ["-l", cfg.user]
+        if cfg.identity_path:
+            options += ["-i", str(cfg.identity_path), "-o", "IdentitiesOnly=yes"]
+        if self._jump is not None:
+            jump = ["ssh", *self._jump.ssh_options(), "-W", "%h:%p", self._jump.config.address]
+            options += ["-o", f"ProxyCommand={shlex.join(jump)}"]
+        return options
+
     async def close(self) -> None:
         """Stop the sampler and forwards, close every connection, then the jump host's."""
         if self._sampler is not None:
