@@ -48,6 +48,7 @@ from labtui.backends.kit import (
     InstanceSpec,
     Labels,
     ProgramUnavailable,
+    Usage,
     chunks,
     ensure_program,
     gather_limited,
@@ -166,10 +167,23 @@ class ProcessBackend(Backend):
         return used
 
     async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
-        """memory_bytes for many instances, a batch of handles per agent call."""
+        """memory_bytes for many instances (usage_many's memory)."""
+        return [usage.memory_bytes for usage in await self.usage_many(instances)]
+
+    async def usage_many(self, instances: Sequence[Instance]) -> list[Usage]:
+        """Memory and CPU time of many instances, a batch of handles per agent call (``labtui-agent mem``).
+
+        The CPU time is the instance cgroup's (every process it held), else its live tree's with what they reaped.
+        """
         _check_handles(instances)
-        calls = [self._mem([i.handle for i in chunk]) for chunk in chunks(instances, HANDLE_BATCH)]
-        return [used for chunk in raise_first(await gather_limited(calls, AGENT_CALLS)) for used in chunk]
+        calls = [self._usage([i.handle for i in chunk]) for chunk in chunks(instances, HANDLE_BATCH)]
+        return [usage for chunk in raise_first(await gather_limited(calls, AGENT_CALLS)) for usage in chunk]
+
+    async def shell_argv(self, instance: Instance) -> list[str]:
+        """None to give: a process instance is a process tree on the host, not a machine with a terminal."""
+        raise BackendError(f"no shell in {instance.name}: a process instance is a process tree on host "
+                           f"{self.host.name} (its files, its users), and its exec runs one command with no "
+                           "terminal: run one with e, or open a shell on the host")
 
     async def exec(self, instance: Instance, argv: Sequence[str], *, timeout: float = 60.0) -> CommandResult:
         """Run argv inside a running instance; the result has its exit code, output and duration.
@@ -274,8 +288,8 @@ class ProcessBackend(Backend):
             raise self._agent_error("kill", result)
         return [f"{f[0]} {f[1]}:{f[2]}: {f[3]}" for f in records if f[0] in ("refused", "failed")]
 
-    async def _mem(self, handles: list[str]) -> list[int | None]:
-        """Measure one batch of handles: bytes, or None for the ones that are gone."""
+    async def _usage(self, handles: list[str]) -> list[Usage]:
+        """Measure one batch of handles: bytes and CPU ns, None for the ones that are gone."""
         result = await self._run_agent([await self._agent(), "mem", *handles])
         records = tab_records(result.stdout)
         if len(records) != len(handles):
@@ -283,7 +297,7 @@ class ProcessBackend(Backend):
         refused = [f"{f[1]}:{f[2]}: {f[3]}" for f in records if f[0] == "refused"]
         if refused:
             raise BackendError(f"process backend on host {self.host.name}: memory of " + "; ".join(refused))
-        return [int(f[3]) if f[0] == "mem" else None for f in records]
+        return [Usage(int(f[3]), int(f[4])) if f[0] == "mem" else Usage(None) for f in records]
 
     async def _output_path(self, spec: InstanceSpec) -> str:
         """A fresh file on the host for one instance's stdout (its directory created)."""

@@ -66,8 +66,13 @@
  *     emptied and removed, and nothing else is touched ("gone 0 INSTANCE").
  *
  *   mem PID:INSTANCE...
- *       mem  PID  INSTANCE  BYTES        (Pss, else RSS, summed over the tree)
+ *       mem  PID  INSTANCE  BYTES  CPU_NS
  *       gone|refused  PID  INSTANCE  [REASON]
+ *     BYTES is Pss (else RSS) summed over the tree.  CPU_NS is the CPU time
+ *     the instance used so far: its v2 cgroup's cpu.stat usage_usec (every
+ *     process it ever held), else utime+stime+cutime+cstime of /proc/PID/stat
+ *     summed over its live processes (what they and the children they reaped
+ *     used), in ns.
  *
  *   exec [--timeout SECONDS] PID:INSTANCE -- PROGRAM [ARGS...]
  *     Runs PROGRAM inside a running instance, as `docker exec` does: in the
@@ -278,6 +283,7 @@ struct proc_stat {
     pid_t pid, ppid, pgid;
     char state;
     unsigned long long start_ticks;
+    unsigned long long cpu_ticks; /* utime+stime+cutime+cstime */
     long rss_pages;
     char comm[64];
 };
@@ -304,11 +310,15 @@ static int read_stat(pid_t pid, struct proc_stat *st)
     memcpy(st->comm, open_paren + 1, len);
     st->comm[len] = '\0';
     int ppid, pgid;
-    /* Fields 3-5 (state ppid pgrp), skip 6-21, 22 starttime, skip 23, 24 rss. */
+    unsigned long long utime, stime, cutime, cstime;
+    /* Fields 3-5 (state ppid pgrp), skip 6-13, 14-17 utime stime cutime cstime, skip 18-21,
+     * 22 starttime, skip 23, 24 rss. */
     if (sscanf(close_paren + 2,
-               "%c %d %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %*s %ld",
-               &st->state, &ppid, &pgid, &st->start_ticks, &st->rss_pages) != 5)
+               "%c %d %d %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %llu %llu %*s %*s %*s %*s %llu %*s %ld",
+               &st->state, &ppid, &pgid, &utime, &stime, &cutime, &cstime, &st->start_ticks,
+               &st->rss_pages) != 9)
         return -1;
+    st->cpu_ticks = utime + stime + cutime + cstime;
     st->pid = pid;
     st->ppid = ppid;
     st->pgid = pgid;
@@ -567,9 +577,29 @@ static void send_signal(pid_t pid, void *sig)
     kill(pid, *(int *)sig);
 }
 
-static void add_memory(pid_t pid, void *total)
+/* What mem reports of an instance: bytes of memory and clock ticks of CPU time. */
+struct usage {
+    long long memory;
+    unsigned long long cpu_ticks;
+};
+
+static void add_usage(pid_t pid, void *total)
 {
-    *(long long *)total += process_memory(pid);
+    struct usage *usage = total;
+    struct proc_stat st;
+    usage->memory += process_memory(pid);
+    if (read_stat(pid, &st) == 0)
+        usage->cpu_ticks += st.cpu_ticks;
+}
+
+/* usage_usec of a v2 cgroup's cpu.stat, in ns; -1 when it cannot be read. */
+static long long cgroup_cpu_ns(const char *dir)
+{
+    char path[PATH_MAX], buf[1024];
+    snprintf(path, sizeof path, "%s/cpu.stat", dir);
+    if (read_file(path, buf, sizeof buf) <= 0 || strncmp(buf, "usage_usec ", 11) != 0)
+        return -1;
+    return atoll(buf + 11) * 1000;
 }
 
 /* Signal every process in the cgroup; SIGKILL on v2 uses cgroup.kill. */
@@ -1034,17 +1064,26 @@ static int cmd_kill(int argc, char **argv)
 
 /* ------------------------------------------------------------------- mem */
 
-static long long tree_memory(const struct target *t, const struct proc_table *table)
+/* Print the mem record of a live instance: its memory and CPU time summed over its cgroup, else its tree. */
+static void print_usage(const struct target *t, const struct proc_table *table)
 {
-    long long total = 0;
+    struct usage total = {0, 0};
     if (t->cgroup != CG_NONE) {
-        for_each_cgroup_pid(t->cgroup_dir, add_memory, &total);
-        return total;
+        for_each_cgroup_pid(t->cgroup_dir, add_usage, &total);
+    } else {
+        for (size_t i = 0; i < table->len; i++) {
+            if (same_instance(&table->items[i].labels, &t->labels)) {
+                total.memory += process_memory(table->items[i].st.pid);
+                total.cpu_ticks += table->items[i].st.cpu_ticks;
+            }
+        }
     }
-    for (size_t i = 0; i < table->len; i++)
-        if (same_instance(&table->items[i].labels, &t->labels))
-            total += process_memory(table->items[i].st.pid);
-    return total;
+    long long cpu_ns = t->cgroup == CG_V2 ? cgroup_cpu_ns(t->cgroup_dir) : -1;
+    if (cpu_ns < 0) {
+        unsigned long long hz = (unsigned long long)sysconf(_SC_CLK_TCK);
+        cpu_ns = (long long)(total.cpu_ticks / hz * 1000000000ULL + total.cpu_ticks % hz * 1000000000ULL / hz);
+    }
+    printf("mem\t%d\t%s\t%lld\t%lld\n", (int)t->pid, field(t->instance), total.memory, cpu_ns);
 }
 
 static int cmd_mem(int argc, char **argv)
@@ -1062,7 +1101,7 @@ static int cmd_mem(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         struct target *t = &targets[i];
         if (t->status == PENDING)
-            printf("mem\t%d\t%s\t%lld\n", (int)t->pid, field(t->instance), tree_memory(t, &table));
+            print_usage(t, &table);
         else
             print_target(t, "mem");
         status |= t->status == REFUSED;
