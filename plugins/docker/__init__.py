@@ -41,6 +41,7 @@ from labtui.backends.kit import (
     Instance,
     InstanceSpec,
     Labels,
+    Usage,
 )
 from labtui.backends.kit import (
     runat as runat_tool,
@@ -51,6 +52,7 @@ from .containers import (
     LABEL_SESSION,
     ContainerSpec,
     container_name,
+    cpu_used,
     create_body,
     lab_labels,
     memory_used,
@@ -76,6 +78,10 @@ __all__ = ["ContainerSpec", "DockerBackend"]
 API_TIMEOUT_S = 60.0
 #: Stats requests in flight at once (below aiohttp's 100 connections per client).
 STATS_IN_FLIGHT = 96
+#: The shell ``shell_argv`` opens in a container (labtui's probe images carry the host's, see images.py).
+SHELL = "/bin/sh"
+#: Seconds the check that a container has SHELL may take.
+SHELL_CHECK_S = 10.0
 
 
 class DockerBackend(Backend):
@@ -474,6 +480,10 @@ class DockerBackend(Backend):
 
     async def memory_bytes(self, instance: Instance) -> int | None:
         """Memory charged to the container (usage minus inactive file cache); None when it is gone."""
+        return (await self._usage(instance)).memory_bytes
+
+    async def _usage(self, instance: Instance) -> Usage:
+        """Memory and CPU time of a container from one stats answer; Usage(None) when it is gone."""
         try:
             async with asyncio.timeout(API_TIMEOUT_S):
                 stats = await self.engine.call(f"reading stats of {instance.handle[:12]}", "GET",
@@ -481,12 +491,16 @@ class DockerBackend(Backend):
                                                params={"stream": False, "one-shot": True})
         except EngineError as exc:
             if exc.status == 404:
-                return None
+                return Usage(None)
             raise
-        return memory_used(stats)
+        return Usage(memory_used(stats), cpu_used(stats))
 
     async def memory_many(self, instances: Sequence[Instance]) -> list[int | None]:
-        """memory_bytes of many containers over one client, STATS_IN_FLIGHT at a time.
+        """memory_bytes of many containers (usage_many's memory)."""
+        return [usage.memory_bytes for usage in await self.usage_many(instances)]
+
+    async def usage_many(self, instances: Sequence[Instance]) -> list[Usage]:
+        """Memory and CPU time of many containers over one client, STATS_IN_FLIGHT at a time.
 
         The engine answers a stats request at its collector's next tick (once
         a second) whatever ``one-shot`` says, so requests are mostly waiting:
@@ -494,12 +508,28 @@ class DockerBackend(Backend):
         """
         gate = asyncio.Semaphore(STATS_IN_FLIGHT)
 
-        async def one(instance: Instance) -> int | None:
+        async def one(instance: Instance) -> Usage:
             async with gate:
-                return await self.memory_bytes(instance)
+                return await self._usage(instance)
 
         async with self.engine.client():
             return list(await asyncio.gather(*(one(i) for i in instances)))
+
+    async def shell_argv(self, instance: Instance) -> list[str]:
+        """``docker exec -it <id> /bin/sh`` on the container's host, once the container is running and has one.
+
+        labtui's probe images carry the host's shell; its service images (nginx, redis) and images without
+        one are named in the BackendError.
+        """
+        image = instance.details.get("image") or "its image"
+        if instance.state != "running":
+            raise BackendError(f"no shell in {instance.name}: it is {instance.state}, not running")
+        check = await self.exec(instance, [SHELL, "-c", "exit 0"], timeout=SHELL_CHECK_S)
+        if not check.ok:
+            raise BackendError(f"no shell in {instance.name}: {image} has no {SHELL} "
+                               f"(exec exited {check.returncode})")
+        socket = [] if self.engine.socket_path == DOCKER_SOCKET else ["-H", f"unix://{self.engine.socket_path}"]
+        return self.host.terminal_argv(["docker", *socket, "exec", "-it", instance.handle, SHELL])
 
     async def exec(self, instance: Instance, argv: Sequence[str], *, timeout: float = 60.0) -> CommandResult:
         """Run argv inside the container and collect its output and exit code."""

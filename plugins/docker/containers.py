@@ -130,3 +130,15 @@ def memory_used(stats: dict[str, Any]) -> int | None:
     detail = memory.get("stats") or {}
     inactive = detail.get("total_inactive_file", detail.get("inactive_file", 0))
     return int(usage - inactive) if inactive < usage else int(usage)
+
+
+def cpu_used(stats: dict[str, Any]) -> int | None:
+    """CPU time a container used so far (ns: ``cpu_stats.cpu_usage.total_usage``) from a stats answer.
+
+    None when the engine took no reading (``read`` is the zero time: the container is not running, and
+    its figures are zeros).
+    """
+    if str(stats.get("read", "")).startswith("0001-"):
+        return None
+    total = ((stats.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage")
+    return None if total is None else int(total)
