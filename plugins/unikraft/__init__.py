@@ -308,6 +308,11 @@ class UnikraftBackend(Backend):
         result = await run_on(self.host, ["tail", "-c", "300", state.console], timeout=30.0)
         return " | ".join(line.strip() for line in result.stdout.splitlines() if line.strip()) if result.ok else ""
 
+    async def shell_argv(self, instance: Instance) -> list[str]:
+        """None to give: a unikernel is one program linked with its kernel, with no shell to log into."""
+        raise BackendError(f"no shell in {instance.name}: a unikernel runs one program linked with its kernel and "
+                           "has no shell or login; l shows its console output")
+
     async def logs(self, instance: Instance) -> str | None:
         """The serial console so far (Unikraft's banner, then the application's lines), terminal escapes removed.
 

@@ -278,6 +278,10 @@ class XenBackend(Backend):
             raise BackendError("xen backend: exec needs a command")
         return await self._guests().run(instance.handle, await self._address(instance), argv, timeout)
 
+    async def shell_argv(self, instance: Instance) -> list[str]:
+        """``xl console <domain>`` (``xm`` where xl is missing) in Domain-0: the guest's console; ctrl+] leaves it."""
+        return self.host.terminal_argv([await self.tool(), "console", instance.handle])
+
     async def stage(self, instance: Instance, paths: Sequence[str]) -> list[str]:
         """Copy Domain-0's files into the domain's guest; their paths there."""
         return await self._guests().stage(instance.handle, await self._address(instance), paths)

@@ -281,6 +281,12 @@ class ZonesBackend(Backend):
         except HostError as exc:
             raise BackendError(f"zones backend on host {self.host.name}: zlogin {instance.handle}: {exc}") from exc
 
+    async def shell_argv(self, instance: Instance) -> list[str]:
+        """``zlogin <zone>`` on the zone's host: a login shell in the zone on this terminal."""
+        if instance.state != "running":
+            raise BackendError(f"no shell in zone {instance.handle}: it is {instance.state}, not running")
+        return self.host.terminal_argv(["zlogin", instance.handle])
+
     async def logs(self, instance: Instance) -> str | None:
         """The zone's console output: the console stream of zoneadmd's ``<zonepath>/logs/console.log`` (its end)."""
         zonepath = str(instance.details.get("zonepath") or f"{self.zonepath_base}/{instance.handle}")
