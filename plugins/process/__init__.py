@@ -182,8 +182,7 @@ class ProcessBackend(Backend):
     async def shell_argv(self, instance: Instance) -> list[str]:
         """None to give: a process instance is a process tree on the host, not a machine with a terminal."""
         raise BackendError(f"no shell in {instance.name}: a process instance is a process tree on host "
-                           f"{self.host.name} (its files, its users), and its exec runs one command with no "
-                           "terminal: run one with e, or open a shell on the host")
+                           f"{self.host.name} with no terminal of its own; e runs one command in it")
 
     async def exec(self, instance: Instance, argv: Sequence[str], *, timeout: float = 60.0) -> CommandResult:
         """Run argv inside a running instance; the result has its exit code, output and duration.
