@@ -45,6 +45,8 @@ LONGER = {
     "describe": "describe the instance under the cursor: labels, backend, handle, host, times, its store rows",
     "log": "the log or console output of the instance under the cursor (where its backend keeps one)",
     "exec": "run a command in the instance under the cursor (process, docker, zones; xen with guest logins)",
+    "shell": "a shell in the instance under the cursor, the console suspended until it ends (docker exec -it, "
+             "zlogin, xl console; process and unikraft instances have none and say why)",
     "sort_next": "sort by the next column (or click a column's header; again reverses)",
     "sort_reverse": "reverse the order",
     "sort_column": "sort by a column: its first letter, E for session (the same key again: the other way)",

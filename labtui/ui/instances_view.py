@@ -4,7 +4,11 @@ It lists again every REFRESH_EVERY_S while it is shown (`p` pauses that), sorts
 by a column (click its header, or `o`; `O` reverses), and `d` describes and `l`
 shows the log of the instance under the cursor (labtui.ui.model.describe); `e` runs a
 command in it (Backend.exec) where its backend can, and says in one line where
-it cannot.
+it cannot; `s` suspends the console for an interactive session in it
+(Backend.shell_argv: ``docker exec -it``, ``zlogin``, ``xl console``) and says
+in one line why where its backend has none.  The cpu column is the instance's
+share of one CPU between the last two listings (top's %CPU), from the CPU time
+its backend reports (Backend.usage_many).
 
 An instance is flagged when it needs attention: "orphan" (no process runs its
 session), "stuck <state>" (still in a transitional state past STUCK_AFTER_S),
@@ -23,7 +27,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.coordinate import Coordinate
@@ -35,9 +39,11 @@ from labtui.core.liveness import session_is_running
 from labtui.core.units import age, size
 from labtui.hosts import HostError, get_host
 from labtui.lifecycle.cleanup import CleanupPlan, Target, run_cleanup
+from labtui.ui.foreground import run_in_foreground
 from labtui.ui.modals import AskScreen, ConfirmScreen
 from labtui.ui.model.describe import describe, instance_log, labels_line
-from labtui.ui.model.inventory import Found, destroy_errors, flags, inventory, usable_backends
+from labtui.ui.model.format import pct
+from labtui.ui.model.inventory import CpuShares, Found, destroy_errors, flags, inventory, usable_backends
 from labtui.ui.rowtable import RowTable
 from labtui.ui.tablesync import sync_rows
 from labtui.ui.tabs import ConsoleSettings, PaletteCommand
@@ -46,7 +52,7 @@ from labtui.ui.text_screen import LogScreen, TextScreen
 #: What a row shows, the columns that matter most first: at 80 columns the instance (its label: `ba12`), state,
 #: age and flag stay in view and the rest go off the right edge, the backend's full name last (labtui-<session>-
 #: <instance>: the session and instance again, 35 characters).
-COLUMNS = ("sel", "instance", "state", "age", "flag", "role", "memory", "session", "backend", "host", "name")
+COLUMNS = ("sel", "instance", "state", "age", "flag", "role", "memory", "cpu", "session", "backend", "host", "name")
 #: The rows follow the filter this long after the last typed character (10,000 rows take a while to filter).
 FILTER_AFTER_S = 0.15
 #: The list is refreshed this often while the view is shown and not paused (seconds).
@@ -54,8 +60,8 @@ REFRESH_EVERY_S = 3.0
 #: Columns the rows can be sorted by (`o` goes through them in this order).
 SORTABLE = COLUMNS[1:]
 #: One key sorts by each column, as in k9s (shift and the column's letter; the same key again reverses).
-SORT_KEYS = {"I": "instance", "S": "state", "A": "age", "F": "flag", "R": "role", "M": "memory", "E": "session",
-             "B": "backend", "H": "host", "N": "name"}
+SORT_KEYS = {"I": "instance", "S": "state", "A": "age", "F": "flag", "R": "role", "M": "memory", "C": "cpu",
+             "E": "session", "B": "backend", "H": "host", "N": "name"}
 #: Seconds a command run with `e` may take (the backend kills it after).
 EXEC_TIMEOUT_S = 60.0
 
@@ -75,6 +81,7 @@ class InstancesView(Vertical):
         Binding("d", "describe", "describe", id="instances.describe"),
         Binding("l", "log", "log", id="instances.log"),
         Binding("e", "exec", "exec", id="instances.exec"),
+        Binding("s", "shell", "shell", id="instances.shell"),
         Binding("ctrl+d", "destroy", "destroy", id="instances.destroy"),
         Binding("c", "cleanup", "clean session", id="instances.cleanup"),
         Binding("o", "sort_next", "sort", id="instances.sort_next"),
@@ -102,6 +109,8 @@ class InstancesView(Vertical):
         self.paused = False
         #: The clock ages and stuck checks use (replaceable for a reproducible screen).
         self.now: Callable[[], float] = time.time
+        #: Each instance's share of a CPU between the last two listings.
+        self.cpu = CpuShares()
 
     # --- what the console asks of every view (labtui.ui.tabs.LabView) -------------------------
 
@@ -123,6 +132,7 @@ class InstancesView(Vertical):
             ("Instances: describe the instance under the cursor", "d", self.action_describe),
             ("Instances: log of the instance under the cursor", "l", self.action_log),
             ("Instances: run a command in the instance under the cursor", "e", self.action_exec),
+            ("Instances: open a shell in the instance under the cursor", "s", self.action_shell),
             ("Instances: sort by the next column", "o (O reverses)", self.action_sort_next),
             ("Instances: pause / resume the automatic refresh", "p", self.action_toggle_pause),
             ("Instances: clean up the session's stuck and orphaned instances", "c (asks first)", self.action_cleanup),
@@ -195,6 +205,7 @@ class InstancesView(Vertical):
         self.selected &= set(self.found)
         self.failures = {k: v for k, v in self.failures.items() if k in self.found}
         self.backends, self.notes = backends, notes
+        self.cpu.update(found)
         self.render_rows()
 
     def _show_counts(self) -> None:
@@ -219,6 +230,7 @@ class InstancesView(Vertical):
         texts = {"sel": "✔" if key in self.selected else " ", "instance": i.labels.instance, "name": i.name,
                  "state": i.state,
                  "age": age(i.created_at, now), "role": i.labels.role, "memory": size(f.memory),
+                 "cpu": pct(self.cpu.share(key)),
                  "backend": f.backend.name, "host": i.host, "session": i.labels.session}
         flag = Text(", ".join(self.flags(key, f, now)), "bold red")
         # a str cell would be read as markup
@@ -252,7 +264,7 @@ class InstancesView(Vertical):
     # --- sorting ----------------------------------------------------------------------------
 
     def _sort_value(self, key: str, column: str) -> tuple:
-        """What a row sorts by in a column: ages and memory by their numbers, the rest by text."""
+        """What a row sorts by in a column: ages, memory and cpu by their numbers, the rest by text."""
         f = self.found.get(key)
         if f is None:
             return (1, "")
@@ -260,6 +272,9 @@ class InstancesView(Vertical):
             return (0, -(f.instance.created_at or 0.0))
         if column == "memory":
             return (0, f.memory if f.memory is not None else -1)
+        if column == "cpu":
+            share = self.cpu.share(key)
+            return (0, share if share is not None else -1.0)
         cells = self._cells(key, f, self.now())
         return (0, str(cells[COLUMNS.index(column)]).lower())
 
@@ -485,6 +500,40 @@ class InstancesView(Vertical):
             return
         self.app.push_screen(TextScreen(f"{name}$ {shown} · exit {result.returncode} · {result.duration_s:.2f} s",
                                         exec_text(result.stdout, result.stderr)))
+
+    # --- shell ----------------------------------------------------------------------------------
+
+    def action_shell(self) -> None:
+        """s: suspend the console for an interactive session in the instance under the cursor, where its backend
+        has one (Backend.shell_argv); say why in one line where it has none."""
+        found = self._under_cursor()
+        if found is not None:
+            self.run_worker(self._shell(found), group="shell", exclusive=True, exit_on_error=False)
+
+    async def _shell(self, found: Found) -> None:
+        name = found.instance.name
+        self.status(f"opening a shell in {name}...")
+        try:
+            argv = await found.backend.shell_argv(found.instance)
+        except (BackendError, HostError) as exc:
+            self.say(f"{found.backend.name}: {exc}", error=True)
+            return
+        try:
+            with self.app.suspend():
+                print(f"labtui: {shlex.join(argv)}\n(the console comes back when it ends)", flush=True)
+                code = run_in_foreground(argv)
+        except SuspendNotSupported:
+            self.say(f"cannot open a shell in {name} here: this terminal cannot be handed over", error=True)
+            return
+        except OSError as exc:
+            self.say(f"cannot run {argv[0]} for a shell in {name}: {exc}", error=True)
+            return
+        self.say(f"the shell in {name} ended (exit {code})", error=code != 0)
+
+    def say(self, message: str, *, error: bool = False) -> None:
+        """Put one line in the status line and in a notification (kept 10 s)."""
+        self.status(message)
+        self.notify(message, severity="error" if error else "information", markup=False, timeout=10)
 
     async def _destroy(self, targets: list[Target]) -> None:
         self.status(f"destroying {len(targets)} instance(s)...")
