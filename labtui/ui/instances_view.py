@@ -50,9 +50,10 @@ from labtui.ui.tabs import ConsoleSettings, PaletteCommand
 from labtui.ui.text_screen import LogScreen, TextScreen
 
 #: What a row shows, the columns that matter most first: at 80 columns the instance (its label: `ba12`), state,
-#: age and flag stay in view and the rest go off the right edge, the backend's full name last (labtui-<session>-
-#: <instance>: the session and instance again, 35 characters).
-COLUMNS = ("sel", "instance", "state", "age", "flag", "role", "memory", "cpu", "session", "backend", "host", "name")
+#: age, flag, memory and cpu stay in view (with the longest flag, "orphan, stuck creating") and the rest go off the
+#: right edge, the backend's full name last (labtui-<session>-<instance>: the session and instance again, 35
+#: characters).
+COLUMNS = ("sel", "instance", "state", "age", "flag", "memory", "cpu", "role", "session", "backend", "host", "name")
 #: The rows follow the filter this long after the last typed character (10,000 rows take a while to filter).
 FILTER_AFTER_S = 0.15
 #: The list is refreshed this often while the view is shown and not paused (seconds).
@@ -60,7 +61,7 @@ REFRESH_EVERY_S = 3.0
 #: Columns the rows can be sorted by (`o` goes through them in this order).
 SORTABLE = COLUMNS[1:]
 #: One key sorts by each column, as in k9s (shift and the column's letter; the same key again reverses).
-SORT_KEYS = {"I": "instance", "S": "state", "A": "age", "F": "flag", "R": "role", "M": "memory", "C": "cpu",
+SORT_KEYS = {"I": "instance", "S": "state", "A": "age", "F": "flag", "M": "memory", "C": "cpu", "R": "role",
              "E": "session", "B": "backend", "H": "host", "N": "name"}
 #: Seconds a command run with `e` may take (the backend kills it after).
 EXEC_TIMEOUT_S = 60.0
