@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -652,3 +654,23 @@ def test_sunos_sample_from_sections() -> None:
     assert second.cpu_avail == pytest.approx(0.5)
     with pytest.raises(ValueError, match="Linux and SunOS"):
         remote_sampler.sampler_script("Darwin")
+
+
+# -- terminal sessions (the Instances view's shell) ---------------------------------
+
+
+async def test_terminal_argv_runs_through_openssh_with_the_configs_key_path_and_jump(ssh_lab: Lab) -> None:
+    """OpenSSH's ssh, with only the options terminal_argv gives it, reaches h2 under its PATH, and h3 through h2."""
+    ssh_lab.write(h2={"path": "/opt/labtui-test/bin:/usr/bin:/bin"}, h3={"jump": "h2"})
+    for name, server in (("h2", ssh_lab.servers["h2"]), ("h3", ssh_lab.servers["h3"])):
+        argv = ssh_lab.host(name).terminal_argv(["sh", "-c", 'echo "term-$((6*7)) $PATH" $SSH_CONNECTION'])
+        assert argv[0] == "ssh" and "-t" in argv
+        jumps = [a for a in argv if a.startswith("ProxyCommand=")]
+        assert jumps == ([f"ProxyCommand={shlex.join(['ssh', *ssh_lab.host('h2').ssh_options(), '-W', '%h:%p', '127.0.0.2'])}"]
+                         if name == "h3" else [])
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "SSH_AUTH_SOCK": ""})
+        assert done.returncode == 0, done.stderr
+        words = done.stdout.split()
+        assert words[0] == "term-42" and words[-2:] == [server.address, str(server.port)], done.stdout
+        assert (words[1] == "/opt/labtui-test/bin:/usr/bin:/bin") == (name == "h2")

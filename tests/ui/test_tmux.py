@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from labtui.backends.base import open_backend
+from labtui.backends.base import InstanceSpec, Labels, open_backend
+from labtui.core.liveness import session_lock
 from labtui.hosts import get_host
 from labtui.store import run_sql
 
@@ -48,6 +49,11 @@ class Terminal:
 
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "lab")
+
+    def main_screen(self) -> str:
+        """The normal screen, saved while the console draws on the alternate one (what a program it suspended for
+        printed)."""
+        return self.tmux("capture-pane", "-p", "-a", "-q", "-t", "lab")
 
     def wait(self, found: Callable[[str], bool], what: str, timeout: float = 30.0) -> str:
         deadline = time.monotonic() + timeout
@@ -205,3 +211,44 @@ def test_closing_the_terminal_mid_run_tears_down_records_and_ends_the_console(tm
     assert run_sql(db, "select count(*) from instances where state in ('creating', 'running', 'destroying')"
                    ).rows == [(0,)]
     assert asyncio.run(open_backend("process", get_host("local")).list(session)) == []
+
+
+@pytest.mark.skipif(not Path("/var/run/docker.sock").is_socket(), reason="needs dockerd on /var/run/docker.sock")
+def test_shell_key_opens_sh_in_a_docker_instance_and_comes_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`s` on a docker instance: the console steps aside for `docker exec -it ... /bin/sh`, a line typed there
+    runs in the container, and `exit` brings the console back."""
+    db = tmp_path / "lab.duckdb"
+    term = Terminal("labtui-test-" + secrets.token_hex(4))
+    env = {"LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "LABTUI_STATE_DIR": str(tmp_path / "state"),
+           "TERM": "xterm-256color"}
+    for key in ("LABTUI_RUNTIME_DIR", "LABTUI_STATE_DIR"):
+        monkeypatch.setenv(key, env[key])
+    session = "shell-" + secrets.token_hex(3)
+    backend = open_backend("docker", get_host("local"))
+    with session_lock(session):  # running: no cleanup of orphans elsewhere takes it
+        (made,) = asyncio.run(backend.create_many([InstanceSpec(Labels(session, "idle", "dk"), program="sleeper")]))
+        try:
+            term.start([sys.executable, "-m", "labtui", "--db", str(db)], env, (80, 24))
+            term.wait(lambda s: "no run yet" in s, "the console to draw", 30)
+            term.keys("2")
+            term.wait(lambda s: "instances ·" in s and "backends:" in s, "the Instances view listed", 60)
+            term.keys("/")
+            term.wait(lambda s: "filter: any text" in s, "the filter box", 10)
+            term.keys(session, literal=True)
+            term.keys("Enter")
+            term.wait(lambda s: re.search(r"\bdk\s+running\b", s) is not None and "1 of " in s, "the instance alone", 60)
+            term.keys("s")
+            term.wait(lambda s: "the console comes back when it ends" in s and s.rstrip().endswith("#"),
+                      "the container's shell prompt", 60)
+            term.keys("echo shell-$((6*7)); exit", literal=True)
+            term.keys("Enter")
+            screen = term.wait(lambda s: "instances ·" in s and "ended (exit 0)" in " ".join(s.split()),
+                               "the console back, saying the shell ended", 30)
+            assert "shell-42" not in screen  # the console drew over it ...
+            shell = term.main_screen()  # ... on its own screen: the shell's lines are on the terminal's
+            assert f"docker exec -it {made.handle} /bin/sh" in "".join(shell.split("\n")) and "shell-42" in shell
+            term.keys("q")
+            term.wait(lambda s: "shell-42" in s, "the console to quit and give the terminal back", 30)
+        finally:
+            term.kill()
+            asyncio.run(backend.destroy(made, force=True))
