@@ -10,15 +10,20 @@ first byte on: no waiting for a frame or for the views, as Pilot would.  Two tes
 
 Either fails when the console exits before it is told to quit, or leaves a crash log or a
 traceback.  At the end the console is quit (ctrl+q, and `t` to tear down a run a key started) and
-must exit 0.  What runs here sees only its own instances: a private runtime directory, and the
-Docker socket hidden in a mount namespace of its own where that can be made (else `y`, which
-confirms a destroy, is left out of the keys).
+must exit 0.  What runs here sees only its own instances, where namespaces can be made (root and
+unshare): the console runs in a PID namespace of its own, so the process backend, which finds
+instances by their labels in /proc, lists and can destroy only the processes started inside it
+(and they end with it), and in a mount namespace where the Docker socket is hidden.  Without them
+`y`, which confirms a destroy, is left out of the keys.  The clean-up after a test destroys the
+instances of the sessions its own store knows, never "orphans" (with a lock directory of its own,
+every other test's running session would look like one).
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import os
 import random
 import shutil
@@ -81,16 +86,20 @@ def bindings_by_tab() -> dict[str, list[str]]:
 
 
 def hidden_docker() -> bool:
-    """Whether the console can run with the Docker socket hidden (root, unshare): then `y` is safe."""
+    """Whether the console can run in namespaces of its own (root, unshare): it sees only its own processes and no
+    Docker socket, so `y` is safe."""
     return os.geteuid() == 0 and shutil.which("unshare") is not None
 
 
 def console(tmp: Path) -> Pty:
-    """The console on an 80x24 pty, in its own runtime and state directories, with no Docker socket."""
+    """The console on an 80x24 pty, in its own runtime and state directories; where namespaces can be made, in a
+    PID namespace of its own (a shell its init, so that what the console leaves ends with it) with no Docker
+    socket."""
     argv = [sys.executable, "-m", "labtui", "--db", str(tmp / "lab.duckdb")]
     if hidden_docker():
         hide = f"mount --bind /dev/null {DOCKER_SOCKET} 2>/dev/null; " if DOCKER_SOCKET.exists() else ""
-        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", hide + 'exec "$@"', "sh", *argv]
+        argv = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc",
+                "sh", "-c", hide + '"$@"', "sh", *argv]
     env = {"LABTUI_RUNTIME_DIR": str(tmp / "runtime"), "LABTUI_STATE_DIR": str(tmp / "state"),
            "LABTUI_LOCK_DIR": str(tmp / "locks"), "LABTUI_CONFIG_DIR": str(tmp / "config")}
     return Pty(argv, env, size=SIZE)
@@ -138,11 +147,16 @@ def stacks(term: Pty) -> str:
 
 
 def clean_up(tmp: Path) -> None:
-    """End what a started run left (the console's teardown normally has)."""
+    """End what a run the keys started left (the console's teardown normally has): the instances of each session
+    its store (and journals) know, by their whole ids, and nothing of any other test."""
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp / "runtime"), "LABTUI_STATE_DIR": str(tmp / "state"),
            "LABTUI_LOCK_DIR": str(tmp / "locks")}
-    subprocess.run([sys.executable, "-m", "labtui", "--db", str(tmp / "lab.duckdb"), "cleanup", "--orphans",
-                    "--backend", "process"], env=env, capture_output=True, timeout=120, check=False)
+    db = ["--db", str(tmp / "lab.duckdb")]
+    listed = subprocess.run([sys.executable, "-m", "labtui", *db, "sessions", "--format", "json"], env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    for session in json.loads(listed.stdout or "[]") if listed.returncode == 0 else []:
+        subprocess.run([sys.executable, "-m", "labtui", *db, "cleanup", "--session", session["session_id"],
+                        "--backend", "process"], env=env, capture_output=True, timeout=120, check=False)
 
 
 @pytest.mark.parametrize("delay", DELAYS_S, ids=[f"{int(d * 1000)}ms" for d in DELAYS_S])
