@@ -77,7 +77,7 @@ class LabApp(App[int]):
         self.db_path = Path(db_path) if db_path else default_db_path()
         self.backend_name, self.host_name = backend, host
         self.idle_sampling = idle_sampling
-        #: Rows the SQL grid shows at most (None: $LABTUI_SQL_ROWS, else labtui.ui.sql_view.DEFAULT_ROW_CAP).
+        #: Rows the SQL grid shows at most (None: $LABTUI_SQL_ROWS, else labtui.ui.model.sql_query.DEFAULT_ROW_CAP).
         self.sql_row_cap = sql_row_cap
         self.sub_title = str(self.db_path)
         #: Set once every view is mounted (LabApp.run_test waits for it).

@@ -32,7 +32,7 @@ LONGER = {
     "command_line": "command line: :sessions :instances :run :sql :compare A B :report ID :export ID :trend ... "
                     ":cleanup orphans :q (tab completes, esc closes)",
     "sql": "the SQL editor (Sessions+SQL view), from any view",
-    "back": "back: close a filter or export box, leave the SQL editor",
+    "back": "back: close a filter or a prompt (export, open, save, find), leave the SQL editor",
     "start": "start a run: suite, backend, host, steps, per step, repetitions, stepping",
     "next_step": "next step (manual stepping)",
     "next_steps": "run N more steps one after another, then wait (asks for N)",
@@ -64,6 +64,15 @@ LONGER = {
     "copy_cell": "copy the cell under the cursor (the terminal's clipboard, OSC 52)",
     "copy_row": "copy the row under the cursor, its cells separated by tabs",
     "full_screen": "the editor or the result over the whole screen, and back (f4 or esc)",
+    "new_tab": "a new query tab: its own editor, result and file",
+    "next_tab": "the next query tab (in the editor, instead of deleting to the end of the line)",
+    "close_tab": "close the query tab (one whose text is in no file: press again); the last one stays",
+    "open_file": "open a .sql file in a new query tab (type its path, then enter)",
+    "save_file": "save the query to a .sql file (type the path; the tab's own file is filled in)",
+    "format_sql": "format the query (sqlglot, DuckDB's SQL); one that does not parse is left as it is",
+    "find": "find in the query: type, enter for the next match, esc back to the editor",
+    "find_next": "the next match of the last find",
+    "history_list": "the query history to filter and pick from: enter loads one into the editor (ctrl+z undoes)",
 }
 #: Keys that are not bindings, per view title.
 NOTES = {

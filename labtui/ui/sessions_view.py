@@ -28,7 +28,8 @@ from labtui.ui.model.query_export import open_in_desktop
 from labtui.ui.model.replay import replay_availability
 from labtui.ui.panes import SlowdownPanel
 from labtui.ui.rowtable import RowTable
-from labtui.ui.sql_view import SqlEditor, SqlPane
+from labtui.ui.sql_editor import SqlEditor
+from labtui.ui.sql_view import SqlPane
 from labtui.ui.tablesync import sync_rows
 from labtui.ui.tabs import ConsoleSettings, PaletteCommand
 
@@ -79,6 +80,14 @@ class SessionsView(Horizontal):
             ("Sessions: refresh sessions and schema", "r in the Sessions view", self.action_refresh),
             ("SQL: run the query", "ctrl+r / ctrl+enter", self.sql.action_run_sql),
             ("SQL: export the result", "e", self.sql.action_export),
+            ("SQL: new query tab", "ctrl+n", self.sql.action_new_tab),
+            ("SQL: next query tab", "ctrl+k", self.sql.action_next_tab),
+            ("SQL: close the query tab", "ctrl+g", self.sql.action_close_tab),
+            ("SQL: open a .sql file in a new tab", "ctrl+o", self.sql.action_open_file),
+            ("SQL: save the query to a .sql file", "ctrl+s", self.sql.action_save_file),
+            ("SQL: format the query", "F5", self.sql.action_format_sql),
+            ("SQL: find in the query", "ctrl+f, then F3", self.sql.action_find),
+            ("SQL: pick a query from the history", "F8", self.sql.action_history_list),
         ]
 
     def compose(self) -> ComposeResult:

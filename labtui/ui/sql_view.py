@@ -1,225 +1,57 @@
-"""The SQL pane of the Sessions+SQL view: a read-only editor, the schema browser and an Arrow-backed result grid.
+"""The SQL pane of the Sessions+SQL view: query tabs, the prompts under them, and the keys of the workbench.
 
-Queries run read-only in a thread worker and come back as one Arrow table of at
-most `row_cap` rows (DuckDB reads one row more to know whether there were
-more).  The grid is textual-fastdatatable's DataTable over that table: it
-renders only the rows on screen, so 100,000 rows paint as fast as 100.  The
-row cap comes from `LabApp(sql_row_cap=...)` or `$LABTUI_SQL_ROWS` (default
-100,000), and the grid's bottom border states it.
+Each tab (labtui.ui.sql_tabs) holds a query's editor, schema tree, status line and Arrow-backed result;
+this pane loads the schema for all of them, runs the current tab's query, and asks for what a key needs
+(a path to open, save or export to, a word to find) in a prompt under the tabs.  Queries run read-only
+in a thread worker and come back as one Arrow table of at most `row_cap` rows: `LabApp(sql_row_cap=...)`,
+`:rows N`, or `$LABTUI_SQL_ROWS` (default 100,000).
 """
 
 from __future__ import annotations
 
-import os
-import re
-import time
-from datetime import timedelta
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Input, OptionList, Static, TextArea, Tree
+from textual.containers import Vertical
+from textual.widgets import Input
 
-from labtui.core.units import MISSING
-from labtui.ui.model.completion import Catalog, Completion, complete, word_before
+from labtui.ui.model.completion import Catalog
 from labtui.ui.model.history import History
+from labtui.ui.model.sql_query import ROW_CAP_ENV, SCHEMA_SQL, row_cap_from_env
 from labtui.ui.model.sql_statements import statement_at
+from labtui.ui.sql_editor import Completer, SqlEditor
+from labtui.ui.sql_grid import grid_backend
+from labtui.ui.sql_tabs import QueryTab, QueryTabs
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from rich.text import Text
     from textual import events
-    from textual.widget import Widget
-    from textual_fastdatatable import ArrowBackend, DataTable
 
-#: Rows a query shows at most unless $LABTUI_SQL_ROWS or LabApp(sql_row_cap=...) says otherwise.
-DEFAULT_ROW_CAP = 100_000
 #: Below this many columns the SQL pane hides the schema tree (F2 shows it), so the editor keeps the width.
 NARROW_PANE = 80
-ROW_CAP_ENV = "LABTUI_SQL_ROWS"
-SCHEMA_SQL = (
-    "select table_name, column_name, data_type from information_schema.columns "
-    "where table_schema = 'main' order by table_name, ordinal_position"
-)
-
-
-def row_cap_from_env(default: int = DEFAULT_ROW_CAP) -> int:
-    """$LABTUI_SQL_ROWS as a positive integer, else default (a bad value is ignored)."""
-    try:
-        value = int(os.environ.get(ROW_CAP_ENV, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
-def count_line(shown: int, truncated: bool) -> str:
-    """'1 row', '12,345 rows', or '100,000 of more than 100,000 rows' when capped."""
-    if truncated:
-        return f"{shown:,} of more than {shown:,} rows"
-    return "1 row" if shown == 1 else f"{shown:,} rows"
-
-
-def cap_line(shown: int, truncated: bool, cap: int) -> str:
-    """The grid's footer: the count and the row cap, and how to change it."""
-    return f"{count_line(shown, truncated)} · row cap {cap:,} (${ROW_CAP_ENV})"
-
-
-def query_arrow(db: Path, sql: str, cap: int) -> tuple[pa.Table, bool]:
-    """One read-only statement (labtui.store's guard) as an Arrow table of at most cap rows; True when cut."""
-    import duckdb
-    import pyarrow as pa
-
-    from labtui.store import StoreError
-    from labtui.store.reader import connect_readonly, read_statement
-
-    con = connect_readonly(db)
-    try:
-        query = read_statement(con, sql)
-        reader = con.sql(query).to_arrow_reader(64 * 1024)
-        try:
-            schema, batches, rows = reader.schema, [], 0
-            for batch in reader:
-                batches.append(batch)
-                rows += batch.num_rows
-                if rows > cap:
-                    break
-        finally:
-            reader.close()
-    except duckdb.Error as exc:
-        raise StoreError(str(exc)) from exc
-    finally:
-        con.close()
-    table = pa.Table.from_batches(batches, schema=schema)
-    return displayable(table.slice(0, cap)), rows > cap
-
-
-def grid_backend(table: pa.Table) -> ArrowBackend:
-    """The grid's data: an Arrow backend with its column widths measured (a pass over every row: do it in a thread)."""
-    from textual_fastdatatable import ArrowBackend
-
-    backend = ArrowBackend(table)
-    backend.render_markup = False  # a value is shown as it is, brackets and all
-    backend.column_content_widths  # noqa: B018  (measured and cached here, not on the UI thread)
-    return backend
-
-
-def displayable(table: pa.Table) -> pa.Table:
-    """Columns the grid cannot draw (DuckDB INTERVAL) as durations; a month is 30 days, as labtui.store."""
-    import pyarrow as pa
-
-    for i, field in enumerate(table.schema):
-        if pa.types.is_interval(field.type):
-            values = [None if v is None else timedelta(days=v.months * 30 + v.days, microseconds=v.nanoseconds // 1000)
-                      for v in table.column(i).to_pylist()]
-            table = table.set_column(i, field.name, pa.array(values, type=pa.duration("us")))
-    return table
-
-
-class SqlEditor(TextArea):
-    """The SQL editor: `esc` leaves it for the result grid (a code editor's own esc only moves to the next
-    widget), and the footer says so while typing.  `tab` completes the word before the cursor from the
-    store's catalog and SQL keywords; where there is nothing to complete it indents."""
-
-    BINDINGS = [Binding("escape", "leave", "to results", priority=True)]
-
-    @property
-    def pane(self) -> SqlPane | None:
-        return next((a for a in self.ancestors if isinstance(a, SqlPane)), None)
-
-    def action_leave(self) -> None:
-        if self.pane is not None:
-            self.pane.query_one("#result").focus()
-            return
-        self.screen.focus_next()
-
-    async def _on_key(self, event: events.Key) -> None:
-        pane = self.pane
-        if pane is not None and event.key == "tab" and pane.complete_word():
-            event.stop()
-            event.prevent_default()
-            return
-        if pane is not None:
-            pane.hide_completions()
-        await super()._on_key(event)
-
-    def _on_blur(self, event: events.Blur) -> None:
-        if self.pane is not None:
-            self.pane.hide_completions()
-
-
-@cache
-def _grid_class() -> type[DataTable]:
-    """textual-fastdatatable's DataTable as `ResultGrid`, with its CSS kept to itself.
-
-    Its CSS names the type `DataTable`, as Textual's own DataTable does, so inherited as is it
-    would restyle every other table in the console.  ResultGrid inherits no CSS and carries
-    its bases' rules under its own name instead.
-    """
-    from textual_fastdatatable import DataTable
-
-    bases = [cls for cls in DataTable.__mro__ if "DEFAULT_CSS" in cls.__dict__]
-    names = "|".join(cls.__name__ for cls in bases)
-    css = "\n".join(re.sub(rf"\b({names})\b", "ResultGrid", cls.__dict__["DEFAULT_CSS"]) for cls in reversed(bases))
-
-    class ResultGrid(DataTable, inherit_css=False):
-        """`tab` moves the focus on, as everywhere else in the console (not to the next cell)."""
-
-        DEFAULT_CSS = css
-        COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES  # not inherited along with the CSS
-        BINDINGS = [Binding("tab", "app.focus_next", show=False), Binding("shift+tab", "app.focus_previous", show=False),
-                    Binding("c", "copy_cell", "copy cell"), Binding("C", "copy_row", "copy row")]
-
-        def action_copy_cell(self) -> None:
-            """Copy the cell under the cursor to the clipboard (the terminal's, by OSC 52)."""
-            if self.row_count:
-                self._copy(_cell_text(self.get_cell_at(self.cursor_coordinate)), "cell")
-
-        def action_copy_row(self) -> None:
-            """Copy the row under the cursor, its cells separated by tabs (pastes as a spreadsheet row)."""
-            if self.row_count:
-                self._copy("\t".join(map(_cell_text, self.get_row_at(self.cursor_row))), "row")
-
-        def _copy(self, text: str, what: str) -> None:
-            self.app.copy_to_clipboard(text)
-            self.notify(f"copied the {what} ({len(text)} characters)", markup=False, timeout=3)
-
-    return ResultGrid
-
-
-def _cell_text(value: object) -> str:
-    """A cell as copied: MISSING for a NULL, else its text."""
-    return MISSING if value is None else str(value)
-
-
-def result_grid(backend: ArrowBackend | None = None, columns: list[str] | None = None) -> Widget:
-    """textual-fastdatatable's grid (imported with pyarrow on first use) over a result."""
-    return _grid_class()(backend=backend, id="result", zebra_stripes=True, null_rep=MISSING, render_markup=False,
-                      column_labels=None if columns is None else [Text(name) for name in columns])
+#: The first tab's query.
+FIRST_QUERY = "select * from sessions order by 1 desc"
+#: What each prompt asks for.
+PROMPTS = {
+    "export": "export to: path ending in .csv, .json or .parquet, then enter (esc: back)",
+    "open": "open: path of a .sql file, then enter; it opens in a new tab (esc: back)",
+    "save": "save to: path ending in .sql, then enter (esc: back)",
+    "find": "find in the query: enter for the next match (F3 too), esc back to the editor",
+}
 
 
 class SqlPane(Vertical):
-    """Editor and schema on top, the status line, then the result grid with its row cap in the border."""
+    """The query tabs, then the prompt a key opened, if any."""
 
     DEFAULT_CSS = """
-    SqlPane #editor-row { height: 10; }
-    SqlPane #sql { width: 1fr; }
-    SqlPane #schema { width: 32; border: round $secondary; }
     SqlPane.narrow #schema, SqlPane.schema-flip #schema { display: none; }
     SqlPane.narrow.schema-flip #schema { display: block; width: 1fr; }
-    SqlPane #sql-status { height: auto; max-height: 3; padding: 0 1; }  /* a refusal wraps, not cut */
-    SqlPane #sql-status.error { color: $error; text-style: bold; }
-    SqlPane #result { height: 1fr; max-height: 100%; border: round $secondary; }
-    SqlPane #result:focus { border: round $accent; }
-    SqlPane #export-path { display: none; }
-    SqlPane #completions { display: none; position: absolute; overlay: screen; constrain: inside inside;
-                           width: auto; max-width: 40; height: auto; max-height: 8; border: none; padding: 0;
-                           background: $panel; }
-    SqlPane #completions.shown { display: block; }
-    SqlPane #export-path.shown { display: block; }
+    SqlPane .prompt { display: none; }
+    SqlPane .prompt.shown { display: block; }
     """
     BINDINGS = [
         Binding("ctrl+r", "run_sql", "run SQL", priority=True),
@@ -230,50 +62,90 @@ class SqlPane(Vertical):
         Binding("f4", "full_screen", "full screen", priority=True),
         Binding("e", "export", "export"),
         Binding("r", "refresh", "refresh schema"),
+        # the workbench's keys, as in Harlequin where the console leaves them free
+        Binding("ctrl+n", "new_tab", "new tab", show=False, priority=True),
+        Binding("ctrl+k", "next_tab", "next tab", show=False, priority=True),
+        Binding("ctrl+g", "close_tab", "close tab", show=False, priority=True),
+        Binding("ctrl+o", "open_file", "open file", show=False, priority=True),
+        Binding("ctrl+s", "save_file", "save file", show=False, priority=True),
+        Binding("f5", "format_sql", "format", show=False, priority=True),
+        Binding("ctrl+f", "find", "find", show=False, priority=True),
+        Binding("f3", "find_next", "find next", show=False, priority=True),
+        Binding("f8", "history_list", "history", show=False, priority=True),
     ]
 
     def __init__(self, db_path: Path, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.db_path = db_path
         self.history = History()
-        #: The last result shown (an Arrow table) and whether the cap cut it.
-        self.result: pa.Table | None = None
-        self.truncated = False
-        #: Names for completion, loaded with the schema tree on every refresh.
-        self.catalog = Catalog()
-        #: The candidates listed under the word while the list shows: tab puts the next in the word's place.
-        self._cycle: list[str] = []
+        #: The schema rows last read, for a tab opened after.
+        self._schema: list[tuple[Any, ...]] = []
+        #: What the path prompt is open for: "open" or "save".
+        self._file_mode = "open"
+        #: The word to find (ctrl+f, F3).
+        self._needle = ""
+        #: The tab that ctrl+g asked about (its query is not saved): ctrl+g again closes it.
+        self._close_asked: QueryTab | None = None
+
+    def compose(self) -> ComposeResult:
+        with QueryTabs(id="queries") as tabs:
+            pane_id, title = tabs.new_id()
+            yield QueryTab(title, FIRST_QUERY, id=pane_id)
+        yield Input(placeholder=PROMPTS["export"], id="export-path", classes="prompt")
+        yield Input(id="file-path", classes="prompt")
+        yield Input(placeholder=PROMPTS["find"], id="find", classes="prompt")
+        yield Completer(id="completions")
+
+    def on_mount(self) -> None:
+        self.show_row_cap()  # the schema loads with the sessions
+        self._warm_up()
+
+    # --- the current tab ----------------------------------------------------------------------
+
+    @property
+    def tabs(self) -> QueryTabs:
+        return self.query_one(QueryTabs)
+
+    @property
+    def tab(self) -> QueryTab:
+        """The tab shown."""
+        return self.tabs.current
+
+    @property
+    def editor(self) -> SqlEditor:
+        return self.tab.editor
+
+    @property
+    def result(self) -> pa.Table | None:
+        """The current tab's result (an Arrow table), None before its first."""
+        return self.tab.result
+
+    @property
+    def catalog(self) -> Catalog:
+        """Names for completion, loaded with the schema tree on every refresh."""
+        return self.query_one(Completer).catalog
 
     @property
     def row_cap(self) -> int:
         cap = getattr(self.app, "sql_row_cap", None)
         return cap if isinstance(cap, int) and cap > 0 else row_cap_from_env()
 
-    def compose(self) -> ComposeResult:
-        with Horizontal(id="editor-row"):
-            yield SqlEditor.code_editor("select * from sessions order by 1 desc", id="sql")
-            yield Tree("store", id="schema")
-        yield Static("ctrl+r runs the query (read-only)", id="sql-status")
-        yield Input(placeholder="export to: path ending in .csv, .json or .parquet, then Enter", id="export-path",
-                    classes="hidden-input")
-        yield result_grid()
-        completions = OptionList(id="completions")
-        completions.can_focus = False  # keys stay in the editor: tab moves through the list
-        yield completions
-
-    def on_mount(self) -> None:
-        editor = self.query_one("#sql", TextArea)
-        if "sql" in editor.available_languages:
-            editor.language = "sql"
-        self.query_one("#schema").border_title = "schema"
-        result = self.query_one("#result")
-        result.border_title = "result"
-        self.show_row_cap()  # the schema loads with the sessions
-        self._warm_up()
-
     def show_row_cap(self) -> None:
-        """The result's border says how many rows a result shows at most, and where that is set."""
-        self.query_one("#result").border_subtitle = f"row cap {self.row_cap:,} (:rows N, ${ROW_CAP_ENV})"
+        """A grid with no result yet says how many rows a result shows at most, and where that is set."""
+        for tab in self.tabs.tabs:
+            tab.show_row_cap(self.row_cap, ROW_CAP_ENV)
+
+    def status(self, message: str | Text, error: bool = False) -> None:
+        """Show a line under the current tab's editor; a str is plain text (an error may quote '[/]' from the data)."""
+        self._close_asked = None
+        self.tab.status(message, error)
+
+    def focus_editor(self) -> None:
+        self.app.set_focus(self.editor)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """ctrl+k in a prompt is the input's own (delete to the end)."""
+        return not (action == "next_tab" and isinstance(self.app.focused, Input))
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_PANE, "narrow")
@@ -285,7 +157,7 @@ class SqlPane(Vertical):
         if screen.maximized is not None:
             screen.minimize()
             return
-        editor, grid = self.query_one("#sql"), self.query_one("#result")
+        editor, grid = self.editor, self.tab.grid
         target = editor if self.app.focused is editor else grid
         target.focus()
         screen.maximize(target, container=False)
@@ -300,15 +172,6 @@ class SqlPane(Vertical):
         import pyarrow as pa
 
         grid_backend(pa.table({"s": ["a", None], "i": [1, 2], "f": [0.5, None]}))
-
-    def status(self, message: str | Text, error: bool = False) -> None:
-        """Show a line under the editor; a str is plain text (an error may quote '[/]' from the data)."""
-        box = self.query_one("#sql-status", Static)
-        box.set_class(error, "error")
-        box.update(Text(message) if isinstance(message, str) else message)
-
-    def focus_editor(self) -> None:
-        self.query_one("#sql", TextArea).focus()
 
     # --- schema -------------------------------------------------------------------------------
 
@@ -329,113 +192,175 @@ class SqlPane(Vertical):
         self.app.call_from_thread(self._show_schema, schema.rows)
 
     def _show_schema(self, rows: list[tuple[Any, ...]]) -> None:
-        self.catalog = Catalog.from_rows(rows)
-        tree = self.query_one("#schema", Tree)
-        tree.clear()
-        tree.root.expand()
-        nodes: dict[str, Any] = {}
-        for table_name, column, dtype in rows:
-            if table_name not in nodes:
-                nodes[table_name] = tree.root.add(Text(table_name), data=table_name)
-            nodes[table_name].add_leaf(Text.assemble(column, "  ", (dtype, "dim")), data=column)
+        self._schema = rows
+        self.query_one(Completer).catalog = Catalog.from_rows(rows)
+        for tab in self.tabs.tabs:
+            tab.schema.show(rows)
 
-    @on(Tree.NodeSelected, "#schema")
-    def _insert_name(self, event: Tree.NodeSelected) -> None:
-        if event.node.data:
-            self.query_one("#sql", TextArea).insert(str(event.node.data))
-
-    # --- completion ---------------------------------------------------------------------------
-
-    def complete_word(self) -> bool:
-        """Complete the word before the editor's cursor (see labtui.ui.model.completion); False when nothing matches.
-
-        One match is inserted; several extend the word to their common prefix, or else to the shortest of them,
-        and are listed under the word; tab again, while the list shows, puts the next in its place.
-        """
-        editor = self.query_one("#sql", TextArea)
-        if editor.selected_text:
-            return False
-        row, column = editor.cursor_location
-        line = editor.document.get_line(row)
-        word = word_before(line, column)[0]
-        if word in self._cycle:
-            found: Completion | None = Completion(word, self._cycle[(self._cycle.index(word) + 1) % len(self._cycle)],
-                                                  self._cycle)
-        else:
-            found = complete(self.catalog, line, column)
-        if found is None:
-            return False
-        editor.replace(found.insert, (row, column - len(found.prefix)), (row, column))
-        self._cycle = found.candidates if found.insert in found.candidates else []
-        self._show_completions(found.candidates, found.insert)
-        return True
-
-    def _show_completions(self, names: list[str], current: str) -> None:
-        """List the candidates under the word being completed, the one in the editor highlighted (none: hide it)."""
-        box = self.query_one("#completions", OptionList)
-        if not names:
-            self.hide_completions()
-            return
-        if [str(box.get_option_at_index(i).prompt) for i in range(box.option_count)] != names:
-            box.set_options(Text(name) for name in names)
-        box.highlighted = names.index(current) if current in names else None
-        cursor = self.query_one("#sql", TextArea).cursor_screen_offset
-        box.styles.offset = (cursor.x - len(current) - self.region.x, cursor.y + 1 - self.region.y)  # under the word
-        box.add_class("shown")
-
-    def hide_completions(self) -> None:
-        """Hide the candidate list (any key but tab in the editor, or leaving it); the next tab completes afresh."""
-        self._cycle = []
-        self.query_one("#completions", OptionList).remove_class("shown")
-
-    # --- running ------------------------------------------------------------------------------
+    # --- running and the history --------------------------------------------------------------
 
     def action_run_sql(self) -> None:
         """Run the editor's selection, else the statement under its cursor, read-only in a thread (at most row_cap rows)."""
-        editor = self.query_one("#sql", TextArea)
+        editor = self.editor
         offset = len(editor.get_text_range((0, 0), editor.cursor_location))
         sql = editor.selected_text.strip() or statement_at(editor.text, offset)
         if not sql:
             self.status("nothing to run", error=True)
             return
         self.history.add(sql)
-        self.status("running...")
-        self._query(sql, self.row_cap)
-
-    @work(thread=True, exclusive=True, group="sql", exit_on_error=False)
-    def _query(self, sql: str, cap: int) -> None:
-        started = time.perf_counter()
-        try:
-            table, truncated = query_arrow(self.db_path, sql, cap)
-            backend = grid_backend(table)
-        except Exception as exc:  # StoreError for refused writes; shown, never raised
-            self.app.call_from_thread(self.status, f"error: {exc}", True)
-            return
-        # call_from_thread takes Callable[..., T | Awaitable[T]]: mypy solves T to Never for a coroutine function
-        self.app.call_from_thread(self.show_result, backend, truncated, cap,  # type: ignore[arg-type]
-                                  time.perf_counter() - started)
-
-    async def show_result(self, backend: ArrowBackend, truncated: bool, cap: int, seconds: float | None = None) -> None:
-        """Show a result (see grid_backend): a new grid widget over it, which draws only the rows on screen."""
-        table = backend.source_data
-        self.result, self.truncated = table, truncated
-        old = self.query_one("#result")
-        had_focus = old.has_focus
-        grid = result_grid(backend, table.column_names)
-        grid.border_title = "result"
-        grid.border_subtitle = cap_line(table.num_rows, truncated, cap)
-        with self.app.batch_update():
-            await old.remove()
-            await self.mount(grid)
-        if had_focus:
-            grid.focus()
-        timing = f" · {seconds * 1000:.0f} ms" if seconds is not None else ""
-        self.status(f"{count_line(table.num_rows, truncated)}{timing}")
+        self._close_asked = None
+        self.tab.run(self.db_path, sql, self.row_cap)
 
     def action_history(self, step: int) -> None:
         query = self.history.older() if step < 0 else self.history.newer()
         if query is not None:
-            self.query_one("#sql", TextArea).text = query
+            self.editor.text = query
+
+    def action_history_list(self) -> None:
+        """F8: the history to filter and pick from; the query picked replaces the editor's text (ctrl+z undoes)."""
+        if not self.history.items:
+            self.status("no query in the history yet: ctrl+r runs one")
+            return
+        from labtui.ui.sql_history import HistoryScreen
+
+        self.app.push_screen(HistoryScreen(self.history), self._load_picked)
+
+    def _load_picked(self, query: str | None) -> None:
+        if query is None:
+            return
+        self.editor.replace_all(query)
+        self.focus_editor()
+        self.status("loaded from the history (ctrl+z brings the text before back)")
+
+    # --- tabs ---------------------------------------------------------------------------------
+
+    async def action_new_tab(self) -> None:
+        await self._open_tab("")
+
+    async def _open_tab(self, text: str, path: Path | None = None) -> QueryTab:
+        """A new tab after the current one, shown, with the focus in its editor."""
+        tabs = self.tabs
+        pane_id, title = tabs.new_id()
+        tab = QueryTab(path.name if path else title, text, path=path, id=pane_id)
+        await tabs.add(tab)
+        tab.schema.show(self._schema)
+        tab.show_row_cap(self.row_cap, ROW_CAP_ENV)
+        self.focus_editor()
+        return tab
+
+    def action_next_tab(self) -> None:
+        self.tabs.next_tab()
+        self.focus_editor()
+
+    async def action_close_tab(self) -> None:
+        """Close the current tab; one whose query is not saved only on a second ctrl+g."""
+        tabs, tab = self.tabs, self.tab
+        if tabs.tab_count < 2:
+            self.status("the last query tab stays open (ctrl+n opens another)")
+            return
+        if tab.unsaved and self._close_asked is not tab:
+            self.status("this tab's query is not saved: ctrl+g again closes it, ctrl+s saves it", error=True)
+            self._close_asked = tab
+            return
+        self._close_asked = None
+        await tabs.close(tab)
+        self.focus_editor()
+
+    # --- files --------------------------------------------------------------------------------
+
+    def action_open_file(self) -> None:
+        self._ask_path("open", "")
+
+    def action_save_file(self) -> None:
+        self._ask_path("save", str(self.tab.path or ""))
+
+    def _ask_path(self, mode: str, value: str) -> None:
+        self._file_mode = mode
+        box = self.query_one("#file-path", Input)
+        box.placeholder = PROMPTS[mode]
+        box.value = value
+        self._show_prompt(box)
+
+    @on(Input.Submitted, "#file-path")
+    def _file_submitted(self, event: Input.Submitted) -> None:
+        """Open or save the typed path; on an error the status says why and the box stays, as typed."""
+        from labtui.ui.model.sql_files import QueryFileError, query_path, read_query, write_query
+
+        if not event.value.strip():
+            self.status("type a path, or esc", error=True)
+            return
+        path = query_path(event.value)
+        try:
+            if self._file_mode == "open":
+                text = read_query(path)
+            else:
+                write_query(path, self.editor.text)
+        except QueryFileError as exc:
+            self.status(str(exc), error=True)
+            return
+        event.input.remove_class("shown")
+        if self._file_mode == "open":
+            # from the app's loop, as ctrl+n: awaited in this handler (the pane's loop, which the tab mounts under)
+            # the new tab showed only once the next key came
+            self.app.call_later(self._open_file_tab, text, path)
+        else:
+            self.tab.saved(path)
+            self.focus_editor()
+            self.status(f"saved to {path}")
+
+    async def _open_file_tab(self, text: str, path: Path) -> None:
+        await self._open_tab(text, path)
+        self.status(f"opened {path} ({len(text.splitlines())} lines)")
+
+    # --- format and find ----------------------------------------------------------------------
+
+    def action_format_sql(self) -> None:
+        """Pretty-print the query (sqlglot); one that does not parse stays as it is, and the status says why."""
+        from labtui.ui.model.sql_format import FormatError, format_sql
+
+        editor = self.editor
+        try:
+            text = format_sql(editor.text)
+        except FormatError as exc:
+            self.status(f"not formatted, left as it is: {exc}", error=True)
+            return
+        if text != editor.text:
+            editor.replace_all(text)
+        self.status("formatted (ctrl+z undoes)")
+
+    def action_find(self) -> None:
+        box = self.query_one("#find", Input)
+        box.value = self._needle
+        self._show_prompt(box)
+
+    def action_find_next(self) -> None:
+        if not self._needle:
+            self.action_find()
+            return
+        self._find(again=True)
+
+    @on(Input.Changed, "#find")
+    def _find_typed(self, event: Input.Changed) -> None:
+        self._needle = event.value
+        self._find(again=False)
+
+    @on(Input.Submitted, "#find")
+    def _find_again(self) -> None:
+        self._find(again=True)
+
+    def _find(self, *, again: bool) -> None:
+        """Select the next match in the editor and say how many there are."""
+        from labtui.ui.model.text_find import count_matches
+
+        needle = self._needle
+        if not needle:
+            return
+        editor = self.editor
+        if not editor.select_next(needle, again=again):
+            self.status(f"no match for {needle!r}", error=True)
+            return
+        count = count_matches(editor.text, needle)
+        self.status(f"{count} match{'' if count == 1 else 'es'} for {needle!r} (enter or F3: next)")
 
     # --- export -------------------------------------------------------------------------------
 
@@ -443,9 +368,7 @@ class SqlPane(Vertical):
         if self.result is None:
             self.status("run a query first, then export its result", error=True)
             return
-        box = self.query_one("#export-path", Input)
-        box.add_class("shown")
-        box.focus()
+        self._show_prompt(self.query_one("#export-path", Input))
 
     @on(Input.Submitted, "#export-path")
     def _export_to(self, event: Input.Submitted) -> None:
@@ -460,31 +383,40 @@ class SqlPane(Vertical):
             except ExportError as exc:
                 self.status(str(exc), error=True)
                 return
-            self._export(self.result, Path(name))
+            self._export(self.tab, self.result, Path(name))
         event.input.remove_class("shown")
-        self.query_one("#result").focus()
+        self.tab.grid.focus()
 
     @work(thread=True, group="export", exit_on_error=False)
-    def _export(self, table: pa.Table, path: Path) -> None:
+    def _export(self, tab: QueryTab, table: pa.Table, path: Path) -> None:
         from labtui.ui.model.query_export import export_arrow
 
         try:
             written = export_arrow(table, path)
         except Exception as exc:  # a bad path or an unconvertible column
-            self.app.call_from_thread(self.status, f"export failed: {exc}", True)
+            self.app.call_from_thread(tab.status, f"export failed: {exc}", True)
             return
-        self.app.call_from_thread(self.status, f"exported {table.num_rows:,} row(s) to {written}")
+        self.app.call_from_thread(tab.status, f"exported {table.num_rows:,} row(s) to {written}")
 
-    # --- back ---------------------------------------------------------------------------------
+    # --- prompts and back ---------------------------------------------------------------------
+
+    def _show_prompt(self, box: Input) -> None:
+        """Show `box` (one prompt at a time) and give it the focus."""
+        for other in self.query(".prompt"):
+            other.set_class(other is box, "shown")
+        self.app.set_focus(box)
 
     def close(self) -> bool:
-        """Close the export box or leave the editor (to the grid); True when something happened."""
-        box = self.query_one("#export-path", Input)
-        if box.has_class("shown"):
+        """Close a prompt (back to the editor, or the grid from an export) or leave the editor; True when something
+        happened."""
+        for box in self.query(".prompt.shown"):
             box.remove_class("shown")
-            self.query_one("#result").focus()
+            if box.id == "export-path":
+                self.tab.grid.focus()
+            else:
+                self.focus_editor()
             return True
-        if self.query_one("#sql", TextArea).has_focus:
-            self.query_one("#result").focus()
+        if self.editor.has_focus:
+            self.tab.grid.focus()
             return True
         return False

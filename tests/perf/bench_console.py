@@ -201,16 +201,16 @@ def sql_child(db: Path, times: Path) -> None:
     from textual.widgets import TextArea
 
     from labtui.ui.app import LabApp
-    from labtui.ui.sql_view import SqlPane
+    from labtui.ui.sql_tabs import QueryTab
 
-    show = SqlPane.show_result
+    show = QueryTab.show_result
 
     async def timed_show(self, backend, truncated, cap, seconds=None) -> None:
         with times.open("a") as out:
             out.write(f"{time.monotonic()} {time.process_time()}\n")
         await show(self, backend, truncated, cap, seconds)
 
-    SqlPane.show_result = timed_show
+    QueryTab.show_result = timed_show
 
     queries = ["select * from results", f"select * from results limit {REFERENCE_ROWS}"]
 

@@ -706,7 +706,7 @@ async def test_sql_grid_shows_100000_rows_with_the_cap_stated(lab: Path) -> None
 
 
 def test_sql_row_cap_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from labtui.ui.sql_view import DEFAULT_ROW_CAP, cap_line, row_cap_from_env
+    from labtui.ui.model.sql_query import DEFAULT_ROW_CAP, cap_line, row_cap_from_env
 
     monkeypatch.setenv("LABTUI_SQL_ROWS", "2500")
     assert row_cap_from_env() == 2500

@@ -160,7 +160,7 @@ async def test_colon_sql_leaves_the_keys_in_the_sql_editor(native_store: Path) -
     """`:sql` from another view, then typing: the letters go into the editor (they used to reach the Sessions
     table, whose keys took them as refresh, open and so on), and Tab completes a table name."""
     from labtui.ui.app import LabApp
-    from labtui.ui.sql_view import SqlEditor
+    from labtui.ui.sql_editor import SqlEditor
 
     app = LabApp(native_store, idle_sampling=False)
     async with app.run_test(size=(80, 24)) as pilot:

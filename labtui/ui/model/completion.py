@@ -1,7 +1,7 @@
 """Completion for the SQL editor: the store's table, view and column names, and SQL keywords.
 
 Pure functions over text, so they are tested without a screen.  The catalog is built from the
-rows the SQL view already loads for its schema tree (labtui.ui.sql_view.SCHEMA_SQL), once per refresh.
+rows the SQL view already loads for its schema tree (labtui.ui.model.sql_query.SCHEMA_SQL), once per refresh.
 """
 
 from __future__ import annotations

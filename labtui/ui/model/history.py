@@ -46,6 +46,11 @@ class History:
         tmp.write_text(json.dumps(self.items, indent=1), encoding="utf-8")
         tmp.replace(self.path)
 
+    def matching(self, words: str) -> list[str]:
+        """The queries holding every word of `words` (ignoring case), newest first; all of them for no words."""
+        wanted = words.lower().split()
+        return [q for q in reversed(self.items) if all(w in q.lower() for w in wanted)]
+
     def older(self) -> str | None:
         if not self.items:
             return None
