@@ -37,7 +37,7 @@ from pty_console import Pty
 from textual.binding import Binding
 
 from labtui.ui.app import LabApp
-from labtui.ui.tabs import TABS
+from labtui.ui.tabs import SESSIONS, TABS
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,8 @@ BYTES = {
     "escape": b"\x1b", "enter": b"\r", "tab": b"\t", "space": b" ", "colon": b":", "question_mark": b"?",
     "slash": b"/", "up": b"\x1b[A", "down": b"\x1b[B", "right": b"\x1b[C", "left": b"\x1b[D",
     "ctrl+up": b"\x1b[1;5A", "ctrl+down": b"\x1b[1;5B", "ctrl+enter": b"\x1b[27;5;13~", "f2": b"\x1bOQ",
-    "f4": b"\x1bOS", "pagedown": b"\x1b[6~", "pageup": b"\x1b[5~", "home": b"\x1b[H", "end": b"\x1b[F",
+    "f3": b"\x1bOR", "f4": b"\x1bOS", "f5": b"\x1b[15~", "f8": b"\x1b[19~",
+    "pagedown": b"\x1b[6~", "pageup": b"\x1b[5~", "home": b"\x1b[H", "end": b"\x1b[F",
 }
 #: After an escape the terminal parser waits to tell it from the start of a sequence.
 AFTER_ESCAPE_S = 0.15
@@ -72,7 +73,10 @@ def key_bytes(key: str) -> bytes:
 
 
 def bindings_by_tab() -> dict[str, list[str]]:
-    """Every key bound in each view's module (the view, its panes, its screens), and the app's, by tab key."""
+    """Every key bound in each view's module (the view, its panes, its screens), and the app's, by tab key.
+
+    After `4`, into the SQL editor, the Sessions+SQL view's keys go again (the SQL pane's act only while the
+    focus is in it), then the app's."""
     found: dict[str, list[str]] = {}
     for number, tab in enumerate(TABS, start=1):
         module = importlib.import_module(tab.module)
@@ -81,7 +85,9 @@ def bindings_by_tab() -> dict[str, list[str]]:
             for binding in cls.__dict__.get("BINDINGS", ()) if cls.__module__.startswith("labtui") else ():
                 keys += (binding.key if isinstance(binding, Binding) else binding[0]).split(",")
         found[str(number)] = sorted({k.strip() for k in keys} - QUITS)
-    found["4"] = sorted({k for b in LabApp.BINDINGS for k in b.key.split(",")} - QUITS)
+    sql_keys = found[str(TABS.index(SESSIONS) + 1)]
+    app_keys = {k for b in LabApp.BINDINGS for k in b.key.split(",")} - QUITS
+    found["4"] = sql_keys + sorted(app_keys - set(sql_keys))
     return found
 
 
