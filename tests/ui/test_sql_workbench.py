@@ -119,6 +119,7 @@ async def test_rows_sets_the_row_cap_in_the_app_and_c_copies_a_cell_or_a_row(lab
         await pilot.press("4")
         app.query_one("#sql").text = "select step, value from results order by step, value"
         await pilot.press("escape", ":", *"rows x", "enter")  # out of the editor; refused in one line
+        assert any("whole number" in str(n.message) for n in app._notifications)  # before it times out
         await pilot.press(":", *"rows 3", "enter")
         assert app.sql_row_cap == 3 and "row cap 3 (:rows N" in str(app.query_one("#result").border_subtitle)
         await pilot.press("4", "ctrl+r")
@@ -127,4 +128,3 @@ async def test_rows_sets_the_row_cap_in_the_app_and_c_copies_a_cell_or_a_row(lab
         assert app.clipboard == "0"
         await pilot.press("C")
         assert app.clipboard == "0\t0.01"
-        assert any("whole number" in str(n.message) for n in app._notifications)
