@@ -6,9 +6,10 @@ and lists the candidates in the Completer under it; where there is nothing to co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual.binding import BindingType
 from textual.geometry import Offset
 from textual.widget import Widget
 from textual.widgets import OptionList, TextArea
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 class Completer(OptionList, can_focus=False):
     """The names the editor completes from, listed under the word being completed (keys stay in the editor)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = []  # it never has the focus: nothing for `?` to list
 
     DEFAULT_CSS = """
     Completer { display: none; position: absolute; overlay: screen; constrain: inside inside;
@@ -54,6 +57,10 @@ class Completer(OptionList, can_focus=False):
 
 class SqlEditor(TextArea):
     """SQL with completion and find; its query tab (labtui.ui.sql_tabs) binds `esc` to leave it for the result."""
+
+    #: None of its own: `?` lists a labtui widget's BINDINGS, and TextArea's (its ctrl+k among them, which the
+    #: pane takes for the next tab) are an editor's usual keys.
+    BINDINGS: ClassVar[list[BindingType]] = []
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

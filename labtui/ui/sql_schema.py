@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
+from textual.binding import BindingType
 from textual.widgets import Tree
 
 
 class SchemaTree(Tree[str]):
     """Tables, each with its columns and their types; a node's data is the name it inserts."""
+
+    BINDINGS: ClassVar[list[BindingType]] = []  # a tree's usual keys, which `?` does not list
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("store", id=id)
