@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import secrets
 from pathlib import Path
 
@@ -279,6 +280,49 @@ def test_every_wrk_time_suffix_is_read_in_ms(suffix: str) -> None:
 def test_every_wrk_size_suffix_is_read_in_mib(suffix: str) -> None:
     got = {r.metric: r.value for r in parse_wrk(_wrk("78.89us", f"3.25{suffix}"))}
     assert got["transfer_mib_s"] == pytest.approx(3.25 * WRK_SIZE_MIB[suffix], rel=1e-12)
+
+
+#: Real wrk 4.1.0 runs against a loopback server that answers each request after a delay with a response of a
+#: known size, both named in its URL (tests/data/parsers/SOURCES.md): one file per unit of Transfer/sec.
+WRK_UNIT_RUNS = {"B": "wrk-4.1.0-b-per-s.txt", "KB": "wrk-4.1.0-kb-per-s.txt", "MB": "wrk-4.1.0-mb-per-s.txt",
+                 "GB": "wrk-4.1.0-gb-per-s.txt"}
+#: wrk's units.c prints a time in us below 850 us, in ms below 850 ms, in s below 51 s (0.85 of each next unit).
+WRK_TIME_RANGE_MS = {"us": (0.0, 0.85), "ms": (0.85, 850.0), "s": (850.0, 51_000.0)}
+
+
+def _wrk_run(text: str) -> dict[str, float]:
+    """What a wrk output says of its own run, read from its text alone: the server's delay and response size
+    (its URL), connections, requests completed and the run time in seconds to its 2 decimals."""
+    url = re.search(r"^Running .* @ http://127\.0\.0\.1:\d+/respond-after-(\d+)ms-with-(\d+)-bytes$", text, re.M)
+    conns = re.search(r"^\s+\d+ threads and (\d+) connections$", text, re.M)
+    done = re.search(r"^\s+(\d+) requests in ([\d.]+)s, ", text, re.M)
+    assert url and conns and done, text
+    return {"delay_ms": float(url[1]), "size": float(url[2]), "connections": float(conns[1]),
+            "requests": float(done[1]), "runtime_s": float(done[2])}
+
+
+@pytest.mark.parametrize("unit", list(WRK_UNIT_RUNS))
+def test_wrk_size_and_time_units_on_real_outputs_match_the_bytes_and_delays_served(unit: str) -> None:
+    """On a real run whose Transfer/sec is in `unit`, the parsed MiB/s is the bytes the server sent per second
+    (requests x response size, up to one partial response per connection, over the run time), and the parsed
+    latencies lie between the server's delay and the run time, inside the range wrk prints that time unit in."""
+    text = (DATA / WRK_UNIT_RUNS[unit]).read_text()
+    assert re.search(rf"^Transfer/sec:\s+[\d.]+{unit}$", text, re.M), "the file is not in the unit it is named for"
+    run = _wrk_run(text)
+    got = {r.metric: r.value for r in parse_wrk(text)}
+    printed = float(re.search(r"^Transfer/sec:\s+([\d.]+)", text, re.M)[1])  # type: ignore[index]
+    half_digit = 0.005 * got["transfer_mib_s"] / printed  # the printed figure's rounding, in MiB/s
+    low_bytes = run["requests"] * run["size"]
+    high_bytes = (run["requests"] + run["connections"]) * run["size"]
+    low = low_bytes / (run["runtime_s"] + 0.005) / 2**20 - half_digit
+    high = high_bytes / (run["runtime_s"] - 0.005) / 2**20 + half_digit
+    assert low <= got["transfer_mib_s"] <= high, (unit, low, got["transfer_mib_s"], high)
+    latency = re.search(r"^\s+Latency\s+([\d.]+)(us|ms|s)\s", text, re.M)
+    assert latency, text
+    avg, (floor, ceiling) = got["latency_avg_ms"], WRK_TIME_RANGE_MS[latency[2]]
+    half_digit = 0.005 * avg / float(latency[1])  # the printed average's rounding, in ms
+    assert max(floor, run["delay_ms"]) - half_digit <= avg <= got["latency_max_ms"]
+    assert avg < min(ceiling, run["runtime_s"] * 1e3) + half_digit
 
 
 #: stress-ng's "setting to a ... run per stressor": its duration in days, hours, mins and secs.
