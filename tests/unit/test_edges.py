@@ -137,6 +137,28 @@ def test_cleanup_and_instances_take_a_prefix_of_a_session_id_and_refuse_one_that
         _on_process(end)
 
 
+def test_cleanup_by_a_prefix_of_a_running_session_destroys_nothing_and_its_whole_id_cleans_it(
+        runtime_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the CLI (labtui.cli.main): `cleanup --session PREFIX` of a session whose running-lock is held exits
+    2 and leaves its live instance running; `--session ID`, its whole id, destroys it."""
+    session = f"edge-{secrets.token_hex(4)}"
+    db = tmp_path / "lab.duckdb"
+    try:
+        _on_process(lambda backend: _sleeper(backend, session))
+        with session_lock(session):
+            assert main(["--db", str(db), "cleanup", "--session", session[:-3], "--backend", "process"]) == 2
+            assert f"names {session}, which is still running" in capsys.readouterr().err
+            left = _on_process(lambda backend: backend.list(session))
+            assert [(i.labels.session, i.state) for i in left] == [(session, "running")]
+            assert main(["--db", str(db), "cleanup", "--session", session, "--backend", "process"]) == 0
+            assert "destroyed 1, failed 0" in capsys.readouterr().out
+            assert _on_process(lambda backend: backend.list(session)) == []
+    finally:
+        async def end(backend: Backend) -> None:
+            await backend.destroy_many(await backend.list(session), force=True)
+        _on_process(end)
+
+
 def test_a_session_prefix_resolves_exactly_never_to_a_running_session_for_a_cleanup() -> None:
     short, longer = _ids()
     known = {short, longer, "other-1"}
