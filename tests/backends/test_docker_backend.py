@@ -8,7 +8,6 @@ that part never skips.
 
 from __future__ import annotations
 
-import os
 import secrets
 import socket
 import sys
@@ -22,6 +21,9 @@ from cli_run import labtui
 
 from labtui.backends.base import BackendError, Instance, InstanceSpec, Labels, open_backend
 from labtui.hosts.local import LocalHost
+
+#: `env` (tests/conftest.py) gives the CLI the module's runtime dir, which the in-process backend uses too.
+SHARED_RUNTIME = True
 
 BACKEND = "docker"  # the backend of the tier's `lab` fixture (tests/backend_lab.py)
 SESSION_PREFIX = "test"
@@ -212,11 +214,6 @@ async def test_a_failed_create_in_a_batch_removes_the_others(lab):
 
 
 # -- through the CLI ---------------------------------------------------------
-
-
-@pytest.fixture
-def env(runtime_dir: Path) -> dict[str, str]:
-    return {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
 
 
 @pytest.fixture

@@ -24,6 +24,9 @@ from cli_run import labtui
 from labtui.backends.base import BackendError, InstanceSpec, Labels, load_backend_class
 from labtui.suites.loader import SuiteError, load_suite
 
+#: `env` (tests/conftest.py) gives the CLI the module's runtime dir, which the in-process backend uses too.
+SHARED_RUNTIME = True
+
 BACKEND = "docker"  # the backend of the tier's `lab` fixture (tests/backend_lab.py)
 SESSION_PREFIX = "svc"
 
@@ -47,11 +50,6 @@ def needs(*tools: str) -> pytest.MarkDecorator:
     """Skip unless every tool is installed (CI installs them: see the module docstring)."""
     missing = [t for t in tools if shutil.which(t, path=SBIN) is None]
     return pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)} (see the module docstring)")
-
-
-@pytest.fixture
-def env(runtime_dir: Path) -> dict[str, str]:
-    return {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
 
 
 def exchange(port: int, request: bytes, end: bytes, timeout: float = 10.0) -> bytes:

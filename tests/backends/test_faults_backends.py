@@ -118,11 +118,6 @@ def session_row(db: Path) -> tuple[str, str]:
     return sid, status
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
-
-
 # -- 1. kill -9 of labtui mid-run ---------------------------------------------------------------
 
 KILL_RUNS = {

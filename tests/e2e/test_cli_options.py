@@ -75,14 +75,6 @@ def _labtui(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
                           text=True, timeout=300)
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("LABTUI_DB", "LABTUI_CONFIG")}
-    root = Path(__file__).resolve().parents[2]
-    return {**clean, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200",
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), clean.get("PYTHONPATH")]))}
-
-
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_run_writes_the_db_it_was_given_and_nothing_else(tmp_path: Path, env: dict[str, str], where: str) -> None:
     work = tmp_path / "work"

@@ -21,11 +21,6 @@ from labtui.store.reader import connect_readonly
 SMALL = ["--set", "scale.steps=3", "--set", "scale.per_step=10", "--set", "suite.repetitions=2"]
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
-
-
 def test_small_boot_scaling_run_records_everything(tmp_path, env):
     db = tmp_path / "x.duckdb"
     out = labtui("run", "boot-scaling", *SMALL, "--db", str(db), env=env, check=True)

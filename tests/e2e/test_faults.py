@@ -20,11 +20,6 @@ from labtui.suites import SuiteError, load_suite
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
-
-
-@pytest.fixture
 def tiny_tmpfs(tmp_path: Path):
     if os.geteuid() != 0:
         pytest.skip(f"a full disk is a 700 KiB tmpfs, and mounting one needs root (running as uid {os.geteuid()})")

@@ -212,11 +212,6 @@ def test_an_older_store_reads_as_the_current_one_before_a_writer_migrates_it(tmp
 labtui = partial(run_labtui, check=True)
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
-
-
 def test_labtui_run_isolation_cpu_prints_the_slowdown_table(tmp_path: Path, env: dict[str, str]) -> None:
     db = tmp_path / "iso.duckdb"
     out = labtui(

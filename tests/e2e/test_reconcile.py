@@ -42,13 +42,11 @@ from labtui.core.events import (
 from labtui.core.liveness import session_lock, sessions_of
 from labtui.store import record_events
 
+#: `env` (tests/conftest.py) gives the CLI the module's runtime dir, which the in-process backend uses too.
+SHARED_RUNTIME = True
+
 BACKEND = "process"  # the backend of the tier's `lab` fixture (tests/backend_lab.py)
 SESSION_PREFIX = "rec"
-
-
-@pytest.fixture
-def env(runtime_dir: Path) -> dict[str, str]:
-    return {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "250"}
 
 
 def dead_pid() -> int:
