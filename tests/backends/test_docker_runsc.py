@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import aiodocker
+import cli_run
 import duckdb
 import pytest
 
@@ -38,10 +39,6 @@ def _need_runsc(*, runsc: bool = True) -> None:
         if os.environ.get("LABTUI_CI"):
             pytest.fail(f"CI installs what this needs, yet: {'; '.join(missing)}")
         pytest.skip("; ".join(missing))
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
 
 
 def _init_argv0(pid: int) -> str | None:
@@ -72,7 +69,7 @@ async def _watch(seen: dict[str, tuple[str, str, str]], stop: asyncio.Event) -> 
             await asyncio.sleep(0.1)
 
 
-async def test_boot_scaling_runs_under_gvisor_and_records_the_runtime(tmp_path):
+async def test_boot_scaling_runs_under_gvisor_and_records_the_runtime(tmp_path, env):
     _need_runsc()
     db = tmp_path / "lab.duckdb"
     seen: dict[str, tuple[str, str, str]] = {}
@@ -81,7 +78,7 @@ async def test_boot_scaling_runs_under_gvisor_and_records_the_runtime(tmp_path):
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "labtui", "run", "docker-boot-scaling", "--profile", "quick",
         "--set", "backend.runtime=runsc", "--set", "sampling.quiet_timeout_s=0", "--db", str(db),
-        env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     out, err = await proc.communicate()
     stop.set()
@@ -104,23 +101,21 @@ async def test_boot_scaling_runs_under_gvisor_and_records_the_runtime(tmp_path):
     assert all(runtime == "runsc" and init == "runsc-sandbox" for runtime, init in ours), ours
 
 
-async def test_backends_lists_the_runtimes_the_engine_offers(runtime_dir, tmp_path):
+async def test_backends_lists_the_runtimes_the_engine_offers(runtime_dir, env):
     _need_runsc()
     found = await open_backend("docker", LocalHost()).check()
     assert found.usable, found.reason
     assert "runtimes: " in found.reason and "runc" in found.reason and "runsc --platform=" in found.reason
-    listed = subprocess.run([sys.executable, "-m", "labtui", "backends"], env={**_env(tmp_path), "COLUMNS": "300"},
-                            capture_output=True, text=True, timeout=300)
+    listed = cli_run.labtui("backends", env={**env, "COLUMNS": "300"})
     (docker_row,) = [line for line in listed.stdout.splitlines() if line.startswith("│ docker ")]
     assert found.reason in docker_row, listed.stdout
 
 
-def test_a_runtime_the_engine_lacks_fails_the_run_before_any_container(tmp_path):
+def test_a_runtime_the_engine_lacks_fails_the_run_before_any_container(tmp_path, env):
     _need_runsc(runsc=False)
     db = tmp_path / "lab.duckdb"
-    proc = subprocess.run([sys.executable, "-m", "labtui", "run", "docker-boot-scaling", "--profile", "quick",
-                           "--set", "backend.runtime=no-such-runtime", "--db", str(db)],
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    proc = cli_run.labtui("run", "docker-boot-scaling", "--profile", "quick", "--set", "backend.runtime=no-such-runtime",
+                          "--db", str(db), env=env)
     assert proc.returncode != 0
     said = " ".join((proc.stdout + proc.stderr).split())
     assert "the engine has no runtime 'no-such-runtime'" in said and "daemon.json" in said, said
@@ -130,10 +125,9 @@ def test_a_runtime_the_engine_lacks_fails_the_run_before_any_container(tmp_path)
     con.close()
 
 
-def test_a_backend_without_runtimes_refuses_the_setting(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "labtui", "run", "boot-scaling", "--profile", "quick",
-                           "--set", "backend.runtime=runsc", "--db", str(tmp_path / "lab.duckdb")],
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+def test_a_backend_without_runtimes_refuses_the_setting(tmp_path, env):
+    proc = cli_run.labtui("run", "boot-scaling", "--profile", "quick", "--set", "backend.runtime=runsc",
+                          "--db", str(tmp_path / "lab.duckdb"), env=env)
     assert proc.returncode == 2
     assert "backend process has no setting backend.runtime (set to 'runsc')" in proc.stderr
     assert not (tmp_path / "lab.duckdb").exists()

@@ -13,14 +13,13 @@ import io
 import json
 import os
 import secrets
-import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiodocker
+import cli_run
 import duckdb
 import pytest
 
@@ -192,11 +191,10 @@ def test_a_concurrent_run_on_docker_starts_its_workers_together(runtime_dir, tmp
     delay = 3.0  # well above what three unheld workers take on a busy machine (up to 1.7 s measured)
     db = tmp_path / "run.duckdb"
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(runtime_dir), "COLUMNS": "200"}
-    out = subprocess.run(
-        [sys.executable, "-m", "labtui", "run", "unixbench-syscall", "--backend", "docker", "--profile", "quick",
-         "--set", "concurrent.instances=[3]", "--set", f"concurrent.start_delay_s={delay}",
-         "--set", 'worker.args=["mix", "0.3"]', "--set", "sampling.quiet_timeout_s=0", "--db", str(db)],
-        check=False, env=env, capture_output=True, text=True, timeout=300,
+    out = cli_run.labtui(
+        "run", "unixbench-syscall", "--backend", "docker", "--profile", "quick",
+        "--set", "concurrent.instances=[3]", "--set", f"concurrent.start_delay_s={delay}",
+        "--set", 'worker.args=["mix", "0.3"]', "--set", "sampling.quiet_timeout_s=0", "--db", str(db), env=env,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     con = duckdb.connect(str(db), read_only=True)

@@ -10,11 +10,10 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import cli_run
 import duckdb
 import pytest
 from simulators.fakehost import start_fake_host, write_lab
@@ -157,9 +156,8 @@ def test_a_real_tool_runs_as_the_worker_and_its_stderr_readings_are_recorded_as_
             pytest.skip("OpenSSH's sshd is not installed (apt install openssh-server)")
         env["LABTUI_CONFIG"] = str(ssh_lab)
     db = tmp_path / "lab.duckdb"
-    run = subprocess.run([sys.executable, "-m", "labtui", "run", str(write_suite(tmp_path, STRESS_WORKER)),
-                          "--host", host, "--set", "sampling.quiet_timeout_s=0", "--db", str(db)],
-                         env=env, capture_output=True, text=True, timeout=600)
+    run = cli_run.labtui("run", str(write_suite(tmp_path, STRESS_WORKER)), "--host", host,
+                         "--set", "sampling.quiet_timeout_s=0", "--db", str(db), env=env, timeout=600)
     assert run.returncode == 0, run.stderr
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("select benchmark, metric, step, count(*), min(value) from results "
@@ -201,9 +199,8 @@ def test_a_tool_that_fails_fails_the_run_with_its_own_last_words(tmp_path: Path,
     worker = ('tool = "/bin/sh"\nargs = ["-c", "echo starting; echo stress-ng: no such stressor >&2; exit 3"]\n'
               'measure = "output"\noutput = "stress-ng"\nwarmup = 0\n')
     db = tmp_path / "lab.duckdb"
-    run = subprocess.run([sys.executable, "-m", "labtui", "run", str(write_suite(tmp_path, worker)),
-                          "--set", "sampling.quiet_timeout_s=0", "--db", str(db)],
-                         env={**os.environ, "COLUMNS": "300"}, capture_output=True, text=True, timeout=300)
+    run = cli_run.labtui("run", str(write_suite(tmp_path, worker)), "--set", "sampling.quiet_timeout_s=0",
+                         "--db", str(db), env={**os.environ, "COLUMNS": "300"})
     assert run.returncode != 0
     assert "exited with code 3: starting / stress-ng: no such stressor" in run.stdout + run.stderr
     with duckdb.connect(str(db), read_only=True) as con:

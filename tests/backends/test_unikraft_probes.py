@@ -8,9 +8,9 @@ like tests/backends/test_unikraft_source.py's images, so a CI run builds each on
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_run
 import duckdb
 import pytest
 from backend_lab import Lab
@@ -31,8 +31,7 @@ pytestmark = needs_unikraft("Unikraft probe tests", sqlite=True)
 
 
 def labtui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=900)
+    return cli_run.labtui(*args, cwd=REPO, timeout=900)
 
 
 def test_sqlite_scaling_runs_sqlite_inside_unikraft(runtime_dir: Path, tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ import dataclasses
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
+import cli_run
 import duckdb
 import pytest
 from backend_lab import Lab
@@ -42,8 +42,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def labtui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=900)
+    return cli_run.labtui(*args, cwd=REPO, timeout=900)
 
 
 def test_boot_scaling_boots_unikrafts_hello_world(runtime_dir: Path, tmp_path: Path) -> None:

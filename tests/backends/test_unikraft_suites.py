@@ -11,9 +11,9 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_run
 import duckdb
 import pytest
 from unikraft_needs import needs_unikraft
@@ -28,8 +28,7 @@ pytestmark = needs_unikraft("Unikraft suite tests")
 
 
 def labtui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "COLUMNS": "200"})
+    return cli_run.labtui(*args, cwd=REPO, timeout=900, env={**os.environ, "COLUMNS": "200"})
 
 
 def _docker_missing() -> str:

@@ -15,12 +15,12 @@ import re
 import secrets
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cli_run
 import pytest
 
 from labtui.backends.base import InstanceSpec, Labels, open_backend
@@ -44,11 +44,7 @@ class Lab:
 
     def labtui(self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None,
                check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([sys.executable, "-m", "labtui", *args, "--db", str(self.db)], input=stdin,
-                              env=env or self.env, capture_output=True, text=True, timeout=300)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"labtui {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-        return proc
+        return cli_run.labtui(*args, "--db", str(self.db), input=stdin, env=env or self.env, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +114,8 @@ def test_listing_csv_has_a_header_and_the_json_rows(filled_store: Lab, command: 
 
 def test_info_json_is_one_object_with_the_same_keys_without_a_store(filled_store: Lab, tmp_path: Path) -> None:
     with_store = json.loads(filled_store.labtui("info", "--format", "json").stdout)
-    proc = subprocess.run([sys.executable, "-m", "labtui", "info", "--format", "json", "--db", str(tmp_path / "no.duckdb")],
-                          env=filled_store.env, capture_output=True, text=True, timeout=60, check=True)
+    proc = cli_run.labtui("info", "--format", "json", "--db", str(tmp_path / "no.duckdb"), env=filled_store.env,
+                          timeout=60, check=True)
     without = json.loads(proc.stdout)
     assert list(without) == list(with_store)
     assert (with_store["store"], with_store["sessions"], with_store["store_exists"]) == (str(filled_store.db), 3, True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_run
 import duckdb
 import pytest
 
@@ -71,8 +71,7 @@ def test_a_global_option_means_the_same_before_and_after(command: str, option: s
 
 
 def _labtui(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return cli_run.labtui(*args, cwd=cwd, env=env)
 
 
 @pytest.mark.parametrize("where", ["before", "after"])

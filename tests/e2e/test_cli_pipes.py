@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from labtui.cli import EXIT_CLOSED_PIPE
@@ -39,8 +40,8 @@ def store(tmp_path_factory: pytest.TempPathFactory, runtime_dir: Path) -> Iterat
     config.write_text('[hosts.h1]\naddress = "127.0.0.1"\n')
     env = {**os.environ, "LABTUI_DB": str(db), "LABTUI_CONFIG": str(config)}
     for name, session in (("native", "A"), ("lxzone", "B")):
-        subprocess.run([sys.executable, "-m", "labtui", "import", str(DATA / f"compare_brandz_{name}.csv"),
-                        "--session", session], env=env, check=True, capture_output=True, timeout=120)
+        cli_run.labtui("import", str(DATA / f"compare_brandz_{name}.csv"), "--session", session, env=env, check=True,
+                       timeout=120)
     yield db, env
 
 

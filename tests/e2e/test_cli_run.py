@@ -158,8 +158,8 @@ def test_the_step_prompt_ends_the_run_without_a_traceback(tmp_path, env, answer)
     """End of input or q at the first --step prompt aborts the run cleanly; it printed asyncio's "Task exception was
     never retrieved" with the gate's Aborted and its stack first."""
     db = tmp_path / "x.duckdb"
-    proc = subprocess.run([sys.executable, "-m", "labtui", "run", "boot-scaling", "--profile", "quick", "--step",
-                           "--db", str(db)], input=answer, env=env, capture_output=True, text=True, timeout=120)
+    proc = labtui("run", "boot-scaling", "--profile", "quick", "--step", "--db", str(db), input=answer, env=env,
+                  timeout=120)
     assert proc.returncode == 130, proc.stderr
     assert "never retrieved" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert "aborted at the step prompt" in proc.stderr

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
+import cli_run
 import polars as pl
 import pytest
 from host_needs import needs_cpu_controller
@@ -24,9 +23,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     root = tmp_path_factory.mktemp("fairshare-table")
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(root / "runtime"), "COLUMNS": "200"}
     db = root / "lab.duckdb"
-    proc = subprocess.run([sys.executable, "-m", "labtui", "run", "fairshare-cpu", "--profile", "quick", "--db", str(db),
-                           "--set", "fairshare.cpus=0-1", "--set", "fairshare.duration_s=1",
-                           "--set", "sampling.quiet_timeout_s=0"], env=env, capture_output=True, text=True, timeout=300)
+    proc = cli_run.labtui("run", "fairshare-cpu", "--profile", "quick", "--db", str(db), "--set", "fairshare.cpus=0-1",
+                          "--set", "fairshare.duration_s=1", "--set", "sampling.quiet_timeout_s=0", env=env)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
     (session,) = fetch_frame(db, "SELECT session_id FROM sessions")["session_id"].to_list()
     return db, session, proc.stdout

@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import cli_run
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -184,9 +184,8 @@ async def test_every_suite_runs_the_same_from_the_cli_and_the_console(
     # Neither face waits for a quiet host before a repetition: with two workers the host is never quiet and
     # each wait ran out its 10 s. What the matrix compares (ends, steps, metrics) does not depend on it.
     monkeypatch.setattr(scaling, "QUIET_CPU_AVAIL", 0.0)  # the console runs its session in this process
-    argv = [sys.executable, "-m", "labtui", "run", name, "--profile", "quick", "--db", str(cli_db), "--host", host,
-            "--set", "sampling.quiet_timeout_s=0"]
-    cli = subprocess.run(argv, capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    cli = cli_run.labtui("run", name, "--profile", "quick", "--db", str(cli_db), "--host", host,
+                         "--set", "sampling.quiet_timeout_s=0", timeout=600, env={**os.environ, "COLUMNS": "200"})
     assert cli.returncode == 0, cli.stdout + cli.stderr
     session, live = await _run_in_console(console_db, name, host, backend)
     cli_shape, console_shape = _shape(cli_db), _shape(console_db)

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from labtui.store.journal import journal_paths, read_events
@@ -29,8 +30,7 @@ HOLD_S = 90.0
 
 
 def labtui(*args: str, db: Path, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", "--db", str(db), *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=600, **kwargs)
+    return cli_run.labtui("--db", str(db), *args, env={**os.environ, "COLUMNS": "200"}, timeout=600, **kwargs)
 
 
 def hold(db: Path, seconds: float) -> subprocess.Popen:

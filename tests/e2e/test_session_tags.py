@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import duckdb
 import pytest
 
@@ -19,8 +20,7 @@ QUICK = ["boot-scaling", "--profile", "quick", "--set", "sampling.quiet_timeout_
 
 
 def labtui(db: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", "--db", str(db), *args], input=stdin, capture_output=True,
-                          text=True, env={**os.environ, "COLUMNS": "200"}, timeout=600)
+    return cli_run.labtui("--db", str(db), *args, input=stdin, env={**os.environ, "COLUMNS": "200"}, timeout=600)
 
 
 @pytest.fixture(scope="module")

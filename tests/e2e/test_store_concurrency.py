@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from labtui.store import StoreWriter, list_sessions, run_sql
@@ -150,8 +151,7 @@ RESULTS_PER_RUN = 2 * 5 * 5  # 5 boot_times (worker.runs) per step (baseline + 4
 
 
 def _labtui(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          cwd=REPO, timeout=WAIT_S)
+    return cli_run.labtui(*args, env=env, cwd=REPO, timeout=WAIT_S)
 
 
 @pytest.mark.slow

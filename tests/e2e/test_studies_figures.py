@@ -15,11 +15,10 @@ import fnmatch
 import io
 import os
 import re
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
+import cli_run
 import numpy as np
 import polars as pl
 import pytest
@@ -35,9 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def labtui(env: dict[str, str], *args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"labtui {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
+    return cli_run.labtui(*args, env=env, timeout=600, check=True).stdout
 
 
 def frame(db: Path, sql: str, *params: object) -> pl.DataFrame:
@@ -328,8 +325,7 @@ def test_xen_suites_that_boot_guests_are_refused_before_anything_and_name_the_su
                                                                                             twin) -> None:
     """The process backend runs no images: refused in one line of 80 columns, before a store or a session."""
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "80"}
-    proc = subprocess.run([sys.executable, "-m", "labtui", "run", suite, "--backend", "process",
-                           "--db", str(tmp_path / "lab.duckdb")], env=env, capture_output=True, text=True, timeout=300)
+    proc = cli_run.labtui("run", suite, "--backend", "process", "--db", str(tmp_path / "lab.duckdb"), env=env, timeout=300)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == f"labtui run: backend process cannot run image 'guest'; run {twin} instead\n"
     assert list(tmp_path.iterdir()) == []  # no store, journal or lock file (nor the runtime directory)
@@ -338,9 +334,8 @@ def test_xen_suites_that_boot_guests_are_refused_before_anything_and_name_the_su
 def test_xen_fairshare_that_needs_cpu_times_names_the_suite_that_does_the_same_here(tmp_path) -> None:
     """No capability says whether a backend lists CPU times: the first reading finds it."""
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "400"}
-    proc = subprocess.run([sys.executable, "-m", "labtui", "run", "xen-fairshare", "--profile", "quick", "--backend",
-                           "process", "--set", "fairshare.duration_s=1", "--db", str(tmp_path / "lab.duckdb")],
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = cli_run.labtui("run", "xen-fairshare", "--profile", "quick", "--backend", "process", "--set",
+                          "fairshare.duration_s=1", "--db", str(tmp_path / "lab.duckdb"), env=env)
     assert proc.returncode != 0
     (line,) = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("failed:")]
     assert 'fairshare.measure = "cpu_time" needs it' in line and "labtui run fairshare-cpu --backend process" in line

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import duckdb
 import pytest
 from simulators.fakehost import FakeHost, write_lab
@@ -20,8 +21,7 @@ from plugins.zones.listing import parse_zoneadm_list
 
 
 def _labtui(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return cli_run.labtui(*args, env=env, timeout=timeout)
 
 
 def _lab_zones(host: FakeHost) -> set[str]:

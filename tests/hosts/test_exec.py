@@ -8,12 +8,12 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
+import cli_run
 import pytest
 from sshd_fixture import (
     Sshd,
@@ -74,8 +74,7 @@ def lab_config(tmp_path: Path, servers: tuple[Path, dict[str, Sshd]], monkeypatc
 
 def labtui(*args: str, config: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "LABTUI_CONFIG": str(config), "LABTUI_RUNTIME_DIR": str(config.parent / "rt"), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True, check=False,
-                          timeout=timeout)
+    return cli_run.labtui(*args, env=env, timeout=timeout)
 
 
 # -- selection ------------------------------------------------------------------

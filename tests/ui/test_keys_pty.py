@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import pytest
 from pty_console import Pty
 from textual.binding import Binding
@@ -157,12 +158,11 @@ def clean_up(tmp: Path) -> None:
     its store (and journals) know, by their whole ids, and nothing of any other test."""
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp / "runtime"), "LABTUI_STATE_DIR": str(tmp / "state"),
            "LABTUI_LOCK_DIR": str(tmp / "locks")}
-    db = ["--db", str(tmp / "lab.duckdb")]
-    listed = subprocess.run([sys.executable, "-m", "labtui", *db, "sessions", "--format", "json"], env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
+    db = ("--db", str(tmp / "lab.duckdb"))
+    listed = cli_run.labtui(*db, "sessions", "--format", "json", env=env, timeout=120)
     for session in json.loads(listed.stdout or "[]") if listed.returncode == 0 else []:
-        subprocess.run([sys.executable, "-m", "labtui", *db, "cleanup", "--session", session["session_id"],
-                        "--backend", "process"], env=env, capture_output=True, timeout=120, check=False)
+        cli_run.labtui(*db, "cleanup", "--session", session["session_id"], "--backend", "process", env=env,
+                       timeout=120)
 
 
 @pytest.mark.parametrize("delay", DELAYS_S, ids=[f"{int(d * 1000)}ms" for d in DELAYS_S])

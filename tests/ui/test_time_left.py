@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import cli_run
 import pytest
 from pilot_wait import wait_for
 
@@ -46,8 +45,7 @@ def past_run(tmp_path_factory: pytest.TempPathFactory, runtime_dir: Path) -> Ite
     args = [a for override in QUICK[:3] for a in ("--set", override)]
     # TTY_COMPATIBLE: Rich draws its live progress line into the pipe as it would on a terminal
     env = {**os.environ, "COLUMNS": "200", "TTY_COMPATIBLE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "labtui", "run", str(suite), "--db", str(db), *args],
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = cli_run.labtui("run", str(suite), "--db", str(db), *args, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     yield db, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", proc.stderr), suite
 

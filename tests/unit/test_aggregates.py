@@ -8,11 +8,10 @@ post (seed 003) and the shape of the VServer/Xen paper's Figure 7 (seed 004, sec
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import cli_run
 import duckdb
 import pytest
 from hypothesis import given
@@ -170,11 +169,10 @@ def test_vserver_xen_figure_7_direction() -> None:
 def test_concurrent_sqlite_records_throughput_not_a_sum_of_times(tmp_path: Path) -> None:
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "200"}
     db = tmp_path / "c.duckdb"
-    proc = subprocess.run(
-        [sys.executable, "-m", "labtui", "run", "concurrent-sqlite", "--profile", "quick",
-         "--set", f'worker.args=["300", "{SHM}"]', "--set", "concurrent.instances=[1, 2]",
-         "--set", "concurrent.start_delay_s=1.0", "--set", "sampling.quiet_timeout_s=0", "--db", str(db)],
-        env=env, capture_output=True, text=True, timeout=300,
+    proc = cli_run.labtui(
+        "run", "concurrent-sqlite", "--profile", "quick",
+        "--set", f'worker.args=["300", "{SHM}"]', "--set", "concurrent.instances=[1, 2]",
+        "--set", "concurrent.start_delay_s=1.0", "--set", "sampling.quiet_timeout_s=0", "--db", str(db), env=env,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "inserts_300_s_rate_sum (1/s, higher is better)" in proc.stdout

@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import cli_run
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -58,9 +58,7 @@ def test_out_of_range_and_control_characters_are_refused(setting: str, words: st
 
 def test_the_cli_says_one_line_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     db = tmp_path / "lab.duckdb"
-    proc = subprocess.run([sys.executable, "-m", "labtui", "run", "boot-scaling", "--set",
-                           "scale.steps=9223372036854775807", "--db", str(db)], capture_output=True, text=True,
-                          timeout=120)
+    proc = cli_run.labtui("run", "boot-scaling", "--set", "scale.steps=9223372036854775807", "--db", str(db), timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "--set scale.steps" in proc.stderr
     assert not db.exists()

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from labtui.core.liveness import LivenessError, lock_dir, session_is_running, session_lock, sessions_of
@@ -59,8 +60,8 @@ def test_labtui_run_with_an_untrustworthy_lock_dir_is_a_usage_error(tmp_path: Pa
     unsafe.mkdir()
     os.chmod(unsafe, 0o777)
     env = {**os.environ, "LABTUI_LOCK_DIR": str(unsafe), "LABTUI_RUNTIME_DIR": str(tmp_path / "rt")}
-    done = subprocess.run([sys.executable, "-m", "labtui", "run", "boot-scaling", "--set", "scale.steps=1",
-                           "--db", str(tmp_path / "x.duckdb")], env=env, capture_output=True, text=True, timeout=60)
+    done = cli_run.labtui("run", "boot-scaling", "--set", "scale.steps=1", "--db", str(tmp_path / "x.duckdb"), env=env,
+                          timeout=60)
     assert done.returncode == 2 and "not sticky" in done.stderr  # an error at once, not a hang
 
 

@@ -6,9 +6,9 @@ import json
 import os
 import pickle
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_run
 import duckdb
 import pytest
 
@@ -348,8 +348,7 @@ def test_new_study_suites_reproduce_their_tables() -> None:
 
 def labtui(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "LABTUI_RUNTIME_DIR": str(tmp_path / "runtime"), "COLUMNS": "400"}
-    return subprocess.run([sys.executable, "-m", "labtui", *args], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    return cli_run.labtui(*args, env=env, timeout=120)
 
 
 def test_run_with_a_profile_on_the_process_backend(tmp_path: Path) -> None:
