@@ -37,8 +37,8 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     shared = getattr(request.module, "SHARED_RUNTIME", False)
     runtime = request.getfixturevalue("runtime_dir") if shared else tmp_path / "runtime"
     clean = {k: v for k, v in os.environ.items() if k not in ("LABTUI_DB", "LABTUI_CONFIG")}
-    return {**clean, "LABTUI_RUNTIME_DIR": str(runtime), "COLUMNS": "250",
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), clean.get("PYTHONPATH")]))}
+    paths = dict.fromkeys(filter(None, [str(CHECKOUT), *clean.get("PYTHONPATH", "").split(os.pathsep)]))
+    return {**clean, "LABTUI_RUNTIME_DIR": str(runtime), "COLUMNS": "250", "PYTHONPATH": os.pathsep.join(paths)}
 
 
 
