@@ -21,7 +21,6 @@ from pathlib import Path
 from textual.binding import Binding
 from textual.widgets import Input
 
-from labtui.commands.parser import command_help, command_usage
 from labtui.ui.tabs import TABS
 
 
@@ -44,12 +43,20 @@ class Command:
     @property
     def usage(self) -> str:
         """What follows the name ("" for none); a command with arguments opens the command line from the palette."""
-        return command_usage(self.name) if self.kind == "cli" else self.arguments
+        if self.kind != "cli":
+            return self.arguments
+        from labtui.commands.parser import command_usage  # argparse and the parser: not before the first frame
+
+        return command_usage(self.name)
 
     @property
     def help(self) -> str:
         """The palette's title for it (the palette's help line is the command itself)."""
-        return f"{self.name.capitalize()}: {command_help(self.name)}" if self.kind == "cli" else self.title
+        if self.kind != "cli":
+            return self.title
+        from labtui.commands.parser import command_help
+
+        return f"{self.name.capitalize()}: {command_help(self.name)}"
 
 
 COMMANDS: tuple[Command, ...] = (
