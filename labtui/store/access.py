@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from labtui.store.errors import StoreBusy, StoreError, damaged, first_line
+from labtui.store.schema import check_store
 
 #: How long a reader waits for a writer's flush to let go of the file (seconds).
 READ_WAIT_S = 10.0
@@ -76,10 +77,10 @@ def _open_once(path: Path, read_only: bool, config: dict[str, Any]) -> duckdb.Du
         raise _classify(path, exc) from exc
 
 
-def _attach_once(con: duckdb.DuckDBPyConnection, path: Path, alias: str) -> None:
+def _attach_once(con: duckdb.DuckDBPyConnection, path: Path, alias: str, *, read_only: bool = False) -> None:
     quoted = str(path).replace("'", "''")
     try:
-        con.execute(f"ATTACH '{quoted}' AS {alias}")
+        con.execute(f"ATTACH '{quoted}' AS {alias}" + (" (READ_ONLY)" if read_only else ""))
     except duckdb.Error as exc:
         raise _classify(path, exc) from exc
 
@@ -225,3 +226,28 @@ def attach(con: duckdb.DuckDBPyConnection, path: Path, alias: str, wait: float |
     DETACH releases the file and checkpoints what was written.
     """
     _retrying(path, WRITE_WAIT_S if wait is None else wait, lambda: _attach_once(con, path, alias), reader=False)
+
+
+def check_writable(path: Path, wait: float | None = None, *, con: duckdb.DuckDBPyConnection | None = None) -> None:
+    """Read-only, before any write: StoreError unless `path` is a labtui store this code can write.
+
+    The file is attached read-only to `con` (an in-memory DuckDB; a new one
+    when None), as a reader, and detached again: a writer that goes on with
+    the same DuckDB pays for its start-up once.
+    """
+    check_file(path)
+    checker = memory_connection() if con is None else con
+    try:
+        _retrying(path, READ_WAIT_S if wait is None else wait,
+                  lambda: _attach_once(checker, path, "checked", read_only=True), reader=True)
+        try:
+            checker.execute("USE checked")
+            check_store(checker, path, allow_empty=True)
+        except duckdb.Error as exc:
+            raise damaged(path, exc) or StoreError(f"cannot read store {path}: {first_line(str(exc))}") from exc
+        finally:
+            checker.execute("USE memory")
+            checker.execute("DETACH checked")
+    finally:
+        if con is None:
+            checker.close()

@@ -44,7 +44,7 @@ from labtui.core.events import (
     StepStarted,
 )
 from labtui.core.paths import make_private_dirs, remove_dirs
-from labtui.store.access import attach, check_file, connect, memory_connection, writing_turn
+from labtui.store.access import attach, check_writable, connect, memory_connection, writing_turn
 from labtui.store.crashes import controller_name, mark_crashed_sessions
 from labtui.store.errors import StoreError, damaged, first_line
 from labtui.store.schema import SCHEMA_VERSION, check_store, check_version, ensure_schema
@@ -238,27 +238,11 @@ def _create_store(path: Path) -> None:
         _remove(tmp, tmp_wal)
 
 
-def _check_store(path: Path, wait: float | None = None) -> None:
-    """Read-only, before any write: StoreError unless `path` is a labtui store this code can write."""
-    check_file(path)
-    con = connect(path, read_only=True, config=_CHECK_CONFIG, wait=wait)
-    try:
-        check_store(con, path, allow_empty=True)
-    except duckdb.Error as exc:
-        raise damaged(path, exc) or StoreError(f"cannot read store {path}: {first_line(str(exc))}") from exc
-    finally:
-        con.close()
-
-
 def _check_version_fast(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Before each write: the store was not upgraded by a newer labtui since it was opened."""
     rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
     if not rows or rows[0][0] != str(SCHEMA_VERSION):
         check_version(con, path)  # the full check, with its message
-
-
-#: The read-only check before a write is a reader like any other.
-_CHECK_CONFIG = {"enable_external_access": False}
 
 
 class StoreWriter:
@@ -303,7 +287,7 @@ class StoreWriter:
             except BaseException:
                 remove_dirs(created)
                 raise
-        _check_store(path, wait)
+        check_writable(path, wait)
         with writing_turn(path, wait):
             con = connect(path, read_only=False, wait=wait)
             try:
