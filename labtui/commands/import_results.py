@@ -3,25 +3,29 @@
 A CSV (columns benchmark, metric, value, unit, better and optionally step,
 background, repetition, host; other columns are ignored, so a `labtui export`
 reads back) or the output of a real tool read by `labtui.parsers`, one file
-per repetition.  The session is recorded with kind 'import'.
+per repetition.  The session is recorded with kind 'import', with its results,
+in one transaction (labtui.store.bulk): a failed import records nothing.
 
 A CSV goes through DuckDB's own reader (`read_csv` with the dialect and the
-types given, no sniffing) and is validated in SQL before the store is opened;
-then DuckDB reads it again straight into the store.  Errors name the file, the
-line and the column.
+types given, no sniffing) straight into the store's results table, with every
+check in SQL; a bad row fails the INSERT, which is rolled back, and the file
+is then read once more in an in-memory DuckDB to name the line and the column.
+A file bound for a new store is checked that way before the store is made.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 
+import duckdb
+
 from labtui.commands.common import db_path
 from labtui.core.errors import UsageError
+from labtui.core.events import SessionStarted
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.common import Better
 
@@ -31,7 +35,7 @@ _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 #: A Result's fields after the session id: repetition, step, background, host,
 #: instance id (none for imports), benchmark, metric, value, unit, better.
 Row = tuple[int, int, int, str, str, str, str, float, str, Better]
-#: The results columns a CSV import fills (ts is the import's time; placement stays NULL).
+#: The results columns an import fills (ts is the import's time; placement stays NULL).
 _RESULT_COLUMNS = ("session_id", "repetition", "step", "background", "host", "instance_id",
                    "benchmark", "metric", "value", "unit", "better", "ts")
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # results.step and friends are INTEGER
@@ -66,7 +70,7 @@ FORMATS = ("csv", "unixbench", "aim9", "aim9-ss", "lmbench", "sysbench", "stress
 
 
 def cmd_import(args) -> int:
-    from labtui.store import session_ids
+    from labtui.store import SessionExists, record_session
 
     if not _SESSION_NAME.fullmatch(args.session):
         raise UsageError(f"--session {args.session!r}: use letters, digits, '.', '_' and '-' (starting with a letter or digit)")
@@ -75,19 +79,22 @@ def cmd_import(args) -> int:
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     path = db_path(args)
-    if path.exists() and args.session in session_ids(path):
-        raise UsageError(f"session {args.session!r} already exists in {path}; choose another --session name")
+    load: CsvLoad | ToolLoad
     if fmt == "csv":
-        load = CsvLoad(args)
-        for file in files:  # every file is read and validated before the store is opened
-            load.check(file)
-        count = load.count
-        _record(path, args, fmt, files, count, bulk=load)
+        load = CsvLoad(args, files)  # every header is read here: a missing column is refused before the store is opened
+        if not path.exists():
+            load.check()  # a new store is made only for files that load
     else:
-        rows = [row for number, file in enumerate(files) for row in _tool_rows(file, fmt, number, args)]
-        count = len(rows)
-        _record(path, args, fmt, files, count, rows=rows)
-    print(f"session {args.session}: {count} results from {len(files)} file(s) ({fmt}) in {path}")
+        load = ToolLoad(args, fmt, files)
+    if not path.exists():
+        _create_store(path)
+    started = SessionStarted(args.session, "import", "import", "", args.host,
+                             {"format": fmt, "files": [str(f) for f in files]}, os.getpid())
+    try:
+        record_session(path, started, load.insert)
+    except SessionExists as exc:
+        raise UsageError(str(exc)) from None
+    print(f"session {args.session}: {load.count} results from {len(files)} file(s) ({fmt}) in {path}")
     return 0
 
 
@@ -99,38 +106,35 @@ def _format_from_name(files: list[Path]) -> str:
     raise UsageError(f"cannot tell the format of {', '.join(map(str, files))}; give --format ({', '.join(FORMATS)})")
 
 
-# --- writing the session ------------------------------------------------------------------------
+def _create_store(path: Path) -> None:
+    """A new, empty store at `path`, made by the store's writer (the one place that creates stores)."""
+    from labtui.store import StoreWriter
+
+    StoreWriter.open(path).close()
 
 
-def _record(path: Path, args, fmt: str, files: list[Path], count: int, *, rows: list[Row] | None = None,
-            bulk: CsvLoad | None = None) -> None:
-    """Record the session with its results: a tool's few rows as events, CSV files by bulk INSERTs.
-
-    For a bulk load the session row is committed first (running), then every
-    result in one transaction, then the session's end: a crash in between
-    leaves a session that the next open marks crashed, never results without
-    a session.
-    """
-    from labtui.core.events import Result, SessionEnded, SessionStarted
-    from labtui.store import StoreError, StoreWriter
-
-    done = f"imported {count} results from {len(files)} file(s)"
-    with StoreWriter.open(path) as writer:
-        writer.add(SessionStarted(args.session, "import", "import", "", args.host,
-                                  {"format": fmt, "files": [str(f) for f in files]}, os.getpid()))
-        if bulk is not None:
-            writer.flush()
-            try:
-                bulk.insert(writer.path, args.session)
-            except StoreError as exc:
-                writer.add(SessionEnded(args.session, "failed", str(exc)))
-                raise
-        for row in rows or ():
-            writer.add(Result(args.session, *row))
-        writer.add(SessionEnded(args.session, "completed", done))
+def _done(count: int, files: list[Path]) -> str:
+    return f"imported {count} results from {len(files)} file(s)"
 
 
 # --- a real tool's output -----------------------------------------------------------------------
+
+
+class ToolLoad:
+    """A real tool's outputs, one repetition per file, parsed in Python (a few rows) and inserted as values."""
+
+    def __init__(self, args, fmt: str, files: list[Path]) -> None:
+        self.args, self.files = args, files
+        self.rows = [row for number, file in enumerate(files) for row in _tool_rows(file, fmt, number, args)]
+        self.count = len(self.rows)
+
+    def insert(self, con: duckdb.DuckDBPyConnection) -> str:
+        """The rows into the store's results (run 0, as the writer records a Result); the session's end message."""
+        if self.rows:
+            marks = ", ".join("?" * (len(_RESULT_COLUMNS) - 1))
+            con.executemany(f"INSERT INTO results ({', '.join(_RESULT_COLUMNS)}, run) VALUES ({marks}, now(), 0)",
+                            [(self.args.session, *row) for row in self.rows])
+        return _done(self.count, self.files)
 
 
 def _tool_rows(file: Path, fmt: str, number: int, args) -> list[Row]:
@@ -199,33 +203,45 @@ class _CsvFile:
 
 
 class CsvLoad:
-    """CSV files checked, then loaded, by DuckDB's read_csv with explicit types; validated in SQL.
+    """CSV files loaded by DuckDB's read_csv with explicit types straight into the store; validated in SQL.
 
-    `check` reads a file once in an in-memory DuckDB (nothing is stored):
-    lines DuckDB cannot parse or cast land in its reject table with their line
-    and column, and every row is validated in SQL (value a finite number,
-    better 'higher' or 'lower', benchmark and metric not empty, step,
-    background and repetition whole numbers in INTEGER range).  The first
-    problem of a file is raised as a UsageError naming the file, the line and
-    the column.  `insert` then has DuckDB read the files again straight into
-    the store's results table, in one transaction, with the same checks as
-    guards (error(), should a file change in between).
+    Every check is a guard in the INSERT (value a finite number, better
+    'higher' or 'lower', benchmark and metric not empty, step, background and
+    repetition whole numbers in INTEGER range): a bad row, or a line DuckDB
+    cannot parse or cast, fails it.  `check_file` then finds the file's first
+    problem: it reads the file in an in-memory DuckDB (nothing is stored),
+    where such lines land in DuckDB's reject table with their line and column
+    and the checks are counted in SQL, and raises a UsageError naming the
+    file, the line and the column.
     """
 
-    def __init__(self, args) -> None:
+    def __init__(self, args, files: list[Path]) -> None:
         self.args = args
         self.count = 0
-        self.files: list[_CsvFile] = []
+        self.files = [_csv_file(file) for file in files]
 
-    def check(self, file: Path) -> None:
-        """Read and validate one file; UsageError naming its first bad line."""
-        import duckdb
+    def check(self) -> None:
+        """Read and validate every file without the store; UsageError naming the first bad line."""
+        for csv_file in self.files:
+            self.check_file(csv_file)
 
-        header = _read_header(file)
-        csv_file = _CsvFile(file, header)
-        missing = [c for c in _REQUIRED if c not in csv_file.index]
-        if missing:
-            raise UsageError(f"{file}: line 1: missing column(s) {', '.join(missing)} (have: {', '.join(header)})")
+    def insert(self, con: duckdb.DuckDBPyConnection) -> str:
+        """Every file into the store's results (inside the session's transaction); the session's end message."""
+        self.count = 0
+        for csv_file in self.files:
+            try:
+                rows = con.execute(self._insert_sql(csv_file)).fetchall()[0][0]
+            except duckdb.Error:
+                self.check_file(csv_file)  # the file's first problem, as a UsageError
+                raise  # the file is fine: the store failed
+            if not rows:
+                raise UsageError(f"{csv_file.file}: no result lines after the header")
+            self.count += rows
+        return _done(self.count, [f.file for f in self.files])
+
+    def check_file(self, csv_file: _CsvFile) -> None:
+        """Read and validate one file in an in-memory DuckDB; UsageError naming its first bad line."""
+        file = csv_file.file
         checks = _checks(csv_file.col)
         bad = " OR ".join(f"({cond})" for cond, _ in checks)
         con = duckdb.connect(":memory:")
@@ -258,41 +274,13 @@ class CsvLoad:
             raise UsageError(min(problems)[1])
         if not rows:
             raise UsageError(f"{file}: no result lines after the header")
-        self.count += rows
-        self.files.append(csv_file)
 
-    def insert(self, path: Path, session_id: str) -> None:
-        """Every checked file into the store's results, in one transaction; StoreError when that fails."""
-        import duckdb
-
-        from labtui.store.access import connect, writing_turn
-        from labtui.store.errors import StoreError
-        from labtui.store.schema import check_version
-
-        with writing_turn(path):  # one writer at a time, as StoreWriter's flushes; held for this transaction only
-            con = connect(path, read_only=False)
-            try:
-                check_version(con, path)
-                con.execute("BEGIN TRANSACTION")
-                try:
-                    for csv_file in self.files:
-                        con.execute(self._insert_sql(csv_file, session_id))
-                    con.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(duckdb.Error):
-                        con.execute("ROLLBACK")
-                    raise
-            except duckdb.Error as exc:
-                raise StoreError(f"could not write {self.count} results to {path}: {_first_line(exc)}") from exc
-            finally:
-                con.close()
-
-    def _insert_sql(self, csv_file: _CsvFile, session_id: str) -> str:
+    def _insert_sql(self, csv_file: _CsvFile) -> str:
         col, a = csv_file.col, self.args
-        changed = _sql_text(f"{csv_file.file} changed while it was imported")
+        refused = _sql_text(f"{csv_file.file}: a row fails labtui import's checks")
 
         def guarded(expression: str, condition: str) -> str:
-            return f"CASE WHEN {condition} THEN {expression} ELSE error({changed}) END"
+            return f"CASE WHEN {condition} THEN {expression} ELSE error({refused}) END"
 
         ints = {}
         for name in _OPTIONAL_INTS:
@@ -303,16 +291,26 @@ class CsvLoad:
             else:
                 ints[name] = str(default)
         host = f"coalesce(nullif({col['host']}, ''), {_sql_text(a.host)})" if "host" in col else _sql_text(a.host)
-        bench, metric, value = col["benchmark"], col["metric"], col["value"]
-        names = ", ".join(_RESULT_COLUMNS)
+        bench, metric, value, better = col["benchmark"], col["metric"], col["value"], col["better"]
         return (
-            f"INSERT INTO results ({names}) SELECT {_sql_text(session_id)}, "
+            f"INSERT INTO results ({', '.join(_RESULT_COLUMNS)}) SELECT {_sql_text(a.session)}, "
             f"{ints['repetition']}, {ints['step']}, {ints['background']}, {host}, '', "
             + guarded(bench, f"coalesce({bench}, '') <> ''") + ", "
             + guarded(metric, f"coalesce({metric}, '') <> ''") + ", "
             + guarded(value, f"isfinite({value})") + ", "
-            + f"coalesce({col['unit']}, ''), {col['better']}, now() FROM {csv_file.reader(rejects=False)}"
+            + f"coalesce({col['unit']}, ''), "
+            + guarded(better, f"{better} IN ('higher', 'lower')") + f", now() FROM {csv_file.reader(rejects=False)}"
         )
+
+
+def _csv_file(file: Path) -> _CsvFile:
+    """A CSV file's header read and its required columns checked; UsageError naming what is missing."""
+    header = _read_header(file)
+    csv_file = _CsvFile(file, header)
+    missing = [c for c in _REQUIRED if c not in csv_file.index]
+    if missing:
+        raise UsageError(f"{file}: line 1: missing column(s) {', '.join(missing)} (have: {', '.join(header)})")
+    return csv_file
 
 
 def _read_header(file: Path) -> list[str]:

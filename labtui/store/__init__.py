@@ -12,8 +12,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from labtui.store.bulk import record_session
     from labtui.store.crashes import controller_name, crashed_sessions, mark_crashed_sessions
-    from labtui.store.errors import StoreError, UnknownSession
+    from labtui.store.errors import SessionExists, StoreError, UnknownSession
     from labtui.store.reader import (
         QueryResult,
         connect_readonly,
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 #: Each public name, by the module that defines it.
 _HOMES = {
     "controller_name": "crashes", "crashed_sessions": "crashes", "mark_crashed_sessions": "crashes",
-    "StoreError": "errors", "UnknownSession": "errors",
+    "record_session": "bulk",
+    "SessionExists": "errors", "StoreError": "errors", "UnknownSession": "errors",
     "QueryResult": "reader", "connect_readonly": "reader", "fetch_frame": "reader", "list_sessions": "reader",
     "readable_now": "reader", "resolve_session": "reader", "run_sql": "reader", "session_ids": "reader",
     "slowdown_frame": "reader",
@@ -40,9 +42,10 @@ _HOMES = {
 }
 
 __all__ = [
-    "REPETITION_VALUES", "SCHEMA_VERSION", "QueryResult", "StoreError", "StoreWriter", "UnknownSession",
+    "REPETITION_VALUES", "SCHEMA_VERSION", "QueryResult", "SessionExists", "StoreError", "StoreWriter", "UnknownSession",
     "connect_readonly", "controller_name", "crashed_sessions", "ensure_schema", "fetch_frame", "list_sessions",
-    "mark_crashed_sessions", "readable_now", "record_events", "resolve_session", "run_sql", "session_ids", "slowdown_frame",
+    "mark_crashed_sessions", "readable_now", "record_events", "record_session", "resolve_session", "run_sql",
+    "session_ids", "slowdown_frame",
 ]
 
 

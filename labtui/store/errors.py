@@ -19,6 +19,10 @@ class UnknownSession(StoreError):
     """No session id of the store is, or starts with, the one asked for (or several start with it)."""
 
 
+class SessionExists(StoreError):
+    """A new session was given the id of one the store (or one of its journals) has already."""
+
+
 class StoreBusy(StoreError):
     """Another process (or a connection with other settings) held the store for the whole wait."""
 

@@ -105,15 +105,28 @@ def test_import_refuses_an_existing_session(tmp_path: Path, db: Path, capsys) ->
         ("benchmark,metric,value,unit,better\nx,m,1,s\n", "line 2: fewer fields than the header's 5"),
         ("benchmark,metric,value,unit,better\nx,m,1,s,lower\nx,m,\"2,s,lower\n", "line 3:"),
         ("", "line 1: missing column(s) benchmark, metric, value, unit, better"),
+        ("benchmark,metric,value,unit,better\nx,m,1,s,\n", "line 2: better must be 'higher' or 'lower', got ''"),
     ],
 )
-def test_import_csv_errors_name_file_and_line(tmp_path: Path, db: Path, capsys, content: str, message: str) -> None:
+@pytest.mark.parametrize("store", ["new", "existing"])
+def test_import_csv_errors_name_file_and_line(tmp_path: Path, db: Path, capsys, content: str, message: str,
+                                              store: str) -> None:
+    """Into a new store the file is checked before the store is made; into an existing one the rows go straight
+    in, a bad one fails the INSERT and the transaction is rolled back."""
+    if store == "existing":
+        _brandz_csv(tmp_path / "kept.csv")
+        assert main(["import", str(tmp_path / "kept.csv"), "--session", "kept", "--db", str(db)]) == 0
+        capsys.readouterr()
     bad = tmp_path / "bad.csv"
     bad.write_text(content)
     assert main(["import", str(bad), "--session", "bad", "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and message in err
-    assert not db.exists()  # nothing written
+    if store == "new":
+        assert not db.exists()  # nothing written
+    else:
+        assert fetch_frame(db, "SELECT session_id, status FROM sessions").rows() == [("kept", "completed")]
+        assert fetch_frame(db, "SELECT session_id, count(*) FROM results GROUP BY ALL").rows() == [("kept", 44)]
 
 
 def test_import_format_errors(tmp_path: Path, db: Path, capsys) -> None:
@@ -172,6 +185,34 @@ def test_import_csv_second_file_error_names_that_file(tmp_path: Path, db: Path, 
     err = capsys.readouterr().err
     assert f"{bad}: line 3: better must be 'higher' or 'lower', got 'sideways'" in err
     assert not db.exists()
+
+
+def test_import_csv_second_file_error_into_an_existing_store_keeps_the_first_out(tmp_path: Path, db: Path,
+                                                                                capsys) -> None:
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("benchmark,metric,value,unit,better\nx,m,1,s,lower\n")
+    assert main(["import", str(good), "--session", "one", "--db", str(db)]) == 0
+    bad.write_text("benchmark,metric,value,unit,better,step\nx,m,1,s,lower,1\nx,m,1,s,lower,1.5\n")
+    assert main(["import", str(good), str(bad), "--session", "two", "--db", str(db)]) == 2
+    assert f"{bad}: line 3: step: expected a whole number, got '1.5'" in capsys.readouterr().err
+    assert fetch_frame(db, "SELECT session_id, count(*) FROM results GROUP BY ALL").rows() == [("one", 1)]
+    assert fetch_frame(db, "SELECT session_id FROM sessions").rows() == [("one",)]
+
+
+def test_import_refuses_the_session_of_a_journal(tmp_path: Path, db: Path, capsys) -> None:
+    """A run's session may be in its journal only (the store held, or not fed yet): its name is taken too."""
+    from labtui.store.journal import Journal
+
+    good = tmp_path / "good.csv"
+    good.write_text("benchmark,metric,value,unit,better\nx,m,1,s,lower\n")
+    assert main(["import", str(good), "--session", "first", "--db", str(db)]) == 0
+    journal = Journal.create(db, "running")
+    try:
+        assert main(["import", str(good), "--session", "running", "--db", str(db)]) == 2
+    finally:
+        journal.close(delete=True)
+    assert "session 'running' already exists" in capsys.readouterr().err
+    assert fetch_frame(db, "SELECT session_id FROM sessions").rows() == [("first",)]
 
 
 def test_import_csv_reads_back_an_export(tmp_path: Path, db: Path) -> None:
