@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labtui.core.paths import default_db_path
-from labtui.hosts import Host
 
-if TYPE_CHECKING:  # the backends load plugins: only the commands that use them pay for it
+if TYPE_CHECKING:  # the backends load plugins, a Host asyncio: only the commands that use them pay for it
     from labtui.backends.base import Backend
+    from labtui.hosts import Host
 
 DEFAULT_BACKEND = "process"
 #: Seconds a backend's check may take when a command picks the usable backends.
@@ -46,6 +45,8 @@ async def usable_backends(backends: list[Backend]) -> list[Backend]:
     backend whose check itself fails, or does not answer in CHECK_TIMEOUT_S, is kept, so that its
     listing reports what is wrong.
     """
+    import asyncio  # here: `labtui import` and the other commands without backends never load it
+
     async def usable(backend: Backend) -> tuple[bool, str]:
         try:
             availability = await asyncio.wait_for(backend.check(), CHECK_TIMEOUT_S)

@@ -1,8 +1,30 @@
-"""Hosts: the local machine, and SSH hosts declared in the lab config (labtui.toml)."""
+"""Hosts: the local machine, and SSH hosts declared in the lab config (labtui.toml).
 
-from labtui.hosts.base import CommandResult, CommandTimeout, Facts, Host, HostError
+Host, CommandResult and Facts load labtui.hosts.base (and asyncio) on first
+use, so a command that only checks the lab config (every command does, in
+labtui.cli) does not pay for them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from labtui.hosts.errors import CommandTimeout, HostError
+
+if TYPE_CHECKING:
+    from labtui.hosts.base import CommandResult, Facts, Host
 
 __all__ = ["CommandResult", "CommandTimeout", "Facts", "Host", "HostError", "get_host", "known_hosts"]
+_FROM_BASE = ("CommandResult", "Facts", "Host")
+
+
+def __getattr__(name: str) -> Any:
+    """Load one of labtui.hosts.base's names on first use (PEP 562)."""
+    if name not in _FROM_BASE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from labtui.hosts import base
+
+    return getattr(base, name)
 
 
 def known_hosts() -> list[str]:
