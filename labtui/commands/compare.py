@@ -53,18 +53,9 @@ from labtui.commands.compare_samples import (
 )
 from labtui.commands.listing import PipeConsole, write_rows
 from labtui.core.errors import UsageError
-from labtui.core.stats import (
-    BOOTSTRAP_MIN,
-    CORRECTION,
-    EQUIVALENCE_PCT,
-    FDR,
-    Comparison,
-    adjust_p_values,
-    compare_samples,
-    no_difference,
-    reach_pct,
-    summarize,
-)
+from labtui.core.stats.describe import summarize
+from labtui.core.stats.intervals import BOOTSTRAP_MIN, Comparison, compare_samples
+from labtui.core.stats.multiple import CORRECTION, EQUIVALENCE_PCT, FDR, adjust_p_values, no_difference, reach_pct
 from labtui.core.units import MISSING, display_unit, interval, number, share_pct, shown, signed_pct
 from labtui.figures import sample_figures, sample_values
 from labtui.store import UnknownSession, resolve_session

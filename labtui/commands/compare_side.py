@@ -35,7 +35,9 @@ from labtui.commands.compare_samples import (
 )
 from labtui.commands.listing import PipeConsole, print_uncut, write_rows
 from labtui.core.errors import UsageError
-from labtui.core.stats import CORRECTION, FDR, Comparison, adjust_p_values, compare_samples, summarize
+from labtui.core.stats.describe import summarize
+from labtui.core.stats.intervals import Comparison, compare_samples
+from labtui.core.stats.multiple import CORRECTION, FDR, adjust_p_values
 from labtui.core.units import MISSING, display_unit, number, signed_pct
 from labtui.figures import sample_figures, sample_values
 from labtui.store import fetch_frame

@@ -10,7 +10,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from labtui.core.stats import MAX_BOOTSTRAP_ROWS, OUTLIER_Z
+from labtui.core.stats.intervals import MAX_BOOTSTRAP_ROWS
+from labtui.core.stats.trust import OUTLIER_Z
 from labtui.core.units import display_unit, interval, number, quantity, share_pct
 from labtui.figures import sample_figures
 from labtui.figures.table import bootstrap_allowed, repetition_samples, with_trust
@@ -49,9 +50,9 @@ def render_figures(console: Console, db: Path, session_id: str) -> None:
     """Print each metric of a session by background count (and placement, for isolation runs), under its verdict
     (labtui.figures.verdict: does it move with the background at all):
     mean, the sample figures (median, ...: labtui.figures.columns), 95% interval, CoV, n, the median slowdown with
-    its interval (labtui.core.stats.median_slowdown; the slowdown view's mean-based one and normalized are in the
+    its interval (labtui.core.stats.trend.median_slowdown; the slowdown view's mean-based one and normalized are in the
     store), and what makes a figure doubtful
-    (labtui.core.stats.trust: one repetition, wide spread, outliers, two modes), explained under its table;
+    (labtui.core.stats.trust.trust: one repetition, wide spread, outliers, two modes), explained under its table;
     numbers in their display unit (labtui.core.units).  In a terminal too narrow for the table the mean and then
     the interval are left out, never the trust column."""
     try:
@@ -107,7 +108,7 @@ def render_figures(console: Console, db: Path, session_id: str) -> None:
                        style="dim"), highlight=False)
 
 
-#: The run table's slowdown column: median-based (labtui.core.stats.median_slowdown), with its interval.
+#: The run table's slowdown column: median-based (labtui.core.stats.trend.median_slowdown), with its interval.
 SLOWDOWN = "median slowdown %"
 
 

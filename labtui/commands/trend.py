@@ -4,7 +4,7 @@ Study 000 (section 5.1.2, Tables 5-3 to 5-10) fits a line y = a·x + b to each A
 figure against the number of zones; Δ% = a·x_max / b is how much the figure moves
 as zones are added, and d% the average distance of a scenario's line from the
 baseline global zone's line, over b0.  Here x is a session's background count and
-y each repetition's finite value at it (the store's REPETITION_VALUES); the definitions are labtui.core.stats.trendline,
+y each repetition's finite value at it (the store's REPETITION_VALUES); the definitions are labtui.core.stats.trend.trendline,
 trend_delta_pct and trend_distance_pct.
 
 The study's figures are AIM9 rates, higher is better, and it reads the signs as performance
@@ -28,7 +28,7 @@ from pathlib import Path
 from labtui.commands.common import db_path
 from labtui.commands.listing import PipeConsole, print_uncut, write_rows
 from labtui.core.errors import UsageError
-from labtui.core.stats import Trendline, trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
+from labtui.core.stats.trend import Trendline, trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
 from labtui.core.units import display_unit, number
 from labtui.figures.verdict import verdict
 from labtui.store import REPETITION_VALUES, UnknownSession, fetch_frame, resolve_session

@@ -7,7 +7,7 @@ performance-at-scale figure of the VServer/Xen paper.  For each count n in
 created with a common start time ``concurrent.start_delay_s`` ahead, so they
 all begin together however long creating them takes; each worker's readings
 are recorded (R_i, with its instance id) and, per metric, the aggregate of
-``labtui.core.stats.aggregate_metric``: a rate (higher is better) as S_n = sum of
+``labtui.core.stats.aggregate.aggregate_metric``: a rate (higher is better) as S_n = sum of
 R_i, ``<metric>_sum``; a time of one unit of work as the throughput it implies,
 sum of 1/t_i per second, ``<metric>_rate_sum`` (unit ``1/s``, higher is
 better), never a sum of times; other metrics (bytes, latencies) per instance only.
@@ -23,7 +23,7 @@ an instance that lags pulls it down.
 from __future__ import annotations
 
 from labtui.core.events import StepEnded, StepStarted
-from labtui.core.stats import TIME_UNITS, aggregate_readings, is_work_time
+from labtui.core.stats.aggregate import TIME_UNITS, aggregate_readings, is_work_time
 from labtui.engine.context import RunContext
 from labtui.engine.hostclock import host_clock_ns
 from labtui.engine.scaling import wait_for_quiet_host
@@ -75,7 +75,7 @@ async def _run_count(ctx: RunContext, step: int, count: int) -> None:
 
 def record_aggregates(ctx: RunContext, readings: list[Reading]) -> None:
     """Record the aggregate of every metric the workers of one round reported, as
-    labtui.core.stats.aggregate_metric defines it (rates sum; a time as sum of 1/t; never a sum of times)."""
+    labtui.core.stats.aggregate.aggregate_metric defines it (rates sum; a time as sum of 1/t; never a sum of times)."""
     for benchmark, agg in aggregate_readings(readings):
         ctx.result(benchmark, agg.metric, agg.value, agg.unit, agg.better)  # type: ignore[arg-type]
 

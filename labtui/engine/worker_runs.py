@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from labtui.backends.base import HOST_TOOL, STDERR, Backend, BackendError, Instance, InstanceSpec
-from labtui.core.stats import coefficient_of_variation
+from labtui.core.stats.describe import coefficient_of_variation
 from labtui.engine.context import RunContext
 from labtui.engine.load import measure_load
 from labtui.parsers import ParseError, Reading

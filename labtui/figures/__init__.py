@@ -4,8 +4,8 @@ A figure is one slowdown row (benchmark, metric, unit, better, placement, backgr
 std, n, normalization and slowdown come from the store's own SQL (the ``slowdown`` view, or the
 same SQL over live results); its sample figures (the median, and whatever labtui.figures.columns
 registers) come from its repetitions' values, and its 95% interval, CoV, flags, outliers and modes
-from labtui.core.stats.trust of them, under one bootstrap policy; its median slowdown against the
-baseline, with its interval, from labtui.core.stats.median_slowdown; and its metric's verdict, one line
+from labtui.core.stats.trust.trust of them, under one bootstrap policy; its median slowdown against the
+baseline, with its interval, from labtui.core.stats.trend.median_slowdown; and its metric's verdict, one line
 on whether it moves with the background at all, from labtui.figures.verdict.  The run table,
 ``compare``, ``report`` and the console draw these columns; none assembles trust or words a trend itself.
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from labtui.core.stats import summarize
+from labtui.core.stats.describe import summarize
 
 
 @dataclass(frozen=True, slots=True)

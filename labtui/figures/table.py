@@ -7,7 +7,9 @@ import os
 
 import polars as pl
 
-from labtui.core.stats import MAX_BOOTSTRAP_ROWS, RobustSlowdown, Trust, median_slowdown, trust
+from labtui.core.stats.intervals import MAX_BOOTSTRAP_ROWS
+from labtui.core.stats.trend import RobustSlowdown, median_slowdown
+from labtui.core.stats.trust import Trust, trust
 from labtui.figures.columns import sample_figures, sample_values
 from labtui.figures.keys import FIGURE_KEY, METRIC_KEY
 from labtui.figures.verdict import Verdict, verdict
@@ -15,7 +17,7 @@ from labtui.store import REPETITION_VALUES, fetch_frame, slowdown_frame
 from labtui.store.frames import repetition_table
 
 #: What `with_trust` adds to a slowdown frame besides the sample figures (labtui.figures.columns):
-#: labtui.core.stats.trust of each figure's repetitions.
+#: labtui.core.stats.trust.trust of each figure's repetitions.
 TRUST_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
@@ -39,7 +41,7 @@ GROUP BY benchmark, metric, unit, better, placement, background
 
 def bootstrap_allowed(rows: int) -> bool:
     """The one interval policy: a table of at most MAX_BOOTSTRAP_ROWS figures may bootstrap a skewed figure's
-    interval (labtui.core.stats.trust decides which); a larger one uses Student's t throughout, so it stays fast."""
+    interval (labtui.core.stats.trust.trust decides which); a larger one uses Student's t throughout, so it stays fast."""
     return rows <= MAX_BOOTSTRAP_ROWS
 
 
@@ -51,12 +53,12 @@ def repetition_samples(db: str | os.PathLike[str], session_id: str) -> pl.DataFr
 
 def with_trust(slow: pl.DataFrame, samples: pl.DataFrame) -> pl.DataFrame:
     """The slowdown frame with each figure's sample figures (the median, and whatever labtui.figures.columns
-    registers), 95% interval (and its method), CoV, trust flags, outliers and modes: labtui.core.stats.trust of
+    registers), 95% interval (and its method), CoV, trust flags, outliers and modes: labtui.core.stats.trust.trust of
     the figure's repetitions' values (`samples`: the columns of FIGURE_KEY and a list column `samples`, as
     repetition_samples gives).
 
     Beside them, the figure's median slowdown against its metric's baseline (the slowdown view's: the first
-    condition by step and background) with its bootstrap interval (labtui.core.stats.median_slowdown; none for
+    condition by step and background) with its bootstrap interval (labtui.core.stats.trend.median_slowdown; none for
     one repetition on either side; the baseline's own is 0 without an interval), and the metric's verdict
     (labtui.figures.verdict, from every background count in `samples`, also those `slow` leaves out; none for an
     isolation run's placements), the same on each of the metric's rows."""

@@ -3,10 +3,10 @@ background at all.
 
 The trend is the least-squares slope of the metric's per-repetition values (the store's REPETITION_VALUES:
 each repetition's median over its worker's runs) against the background count, with the slope's 95% interval
-(labtui.core.stats.trend_fit: scipy.stats.linregress's standard error and Student's t with n - 2 df).  A slope
+(labtui.core.stats.trend.trend_fit: scipy.stats.linregress's standard error and Student's t with n - 2 df).  A slope
 whose interval leaves 0 out is a trend, given per a round number of background instances and as the line's
 change over the counts measured; otherwise the line says no trend is distinguishable from noise.  Where the
-levels' median coefficient of variation is above the trust limit (labtui.core.stats.SPREAD_LIMIT, the one
+levels' median coefficient of variation is above the trust limit (labtui.core.stats.trust.SPREAD_LIMIT, the one
 that flags a figure "spread") the line says so and what to do.  The run table, the console's slowdown pane,
 ``labtui report`` and ``labtui trend`` all print this line; none words a trend itself.
 """
@@ -17,7 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from labtui.core.stats import SPREAD_LIMIT, TrendFit, median_cov, trend_fit
+from labtui.core.stats.trend import TrendFit, median_cov, trend_fit
+from labtui.core.stats.trust import SPREAD_LIMIT
 from labtui.core.units import MISSING, display_unit, share_pct, signed_pct
 
 #: What the x axis counts, as the run table's ``background`` column does.
@@ -30,7 +31,7 @@ class Verdict:
 
     metric: str
     fit: TrendFit | None  # None with too few values for an interval
-    spread: float | None  # the levels' median CoV (labtui.core.stats.median_cov); None with one value a level
+    spread: float | None  # the levels' median CoV (labtui.core.stats.trend.median_cov); None with one value a level
     repetitions: int  # the most values one level has
     line: str
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from labtui.core.stats import OUTLIER_Z, SINGLE, SPREAD_LIMIT
+from labtui.core.stats.trust import OUTLIER_Z, SINGLE, SPREAD_LIMIT
 from labtui.core.units import quantity, share_pct
 from labtui.report.data import SessionData
 

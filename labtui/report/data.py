@@ -64,7 +64,7 @@ class SessionData:
     problems: pl.DataFrame
     #: Added to the label when two compared sessions would otherwise look alike.
     label_suffix: str = ""
-    #: Each figure's per-repetition values (repetition_samples), for labtui.core.stats.trust.
+    #: Each figure's per-repetition values (repetition_samples), for labtui.core.stats.trust.trust.
     samples: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @cached_property

@@ -35,7 +35,7 @@ def x_label(sessions: list[SessionData]) -> str:
 class AggregateLabel:
     """How a figure names an aggregate of instances that ran at once, and the formula it really computes."""
 
-    #: The metric's suffix (``labtui.core.stats.aggregate_metric``, ``labtui.engine.concurrent``).
+    #: The metric's suffix (``labtui.core.stats.aggregate.aggregate_metric``, ``labtui.engine.concurrent``).
     suffix: str
     #: What the aggregate is, of the per-instance metric {m}.
     name: str

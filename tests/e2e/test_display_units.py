@@ -24,7 +24,7 @@ import pytest
 from cli_run import labtui as run_labtui
 from pilot_wait import wait_for
 
-from labtui.core.stats import SINGLE
+from labtui.core.stats.trust import SINGLE
 from labtui.core.units import MISSING
 
 #: A tiny scaling run that does not wait for a quiet host (the test machine is shared).

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from labtui.core.stats import aggregate_metric
+from labtui.core.stats.aggregate import aggregate_metric
 from labtui.core.units import display_unit
 from labtui.engine.concurrent import finish_rate
 from labtui.report import charts_for, load_session, write_report

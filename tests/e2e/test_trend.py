@@ -14,7 +14,7 @@ import pytest
 
 from labtui.cli import main
 from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
-from labtui.core.stats import trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
+from labtui.core.stats.trend import trend_delta_ci_pct, trend_delta_pct, trend_distance_pct, trendline
 from labtui.store import StoreWriter
 
 ZONES = list(range(1, 110))  # the study's 109 zones

@@ -73,17 +73,11 @@ PARSER_TESTS = ("tests/unit/test_parsers.py", "tests/unit/test_edges.py::test_ev
                 "tests/unit/test_edges.py::test_every_stress_ng_duration_unit_is_read_in_seconds")
 
 TARGETS = {t.name: t for t in (
-    Target("stats", "labtui/core/stats.py", ("tests/unit/test_stats.py", "tests/unit/test_stats_edges.py")),
-    # the functions every table, pane, report and `labtui compare` reads (not the scipy wrappers, not the
-    # bootstraps, whose tests take seconds each)
-    Target("stats-core", "labtui/core/stats.py", ("tests/unit/test_stats.py", "tests/unit/test_stats_edges.py"),
-           functions=("summarize", "slowdown_pct", "normalized", "welch_df", "welch", "bootstrap_fits", "mean_ci",
-                      "compare_samples", "rate_sum", "is_work_time", "aggregate_metric", "aggregate_readings")),
-    # the rest of the file's functions: the scipy wrappers, skewness, the bootstraps, outliers, modes, trust
-    Target("stats-rest", "labtui/core/stats.py", ("tests/unit/test_stats.py", "tests/unit/test_stats_edges.py"),
-           functions=("_t975", "_t", "_check_df", "t_sf", "t_cdf", "t_two_sided_p", "t_pdf", "t_quantile",
-                      "skewness", "Interval.contains", "bootstrap_diff_ci", "bootstrap_mean_ci", "modified_z_scores",
-                      "outliers", "modes", "Trust.wide", "Trust.flags", "trust", "aggregate")),
+    # labtui.core.stats, one target per module (the bootstraps' tests take seconds each)
+    *(Target(f"stats-{name}", f"labtui/core/stats/{name}.py",
+             ("tests/unit/test_stats.py", "tests/unit/test_stats_edges.py", "tests/unit/test_trust.py",
+              "tests/unit/test_stats_many.py", "tests/unit/test_verdict.py", "tests/unit/test_aggregates.py"))
+      for name in ("describe", "intervals", "trust", "aggregate", "trend", "multiple")),
     # the figures table every face draws: trust columns added to slowdown rows, one interval policy
     Target("figures", "labtui/figures/table.py", ("tests/unit/test_figures_table.py", "tests/unit/test_trust.py")),
     Target("reconcile", "labtui/lifecycle/reconcile.py",
@@ -95,12 +89,16 @@ TARGETS = {t.name: t for t in (
     Target("suite-validator", "labtui/suites/model.py",
            ("tests/unit/test_suites.py", "tests/unit/test_suite_model.py", "-k", "not run_with and not suites_command")),
     # the loader's checks of values, keys and overrides (the tests that start no run)
-    Target("suite-keys", "labtui/suites/keys.py",
+    Target("suite-keys", "labtui/suites/key_types.py",
            ("tests/unit/test_suites.py", "-k", "not run_with and not suites_command"),
            functions=("is_int", "is_number", "is_cpu_list", "printable")),
     Target("suite-loader", "labtui/suites/loader.py",
            ("tests/unit/test_suites.py", "-k", "not run_with and not suites_command"),
-           functions=("_value", "_check_creation", "_fairshare")),
+           functions=("_value", "_check_kind_tables", "_build")),
+    # each kind's own checks across keys (creation's scale and worker, fairshare's weights, caps and timeout)
+    *(Target(f"suite-kind-{name}", f"labtui/suites/kinds/{name}.py",
+             ("tests/unit/test_suites.py", "tests/unit/test_suite_model.py", "-k", "not run_with and not suites_command"))
+      for name in ("creation", "fairshare")),
     Target("suite-overrides", "labtui/suites/overrides.py",
            ("tests/unit/test_suites.py", "-k", "not run_with and not suites_command"),
            functions=("parse_override", "apply_overrides")),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from labtui.core.stats import summarize
+from labtui.core.stats.describe import summarize
 from labtui.hosts.local import LocalHost
 from labtui.parsers.probe import parse_probe_output
 from labtui.programs.native import ensure_program, probe_source

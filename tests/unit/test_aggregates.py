@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from labtui.core.stats import TIME_UNITS, aggregate_metric, aggregate_readings, is_work_time, rate_sum, slowdown_pct
+from labtui.core.stats.aggregate import TIME_UNITS, aggregate_metric, aggregate_readings, is_work_time, rate_sum
+from labtui.core.stats.describe import slowdown_pct
 from labtui.engine.concurrent import record_aggregates, record_sums
 from labtui.parsers import Reading
 
@@ -85,7 +86,7 @@ class _Ctx:
 
 def test_the_engine_records_the_stats_definition() -> None:
     """The concurrent kind (and the creation kind's where = all, which imports record_sums) record
-    exactly what labtui.core.stats.aggregate_readings defines, one aggregate per metric."""
+    exactly what labtui.core.stats.aggregate.aggregate_readings defines, one aggregate per metric."""
     readings = [
         Reading("sqlite", "inserts_5000_s", 2.0, "s", "lower"),
         Reading("sqlite", "inserts_5000_s", 4.0, "s", "lower"),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from labtui.core.stats import MAX_BOOTSTRAP_ROWS, trust
+from labtui.core.stats.intervals import MAX_BOOTSTRAP_ROWS
+from labtui.core.stats.trust import trust
 from labtui.figures.table import bootstrap_allowed, with_trust
 
 KEY = {"benchmark": "bench", "metric": "boot", "unit": "s", "better": "lower"}

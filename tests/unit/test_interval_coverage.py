@@ -1,6 +1,6 @@
 """The interval labtui prints around a mean covers that mean as often as it says.
 
-Drawn from populations whose mean is known, the printed 95% interval (labtui.core.stats.mean_ci)
+Drawn from populations whose mean is known, the printed 95% interval (labtui.core.stats.intervals.mean_ci)
 must contain the mean in nearly 95% of draws.  A run's table prints one per level from 5
 repetitions: there a bootstrap interval covered the mean in 85% of normal draws and 77-81% of
 skewed ones, so three runs of one suite disagreed at levels where nothing had changed.  The draws are
@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from labtui.core.stats import BOOTSTRAP_MIN, mean_ci
+from labtui.core.stats.intervals import BOOTSTRAP_MIN, mean_ci
 
 DRAWS = 1000
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labtui.core.stats import slowdown_pct
+from labtui.core.stats.describe import slowdown_pct
 from labtui.parsers import ParseError, Reading
 from labtui.parsers.aim9 import (
     AIM9_CATEGORIES,

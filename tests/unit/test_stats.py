@@ -2,19 +2,9 @@ import math
 
 import pytest
 
-from labtui.core.stats import (
-    aggregate,
-    compare_samples,
-    normalized,
-    slowdown_pct,
-    summarize,
-    t_cdf,
-    t_quantile,
-    t_sf,
-    t_two_sided_p,
-    welch,
-    welch_df,
-)
+from labtui.core.stats.aggregate import aggregate
+from labtui.core.stats.describe import normalized, slowdown_pct, summarize, t_cdf, t_quantile, t_sf, t_two_sided_p
+from labtui.core.stats.intervals import compare_samples, welch, welch_df
 
 
 def test_summarize_known_values():
@@ -194,7 +184,7 @@ def test_compare_samples_directions_and_tests():
 
 def test_a_t_interval_of_values_none_of_them_negative_starts_at_zero():
     """Five skewed boot times once printed `-3.512 – 13.61` ms: no mean of non-negative values lies below 0."""
-    from labtui.core.stats import mean_ci
+    from labtui.core.stats.intervals import mean_ci
 
     skewed = [0.4, 0.5, 0.6, 0.7, 23.0]
     ci = mean_ci(skewed, bootstrap=False)

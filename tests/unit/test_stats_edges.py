@@ -10,23 +10,21 @@ from typing import NamedTuple
 
 import pytest
 
-from labtui.core import stats
-from labtui.core.stats import (
+from labtui.core.stats.aggregate import aggregate_metric, aggregate_readings, is_work_time, rate_sum
+from labtui.core.stats.describe import normalized, slowdown_pct, summarize, t_cdf, t_pdf, t_quantile, t_sf, t_two_sided_p
+from labtui.core.stats.intervals import (
     BOOTSTRAP_MIN,
-    aggregate_metric,
-    aggregate_readings,
+    Interval,
+    bootstrap_diff_ci,
     bootstrap_fits,
+    bootstrap_mean_ci,
     compare_samples,
-    is_work_time,
     mean_ci,
-    normalized,
-    rate_sum,
-    slowdown_pct,
-    summarize,
-    t_quantile,
+    skewness,
     welch,
     welch_df,
 )
+from labtui.core.stats.trust import SINGLE, modes, modified_z_scores, outliers, trust
 from labtui.store.frames import slowdown_table
 
 #: Symmetric around 10, no skew: a t interval, however many values.
@@ -259,11 +257,11 @@ def test_t_at_infinite_df_is_the_standard_normal(t):
     from scipy.stats import norm
 
     inf = float("inf")
-    assert stats.t_sf(t, inf) == pytest.approx(float(norm.sf(t)), rel=1e-12)
-    assert stats.t_cdf(t, inf) == pytest.approx(float(norm.cdf(t)), rel=1e-12)
-    assert stats.t_pdf(t, inf) == pytest.approx(float(norm.pdf(t)), rel=1e-12)
-    assert stats.t_two_sided_p(t, inf) == pytest.approx(2.0 * float(norm.sf(abs(t))), rel=1e-12)
-    assert stats.t_pdf(0.0, inf) == pytest.approx(1.0 / math.sqrt(2.0 * math.pi), rel=1e-12)
+    assert t_sf(t, inf) == pytest.approx(float(norm.sf(t)), rel=1e-12)
+    assert t_cdf(t, inf) == pytest.approx(float(norm.cdf(t)), rel=1e-12)
+    assert t_pdf(t, inf) == pytest.approx(float(norm.pdf(t)), rel=1e-12)
+    assert t_two_sided_p(t, inf) == pytest.approx(2.0 * float(norm.sf(abs(t))), rel=1e-12)
+    assert t_pdf(0.0, inf) == pytest.approx(1.0 / math.sqrt(2.0 * math.pi), rel=1e-12)
 
 
 @pytest.mark.parametrize("df", [1.0, 3.0, 7.5])
@@ -271,25 +269,25 @@ def test_t_at_finite_df_is_scipys_t(df):
     from scipy.stats import t as student
 
     for t in (-2.0, 0.0, 1.0, 2.5):
-        assert stats.t_pdf(t, df) == pytest.approx(float(student.pdf(t, df)), rel=1e-12)
-        assert stats.t_sf(t, df) == pytest.approx(float(student.sf(t, df)), rel=1e-12)
-        assert stats.t_cdf(t, df) == pytest.approx(float(student.cdf(t, df)), rel=1e-12)
+        assert t_pdf(t, df) == pytest.approx(float(student.pdf(t, df)), rel=1e-12)
+        assert t_sf(t, df) == pytest.approx(float(student.sf(t, df)), rel=1e-12)
+        assert t_cdf(t, df) == pytest.approx(float(student.cdf(t, df)), rel=1e-12)
 
 
 def test_a_p_value_is_never_above_one():
-    assert stats.t_two_sided_p(0.0, 7.0) == 1.0
-    assert stats.t_two_sided_p(float("nan"), 7.0) <= 1.0
+    assert t_two_sided_p(0.0, 7.0) == 1.0
+    assert t_two_sided_p(float("nan"), 7.0) <= 1.0
 
 
 def test_skewness_needs_three_values_with_spread():
     from scipy.stats import skew
 
-    assert math.isnan(stats.skewness([1.0, 2.0])) and math.isnan(stats.skewness([5.0] * 4))
-    assert stats.skewness([1.0, 2.0, 7.0]) == pytest.approx(float(skew([1.0, 2.0, 7.0], bias=False)))
+    assert math.isnan(skewness([1.0, 2.0])) and math.isnan(skewness([5.0] * 4))
+    assert skewness([1.0, 2.0, 7.0]) == pytest.approx(float(skew([1.0, 2.0, 7.0], bias=False)))
 
 
 def test_an_interval_contains_its_ends():
-    interval = stats.Interval(1.0, 2.0, "t")
+    interval = Interval(1.0, 2.0, "t")
     assert interval.contains(1.0) and interval.contains(2.0) and interval.contains(1.5)
     assert not interval.contains(0.999) and not interval.contains(2.001)
 
@@ -297,38 +295,38 @@ def test_an_interval_contains_its_ends():
 def test_the_bootstraps_default_to_a_95_percent_interval_and_seed_0():
     # the same samples give the interval printed before: mean_ci and compare_samples use the defaults
     a, b = [1.0, 2.0, 3.0, 4.0, 6.0] * 4, [2.0, 3.5, 4.0, 5.0, 9.0] * 4
-    diff = stats.bootstrap_diff_ci(a, b)
-    assert diff is not None and diff.level == 0.95 and diff == stats.bootstrap_diff_ci(a, b, level=0.95, seed=0)
+    diff = bootstrap_diff_ci(a, b)
+    assert diff is not None and diff.level == 0.95 and diff == bootstrap_diff_ci(a, b, level=0.95, seed=0)
     assert diff.low < 4.7 - 3.2 < diff.high  # mean(b) - mean(a) inside
-    mean = stats.bootstrap_mean_ci(a)
-    assert mean is not None and mean.level == 0.95 and mean == stats.bootstrap_mean_ci(a, level=0.95, seed=0)
+    mean = bootstrap_mean_ci(a)
+    assert mean is not None and mean.level == 0.95 and mean == bootstrap_mean_ci(a, level=0.95, seed=0)
     assert mean.low < 3.2 < mean.high and mean.method == "bootstrap"
-    assert stats.bootstrap_mean_ci(a[:-1]) is None and stats.bootstrap_diff_ci(a, b[:-1]) is None  # too few
+    assert bootstrap_mean_ci(a[:-1]) is None and bootstrap_diff_ci(a, b[:-1]) is None  # too few
 
 
 def test_a_difference_is_bootstrapped_when_only_one_side_has_spread():
     constant, spread = [3.0] * 24, [1.0, 2.0, 3.0, 4.0, 6.0, 9.0] * 4
     for a, b in ((constant, spread), (spread, constant)):
-        found = stats.bootstrap_diff_ci(a, b)
+        found = bootstrap_diff_ci(a, b)
         assert found is not None and found.low < statistics.fmean(b) - statistics.fmean(a) < found.high
-    assert stats.bootstrap_diff_ci(constant, constant) is None
+    assert bootstrap_diff_ci(constant, constant) is None
 
 
 def test_modified_z_scores_by_the_mad_and_by_the_mean_deviation():
     # median 3, absolute deviations 2, 1, 0, 1, 7: MAD 1
-    assert stats.modified_z_scores([1.0, 2.0, 3.0, 4.0, 10.0]) == pytest.approx(
+    assert modified_z_scores([1.0, 2.0, 3.0, 4.0, 10.0]) == pytest.approx(
         [0.6745 * d for d in (-2.0, -1.0, 0.0, 1.0, 7.0)])
     # more than half equal: MAD 0, the mean absolute deviation (4 / 5) stands in
-    assert stats.modified_z_scores([1.0, 1.0, 1.0, 1.0, 5.0]) == pytest.approx(
+    assert modified_z_scores([1.0, 1.0, 1.0, 1.0, 5.0]) == pytest.approx(
         [0.0] * 4 + [4.0 / (1.253314 * 0.8)])
-    assert stats.modified_z_scores([-3.0, -3.0, -3.0, -3.0, 1.0]) == pytest.approx(
+    assert modified_z_scores([-3.0, -3.0, -3.0, -3.0, 1.0]) == pytest.approx(
         [0.0] * 4 + [4.0 / (1.253314 * 0.8)])
-    assert stats.modified_z_scores([2.0, 2.0, 2.0]) == [0.0, 0.0, 0.0]
+    assert modified_z_scores([2.0, 2.0, 2.0]) == [0.0, 0.0, 0.0]
 
 
 def test_three_values_can_have_an_outlier_and_two_cannot():
-    assert stats.outliers([1.0, 2.0, 100.0]) == [100.0]
-    assert stats.outliers([1.0, 100.0]) == [] and stats.outliers([]) == []
+    assert outliers([1.0, 2.0, 100.0]) == [100.0]
+    assert outliers([1.0, 100.0]) == [] and outliers([]) == []
 
 
 #: Timings of two kinds: 1 ms and 8 to 25 ms are two modes on a log scale, one on a linear one.
@@ -356,29 +354,29 @@ TWO_KINDS = [1.0] * 4 + [8.0, 10.0, 12.0, 16.0, 20.0, 25.0]
     ([1.0, 10.0, 10.0, 10.0, 10.0, 40.0, 40.0, 40.0, 40.0, 40.0], None),
 ])
 def test_modes_split_at_a_gap_wider_than_either_side(values, found):
-    assert stats.modes(values) == found
-    assert stats.modes(list(reversed(values))) == found
+    assert modes(values) == found
+    assert modes(list(reversed(values))) == found
 
 
 def test_the_spread_flag_is_for_a_spread_above_the_limit():
-    cv = stats.summarize([1.0, 3.0]).cv
-    assert not stats.trust([1.0, 3.0], spread_limit=cv).wide
-    assert stats.trust([1.0, 3.0], spread_limit=cv * 0.999).wide
-    assert stats.trust([1.0, 3.0], spread_limit=cv * 0.999).flags() == ["spread"]
+    cv = summarize([1.0, 3.0]).cv
+    assert not trust([1.0, 3.0], spread_limit=cv).wide
+    assert trust([1.0, 3.0], spread_limit=cv * 0.999).wide
+    assert trust([1.0, 3.0], spread_limit=cv * 0.999).flags() == ["spread"]
 
 
 def test_the_trust_flags_count_outliers_and_name_two_modes():
-    assert stats.trust([10.0] * 12, bootstrap=False).flags() == []
-    assert stats.trust([10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 50.0], bootstrap=False).flags() == ["spread", "1 outlier"]
-    two = stats.trust([10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 50.0, 60.0], spread_limit=10.0, bootstrap=False)
+    assert trust([10.0] * 12, bootstrap=False).flags() == []
+    assert trust([10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 50.0], bootstrap=False).flags() == ["spread", "1 outlier"]
+    two = trust([10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 50.0, 60.0], spread_limit=10.0, bootstrap=False)
     assert two.outliers == (50.0, 60.0) and two.flags() == ["2 outliers"]
-    bimodal = stats.trust([1.0] * 5 + [2.0] * 5, spread_limit=10.0, bootstrap=False)
+    bimodal = trust([1.0] * 5 + [2.0] * 5, spread_limit=10.0, bootstrap=False)
     assert bimodal.modes == (1.0, 2.0) and bimodal.flags() == ["bimodal"]
 
 
 def test_trust_bootstraps_the_interval_of_skewed_values_unless_told_not_to():
-    assert stats.trust(SKEWED).ci.method == "bootstrap"
-    assert stats.trust(SKEWED, bootstrap=False).ci.method == "t"
+    assert trust(SKEWED).ci.method == "bootstrap"
+    assert trust(SKEWED, bootstrap=False).ci.method == "t"
 
 
 def test_slowdown_table_has_the_mean_and_slowdown_of_each_step_against_the_first():
@@ -393,7 +391,7 @@ def test_slowdown_table_has_the_mean_and_slowdown_of_each_step_against_the_first
     table = slowdown_table(frame)
     assert table["background"].to_list() == [0, 5] and table["n"].to_list() == [2, 2]
     assert table["mean"].to_list() == pytest.approx([11.0, 16.5])
-    assert table["slowdown_pct"].to_list() == pytest.approx([0.0, stats.slowdown_pct(16.5, 11.0, "lower")])
+    assert table["slowdown_pct"].to_list() == pytest.approx([0.0, slowdown_pct(16.5, 11.0, "lower")])
     assert table["normalized"].to_list() == pytest.approx([1.0, 1.5])
 
 
@@ -405,5 +403,5 @@ def test_compare_with_one_value_on_a_side_gives_figures_without_a_test(a, b):
 
 
 def test_one_value_is_flagged_single_and_nothing_else():
-    assert stats.trust([5.0]).flags() == [stats.SINGLE]
-    assert stats.trust([5.0, 5.0]).flags() == []
+    assert trust([5.0]).flags() == [SINGLE]
+    assert trust([5.0, 5.0]).flags() == []

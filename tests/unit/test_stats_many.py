@@ -10,7 +10,7 @@ import pytest
 
 from labtui.commands.compare import NO_DIFFERENCE, compare_sessions, summary
 from labtui.commands.compare_samples import REPETITIONS, Samples
-from labtui.core.stats import EQUIVALENCE_PCT, FDR, adjust_p_values, no_difference, reach_pct
+from labtui.core.stats.multiple import EQUIVALENCE_PCT, FDR, adjust_p_values, no_difference, reach_pct
 
 # --- the correction ----------------------------------------------------------------------------------
 

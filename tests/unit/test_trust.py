@@ -14,7 +14,7 @@ from rich.console import Console
 
 from labtui.commands.printing import render_summary
 from labtui.core.events import Result, SessionEnded, SessionStarted, StepEnded, StepStarted
-from labtui.core.stats import BIMODAL_MIN, OUTLIER_Z, SINGLE, modes, modified_z_scores, outliers, trust
+from labtui.core.stats.trust import BIMODAL_MIN, OUTLIER_Z, SINGLE, modes, modified_z_scores, outliers, trust
 from labtui.core.units import number, share_pct
 from labtui.figures.table import repetition_samples, session_figures, with_trust
 from labtui.report.alerts import session_warnings

@@ -13,7 +13,9 @@ import pytest
 from rich.console import Console
 
 from labtui.commands.printing import SLOWDOWN, render_summary
-from labtui.core.stats import SPREAD_LIMIT, median_cov, median_slowdown, slowdown_pct, trend_fit
+from labtui.core.stats.describe import slowdown_pct
+from labtui.core.stats.trend import median_cov, median_slowdown, trend_fit
+from labtui.core.stats.trust import SPREAD_LIMIT
 from labtui.core.units import MISSING
 from labtui.figures.table import session_figures, with_trust
 from labtui.figures.verdict import slowdown_text, verdict
