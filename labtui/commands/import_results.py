@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -26,8 +25,9 @@ import duckdb
 from labtui.commands.common import db_path
 from labtui.core.errors import UsageError
 from labtui.core.events import SessionStarted
-from labtui.parsers import ParseError, Reading
+from labtui.parsers import ParseError
 from labtui.parsers.common import Better
+from labtui.parsers.registry import IMPORT_FORMATS, PARSERS
 
 _REQUIRED = ("benchmark", "metric", "value", "unit", "better")
 _OPTIONAL_INTS = ("repetition", "step", "background")
@@ -41,32 +41,6 @@ _RESULT_COLUMNS = ("session_id", "repetition", "step", "background", "host", "in
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # results.step and friends are INTEGER
 
 
-def _tool_parsers() -> dict[str, Callable[[str], list[Reading]]]:
-    from labtui.parsers import (
-        aim9,
-        lmbench,
-        redis_benchmark,
-        stream,
-        stress_ng,
-        sysbench,
-        unixbench,
-        wrk,
-    )
-
-    return {
-        "unixbench": unixbench.parse_unixbench,
-        "aim9": aim9.parse_aim9_console,
-        "aim9-ss": aim9.parse_aim9_ss,
-        "lmbench": lmbench.parse_lmbench,
-        "sysbench": sysbench.parse_sysbench,
-        "stress-ng": stress_ng.parse_stress_ng,
-        "wrk": wrk.parse_wrk,
-        "redis-benchmark": redis_benchmark.parse_redis_benchmark_csv,
-        "stream": stream.parse_stream,
-    }
-
-
-FORMATS = ("csv", "unixbench", "aim9", "aim9-ss", "lmbench", "sysbench", "stress-ng", "wrk", "redis-benchmark", "stream")
 
 
 def cmd_import(args) -> int:
@@ -76,8 +50,8 @@ def cmd_import(args) -> int:
         raise UsageError(f"--session {args.session!r}: use letters, digits, '.', '_' and '-' (starting with a letter or digit)")
     files = [Path(f) for f in args.files]
     fmt = args.format or _format_from_name(files)
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if fmt not in IMPORT_FORMATS:
+        raise UsageError(f"--format {fmt!r}: choose one of {', '.join(IMPORT_FORMATS)}")
     path = db_path(args)
     load: CsvLoad | ToolLoad
     if fmt == "csv":
@@ -103,7 +77,7 @@ def _format_from_name(files: list[Path]) -> str:
         return "csv"
     if all(f.name.endswith(".ss") for f in files):
         return "aim9-ss"
-    raise UsageError(f"cannot tell the format of {', '.join(map(str, files))}; give --format ({', '.join(FORMATS)})")
+    raise UsageError(f"cannot tell the format of {', '.join(map(str, files))}; give --format ({', '.join(IMPORT_FORMATS)})")
 
 
 def _create_store(path: Path) -> None:
@@ -145,7 +119,7 @@ def _tool_rows(file: Path, fmt: str, number: int, args) -> list[Row]:
     except UnicodeDecodeError as exc:
         raise UsageError(f"{file}: not {fmt} output: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        readings = _tool_parsers()[fmt](text)
+        readings = PARSERS[fmt].parse(text)
     except ParseError as exc:
         raise UsageError(f"{file}: not {fmt} output: {exc}") from None
     return [(args.repetition + number, args.step, args.background, args.host, "",

@@ -14,6 +14,7 @@ from functools import cache
 
 from labtui import __version__
 from labtui.commands import Handler
+from labtui.parsers.registry import IMPORT_FORMATS
 
 #: Options that mean the same before or after any subcommand; the last one given wins, as in git and docker.
 GLOBAL_OPTIONS = {
@@ -192,8 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=Handler("labtui.commands.import_results", "cmd_import"))
     _completes_files(p.add_argument("files", nargs="+", metavar="FILE", help="a CSV, or one tool output per repetition"))
     p.add_argument("--session", required=True, metavar="NAME", help="the new session's id")
-    p.add_argument("--format", metavar="F", help="csv, unixbench, aim9, aim9-ss, lmbench, sysbench, stress-ng, wrk, "
-                   "redis-benchmark or stream (default: csv for .csv files)")
+    p.add_argument("--format", metavar="F", help=f"{', '.join(IMPORT_FORMATS[:-1])} or {IMPORT_FORMATS[-1]} "
+                   "(default: csv for .csv files)")
     p.add_argument("--step", type=int, default=0, metavar="N", help="step of a tool's results, or a CSV's default (0)")
     p.add_argument("--background", type=int, default=0, metavar="N", help="background instances (default 0)")
     p.add_argument("--repetition", type=int, default=0, metavar="N", help="repetition of the first file (default 0)")

@@ -17,29 +17,14 @@ store's figure of a repetition at that step is the median over its runs.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 
 from labtui.backends.base import HOST_TOOL, STDERR, Backend, BackendError, Instance, InstanceSpec
 from labtui.core.stats.describe import coefficient_of_variation
 from labtui.engine.context import RunContext
 from labtui.engine.load import measure_load
 from labtui.parsers import ParseError, Reading
-from labtui.parsers.lmbench import parse_lmbench
-from labtui.parsers.probe import parse_probe_output
-from labtui.parsers.stress_ng import parse_stress_ng
-from labtui.parsers.sysbench import parse_sysbench
-from labtui.parsers.unixbench import parse_unixbench
+from labtui.parsers.registry import PARSERS
 from labtui.suites.model import Suite, Worker
-
-#: worker.output -> the parser of what the worker printed.  A real tool's readings carry its own
-#: benchmark name ("lmbench", "unixbench", ...), so they never pass for a probe's.
-PARSERS: dict[str, Callable[[str], list[Reading]]] = {
-    "probe": parse_probe_output,
-    "lmbench": parse_lmbench,
-    "unixbench": parse_unixbench,
-    "sysbench": parse_sysbench,
-    "stress-ng": parse_stress_ng,
-}
 
 
 async def measure_worker(ctx: RunContext, *, cpus: str | None = None, placement: str = "") -> None:
@@ -130,7 +115,7 @@ def record_run(ctx: RunContext, worker: Worker, instance: Instance, *, placement
         raise BackendError(f"backend {ctx.backend.name} returned no output for {instance.name}")
     else:
         try:
-            readings = PARSERS[worker.output](instance.output)
+            readings = PARSERS[worker.output].parse(instance.output)  # a tool's readings carry its name
         except ParseError as exc:
             raise BackendError(f"worker {instance.name} ({worker.program or worker.image or worker.tool}): {exc}") from None
     for r in readings:

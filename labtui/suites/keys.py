@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from labtui.parsers.registry import WORKER_OUTPUTS
 from labtui.suites.key_types import (
     FLAG,
     MAX_PER_STEP,
@@ -23,7 +24,7 @@ from labtui.suites.key_types import (
     text,
 )
 from labtui.suites.kinds import all_kinds
-from labtui.suites.model import LOAD_TOOLS, SUITE_NAME_PATTERN, WORKER_MEASURES, WORKER_OUTPUTS
+from labtui.suites.model import LOAD_TOOLS, SUITE_NAME_PATTERN, WORKER_MEASURES
 
 __all__ = ["REQUIRED", "REQUIRED_TABLES", "SCHEMA", "Key", "suite_keys"]
 

@@ -16,9 +16,6 @@ T = TypeVar("T")
 #: JSON lines the worker prints ({"benchmark", "metric", "value", "unit", "better"}),
 #: "load" what a load tool on the host reads from the worker serving on a port.
 WORKER_MEASURES = ("boot", "output", "load")
-#: How a worker's output is read: labtui's probe lines, or a real tool's own output (stdout and stderr),
-#: by the parsers of ``labtui.parsers``.
-WORKER_OUTPUTS = ("probe", "lmbench", "unixbench", "sysbench", "stress-ng")
 #: Load tools a "load" worker measure can run on the host.
 LOAD_TOOLS = ("wrk", "redis-benchmark")
 
@@ -59,7 +56,7 @@ class Worker(Program):
     """The measured instance, started ``runs`` times at every step."""
 
     measure: str = "boot"
-    #: With measure = "output": which parser reads the output (one of WORKER_OUTPUTS).
+    #: With measure = "output": which parser reads the output (one of labtui.parsers.registry.WORKER_OUTPUTS).
     output: str = "probe"
     runs: int = 1
     #: Adaptive runs: after ``runs``, one more run at a time while any metric's

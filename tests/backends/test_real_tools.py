@@ -22,8 +22,8 @@ from sshd_fixture import sshd_available, write_key
 from labtui.backends.base import BackendError, InstanceSpec, Labels, open_backend
 from labtui.engine.worker_runs import PARSERS, check_worker_runs
 from labtui.hosts.local import LocalHost
+from labtui.parsers.registry import WORKER_OUTPUTS
 from labtui.suites import SuiteError, load_suite
-from labtui.suites.model import WORKER_OUTPUTS
 
 STRESS_NG = shutil.which("stress-ng") or "/usr/bin/stress-ng"
 SSH_HOST, SSH_ADDRESS = "toolssh", "127.0.0.73"

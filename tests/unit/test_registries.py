@@ -122,3 +122,21 @@ def test_building_the_parser_imports_no_command_module() -> None:
            "print(sorted(m for m in sys.modules if m.startswith('labtui.commands.')))"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "['labtui.commands.parser']", done.stdout + done.stderr
+
+
+def test_every_tool_parser_is_named_once_and_its_function_reads_output() -> None:
+    """The parsers' one registry: each name resolves to a function, a suite's worker.output takes exactly the worker
+    parsers, and `labtui import --format` exactly the importable ones (with csv)."""
+    from labtui.parsers.registry import IMPORT_FORMATS, PARSERS, WORKER_OUTPUTS
+    from labtui.suites.keys import SCHEMA
+
+    for name, parser in PARSERS.items():
+        module, _, function = parser.ref.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), name
+    output = SCHEMA["worker"]["output"]
+    assert [o for o in PARSERS if output.accepts(o)] == list(WORKER_OUTPUTS) == ["probe", "lmbench", "unixbench",
+                                                                                "sysbench", "stress-ng"]
+    assert IMPORT_FORMATS[0] == "csv" and "probe" not in IMPORT_FORMATS and "wrk" in IMPORT_FORMATS
+    import_help = next(a.help for a in build_parser()._subparsers._group_actions[0].choices["import"]._actions
+                       if a.dest == "format")
+    assert all(f in str(import_help) for f in IMPORT_FORMATS)
