@@ -20,9 +20,9 @@ from simulators.fakehost import start_fake_host, write_lab
 from sshd_fixture import sshd_available, write_key
 
 from labtui.backends.base import BackendError, InstanceSpec, Labels, open_backend
-from labtui.engine.worker_runs import PARSERS, check_worker_runs
+from labtui.engine.worker_runs import check_worker_runs
 from labtui.hosts.local import LocalHost
-from labtui.parsers.registry import WORKER_OUTPUTS
+from labtui.parsers.registry import PARSERS, WORKER_OUTPUTS
 from labtui.suites import SuiteError, load_suite
 
 STRESS_NG = shutil.which("stress-ng") or "/usr/bin/stress-ng"
@@ -92,7 +92,7 @@ SAMPLES = {"lmbench": "lmbench-3alpha4-results.txt", "unixbench": "unixbench-5.1
 
 @pytest.mark.parametrize("output", [o for o in WORKER_OUTPUTS if o != "probe"])
 def test_every_real_tool_output_has_a_parser_that_names_the_tool(output: str) -> None:
-    readings = PARSERS[output]((Path(__file__).parents[1] / "data" / "parsers" / SAMPLES[output]).read_text())
+    readings = PARSERS[output].parse((Path(__file__).parents[1] / "data" / "parsers" / SAMPLES[output]).read_text())
     assert readings and {r.benchmark for r in readings} == {output}
 
 

@@ -143,12 +143,21 @@ class Keys:
 
 
 async def close_screens(app, pilot) -> None:
-    """Back to the main screen: close the help, the palette, a question or a dialog with esc."""
+    """Back to the main screen: close the help, the palette, a question or a dialog with esc.
+
+    A screen just pushed holds keys until it has settled (labtui.ui.keygate), so each esc is given up to a
+    second to act before the next: on a loaded machine ten at once were all still held when the test looked."""
     for _ in range(10):
         if app.screen is app.screen_stack[0] or not app.is_running:
             return
+        shown = app.screen
         await pilot.press("escape")
-    raise AssertionError(f"esc did not close {app.screen!r}")
+        for _ in range(20):
+            if app.screen is not shown or not app.is_running:
+                break
+            await pilot.pause(0.05)
+    if app.is_running and app.screen is not app.screen_stack[0]:
+        raise AssertionError(f"esc did not close {app.screen!r}")
 
 
 async def start_quick_run(app, pilot, sessions: set[str]) -> None:
