@@ -11,7 +11,6 @@ from rich.text import Text
 from labtui.core.events import Event, Log, Result, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.core.units import interval, quantity, share_pct
 from labtui.figures import sample_figures
-from labtui.figures.verdict import slowdown_text
 from labtui.ui.model.format import pct, sparkline
 from labtui.ui.model.live import HostState, RunModel
 
@@ -106,6 +105,8 @@ def counts_table(model: RunModel) -> Table:
 
 def slowdown_cells(row: tuple) -> tuple[Text, ...]:
     """One slowdown row (see series.slowdown_rows) as table cells: plain Text, since a DataTable reads str as markup."""
+    from labtui.figures.verdict import slowdown_text  # with the statistics it needs: not before the first frame
+
     metric, background, unit, mean, low, high, cv, n, slow, slow_low, slow_high, flags, *extra = row
     return (Text(str(metric)), Text(str(background)), Text(flags or "", style="yellow"), Text(quantity(mean, unit)),
             Text(slowdown_text(slow, slow_low, slow_high, "%")), Text(share_pct(cv)),
