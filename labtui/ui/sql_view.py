@@ -141,7 +141,12 @@ class SqlPane(Vertical):
         self.tab.status(message, error)
 
     def focus_editor(self) -> None:
-        self.app.set_focus(self.editor)
+        """Focus the current tab's editor; its first query, while untouched, is selected, so that what the user
+        types replaces it (typed after `4`, a query went in front of it)."""
+        editor = self.editor
+        if editor.text == FIRST_QUERY and not editor.selected_text:
+            editor.select_all()
+        self.app.set_focus(editor)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """ctrl+k in a prompt is the input's own (delete to the end)."""

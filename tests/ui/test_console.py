@@ -629,6 +629,8 @@ async def test_typed_keys_stay_in_the_sql_editor_and_it_is_one_key_away(lab: Pat
         await pilot.press("4")  # one key from the Run view to the editor
         editor = app.query_one("#sql", TextArea)
         assert tabs.active == "tab-sessions" and app.focused is editor
+        await pilot.press("s", "e", "l")  # the first query is selected: what is typed replaces it
+        assert editor.text == "sel", editor.text
         editor.text = ""
         await pilot.press("1", "2", "3", "4", "q", "question_mark", "slash", "r", "e", "o")
         assert editor.text == "1234q?/reo"
