@@ -25,7 +25,8 @@ import duckdb
 
 from labtui.store.errors import StoreError
 from labtui.store.journal import WATERMARK_PREFIX, journal_paths, read_events, watermark_key
-from labtui.store.writer import StoreWriter, TableShape
+from labtui.store.shapes import TableShape
+from labtui.store.writer import StoreWriter
 
 #: Journal rows read per SQLite query.
 _READ_ROWS = 50_000

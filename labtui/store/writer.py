@@ -13,19 +13,14 @@ import collections
 import contextlib
 import json
 import os
-import secrets
-import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from operator import attrgetter
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from labtui.core.events import (
     Event,
@@ -34,10 +29,6 @@ from labtui.core.events import (
     InstanceDestroyed,
     InstanceDestroying,
     InstanceReady,
-    Log,
-    ObserverSample,
-    ResourceSample,
-    Result,
     SessionEnded,
     SessionStarted,
     StepEnded,
@@ -47,202 +38,9 @@ from labtui.core.paths import make_private_dirs, remove_dirs
 from labtui.store.access import attach, check_writable, connect, memory_connection, writing_turn
 from labtui.store.crashes import controller_name, mark_crashed_sessions
 from labtui.store.errors import StoreError, damaged, first_line
-from labtui.store.schema import SCHEMA_VERSION, check_store, check_version, ensure_schema
-
-_ARROW_TYPES = {
-    "str": pa.string(),
-    "int": pa.int64(),
-    "float": pa.float64(),
-    "bool": pa.bool_(),
-    "ts": pa.float64(),  # epoch seconds, converted to _UTC_MICROS before insert
-}
-_UTC_MICROS = pa.timestamp("us", tz="UTC")
-
-
-@dataclass(frozen=True, slots=True)
-class TableShape:
-    """How one table is written: its columns (name, kind) and upsert key."""
-
-    name: str
-    columns: tuple[tuple[str, str], ...]
-    key: tuple[str, ...] = ()
-    #: Append tables: string columns whose empty value is stored as NULL.
-    blank_is_null: tuple[str, ...] = ()
-
-    @property
-    def batch_view(self) -> str:
-        return f"_labtui_batch_{self.name}"
-
-    def insert_sql(self) -> str:
-        names = ", ".join(name for name, _ in self.columns)
-        sql = f"INSERT INTO {self.name} ({names}) SELECT {names} FROM {self.batch_view}"
-        if not self.key:
-            return sql
-        updates = ", ".join(
-            f"{name} = coalesce(excluded.{name}, {self.name}.{name})"
-            for name, _ in self.columns
-            if name not in self.key
-        )
-        return f"{sql} ON CONFLICT ({', '.join(self.key)}) DO UPDATE SET {updates}"
-
-    def arrow_from_events(self, events: list[Event]) -> pa.Table:
-        """Columns read straight off the events (same attribute names); no row tuples in between."""
-        columns = {}
-        for name, kind in self.columns:
-            array = _column(list(map(attrgetter(name), events)), kind)
-            if name in self.blank_is_null:
-                array = pc.if_else(pc.equal(array, ""), pa.scalar(None, array.type), array)
-            columns[name] = array
-        return pa.table(columns)
-
-    def row(self, values: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(values.get(name) for name, _ in self.columns)
-
-    def arrow(self, rows: list[tuple[Any, ...]]) -> pa.Table:
-        columns = list(zip(*rows)) or [()] * len(self.columns)
-        return pa.table(
-            {
-                name: _column(values, kind)
-                for (name, kind), values in zip(self.columns, columns)
-            }
-        )
-
-
-def _column(values: Sequence[Any], kind: str) -> pa.Array:
-    """One Arrow column; epoch-second floats become UTC timestamps, vectorized."""
-    array = pa.array(values, _ARROW_TYPES[kind])
-    if kind != "ts":
-        return array
-    micros = pc.cast(pc.round(pc.multiply(array, 1_000_000.0)), pa.int64())
-    return pc.cast(micros, _UTC_MICROS)
-
-
-_TABLES = {
-    t.name: t
-    for t in (
-        TableShape(
-            "sessions",
-            (
-                ("session_id", "str"), ("suite", "str"), ("kind", "str"), ("backend", "str"),
-                ("host", "str"), ("status", "str"), ("started_at", "ts"), ("ended_at", "ts"),
-                ("config", "str"), ("pid", "int"), ("controller", "str"), ("message", "str"),
-                ("tags", "str"), ("note", "str"),
-            ),
-            key=("session_id",),
-        ),
-        TableShape(
-            "steps",
-            (
-                ("session_id", "str"), ("repetition", "int"), ("step", "int"), ("steps", "int"),
-                ("background", "int"), ("started_at", "ts"), ("ended_at", "ts"), ("ok", "bool"), ("held_s", "float"),
-            ),
-            key=("session_id", "repetition", "step"),
-        ),
-        TableShape(
-            "instances",
-            (
-                ("session_id", "str"), ("instance_id", "str"), ("host", "str"), ("backend", "str"),
-                ("role", "str"), ("name", "str"), ("created_at", "ts"), ("ready_at", "ts"),
-                ("destroyed_at", "ts"), ("boot_s", "float"), ("state", "str"),
-            ),
-            key=("session_id", "instance_id"),
-        ),
-        TableShape(
-            "hosts",
-            (
-                ("session_id", "str"), ("host", "str"), ("os", "str"), ("kernel", "str"),
-                ("arch", "str"), ("cpu_model", "str"), ("cores", "int"),
-                ("mem_total_bytes", "int"), ("backend", "str"), ("backend_version", "str"),
-                ("isolation", "str"), ("ts", "ts"),
-            ),
-            key=("session_id", "host"),
-        ),
-        TableShape(
-            "results",
-            (
-                ("session_id", "str"), ("repetition", "int"), ("step", "int"),
-                ("background", "int"), ("host", "str"), ("instance_id", "str"),
-                ("benchmark", "str"), ("metric", "str"), ("value", "float"), ("unit", "str"),
-                ("better", "str"), ("ts", "ts"), ("placement", "str"), ("run", "int"),
-            ),
-            blank_is_null=("placement",),
-        ),
-        TableShape(
-            "resources",
-            (
-                ("session_id", "str"), ("host", "str"), ("ts", "ts"), ("cpu_avail", "float"),
-                ("mem_avail", "float"), ("swap_avail", "float"), ("mem_used_bytes", "int"),
-                ("load1", "float"), ("instances", "int"),
-            ),
-            blank_is_null=("session_id",),
-        ),
-        TableShape(
-            "observer",
-            (
-                ("session_id", "str"), ("ts", "ts"), ("rss_bytes", "int"), ("cpu_s", "float"),
-                ("helper_rss_bytes", "int"), ("helper_cpu_s", "float"),
-            ),
-        ),
-        TableShape(
-            "events",
-            (("session_id", "str"), ("ts", "ts"), ("level", "str"), ("category", "str"), ("message", "str")),
-            blank_is_null=("session_id",),
-        ),
-    )
-}
-
-
-
-def _restrict_files(path: Path) -> None:
-    for file in (path, path.with_name(path.name + ".wal")):
-        with contextlib.suppress(FileNotFoundError):
-            if stat.S_IMODE(file.stat().st_mode) != 0o600:
-                file.chmod(0o600)
-
-
-def _remove(*files: Path) -> None:
-    for file in files:
-        with contextlib.suppress(FileNotFoundError):
-            file.unlink()
-
-
-def _create_store(path: Path) -> None:
-    """Create a new store at `path` all at once: built beside it, then linked into place.
-
-    A failure (a full disk) leaves nothing at `path`.  When another process
-    creates the store first, its file is kept and this one is dropped.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    tmp_wal = tmp.with_name(tmp.name + ".wal")
-    try:
-        con = connect(tmp, read_only=False, wait=0)
-        try:
-            tmp.chmod(0o600)
-            ensure_schema(con, path)
-        finally:
-            con.close()  # checkpoints: the schema is in the file, not in a WAL
-        if tmp_wal.exists():
-            raise StoreError(f"could not create store {path}: the new file could not be completed")
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another labtui created it at the same moment: use that one
-        except OSError:  # a file system without hard links
-            if not path.exists():
-                tmp.rename(path)
-    except duckdb.Error as exc:
-        raise StoreError(f"could not create store {path}: {first_line(str(exc))}") from exc
-    except OSError as exc:
-        raise StoreError(f"could not create store {path}: {exc.strerror or exc}") from exc
-    finally:
-        _remove(tmp, tmp_wal)
-
-
-def _check_version_fast(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Before each write: the store was not upgraded by a newer labtui since it was opened."""
-    rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-    if not rows or rows[0][0] != str(SCHEMA_VERSION):
-        check_version(con, path)  # the full check, with its message
+from labtui.store.files import check_version_fast, create_store, restrict_files
+from labtui.store.schema import check_store, ensure_schema
+from labtui.store.shapes import APPEND_TABLES, TABLES, TableShape, table_batches
 
 
 class StoreWriter:
@@ -283,7 +81,7 @@ class StoreWriter:
             except OSError as exc:
                 raise StoreError(f"cannot create the store's directory {exc.filename}: {exc.strerror}") from None
             try:
-                _create_store(path)
+                create_store(path)
             except BaseException:
                 remove_dirs(created)
                 raise
@@ -298,7 +96,7 @@ class StoreWriter:
                 raise damaged(path, exc) or StoreError(f"cannot prepare store {path}: {first_line(str(exc))}") from exc
             finally:
                 con.close()
-        _restrict_files(path)
+        restrict_files(path)
         return cls(path, crashed)
 
     def __enter__(self) -> StoreWriter:
@@ -314,7 +112,7 @@ class StoreWriter:
 
     def add(self, event: Event) -> None:
         """Buffer one event; nothing touches the database until `flush`."""
-        table = _APPEND_TABLES.get(type(event))
+        table = APPEND_TABLES.get(type(event))
         if table is not None:  # the hot path: results, samples, log lines
             with self._lock:
                 self._appends.setdefault(table, []).append(event)
@@ -353,7 +151,7 @@ class StoreWriter:
             count, self._pending = self._pending, 0
             self._appends, self._upserts = {}, {}
         try:
-            _check_version_fast(con, self.path)
+            check_version_fast(con, self.path)
             self._write(con, appends, upserts, then)
         except duckdb.Error as exc:
             raise StoreError(f"could not write {count} rows to {self.path}: {exc}") from exc
@@ -366,7 +164,7 @@ class StoreWriter:
             appends, upserts = self._appends, self._upserts
             self._pending = 0
             self._appends, self._upserts = {}, {}
-        return _batches(appends, upserts)
+        return table_batches(appends, upserts)
 
     def close(self) -> None:
         """Flush what is buffered and let go of the in-memory DuckDB (the store is not held between flushes)."""
@@ -410,7 +208,7 @@ class StoreWriter:
                     with contextlib.suppress(duckdb.Error):
                         con.close()
         self.flush_times.append(time.perf_counter() - began)
-        _restrict_files(self.path)
+        restrict_files(self.path)
 
     def insert_arrow(self, table: str, batch: pa.Table) -> int:
         """Bulk load: insert an Arrow table into an append-only table in one transaction.
@@ -420,14 +218,14 @@ class StoreWriter:
         flushed first, so a session row written through `add` precedes its
         results.  StoreError (nothing inserted) when the write fails.
         """
-        if table not in _APPEND_TABLES.values():
+        if table not in APPEND_TABLES.values():
             raise ValueError(f"insert_arrow loads results, resources, observer or events, not {table!r}")
         self.flush()
         names = ", ".join(batch.column_names)
         view = f"_labtui_bulk_{table}"
         with self._write_lock, self.attached() as con:
             try:
-                _check_version_fast(con, self.path)
+                check_version_fast(con, self.path)
                 con.register(view, batch)
                 try:
                     con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
@@ -445,7 +243,7 @@ class StoreWriter:
         then: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
     ) -> None:
         """Register one Arrow batch per table, then insert them all (and run `then`) in one transaction."""
-        batches = _batches(appends, upserts)
+        batches = table_batches(appends, upserts)
         for table, batch in batches:  # outside the transaction: unregistering fails once it aborts
             con.register(table.batch_view, batch)
         try:
@@ -465,7 +263,7 @@ class StoreWriter:
                 con.unregister(table.batch_view)
 
     def _upsert(self, table: str, **values: Any) -> None:
-        key = tuple(values[k] for k in _TABLES[table].key)
+        key = tuple(values[k] for k in TABLES[table].key)
         rows = self._upserts.setdefault(table, {})
         if key not in rows:
             rows[key] = {}
@@ -527,16 +325,6 @@ class StoreWriter:
         self._upsert("instances", session_id=e.session_id, instance_id=e.instance_id, state="destroying")
 
 
-def _batches(
-    appends: dict[str, list[Event]], upserts: dict[str, dict[tuple[Any, ...], dict[str, Any]]]
-) -> list[tuple[TableShape, pa.Table]]:
-    """One Arrow batch per table: upserted rows merged per key, appended events as they are."""
-    return [
-        (_TABLES[name], _TABLES[name].arrow([_TABLES[name].row(values) for values in rows.values()]))
-        for name, rows in upserts.items()
-    ] + [(_TABLES[name], _TABLES[name].arrow_from_events(events)) for name, events in appends.items()]
-
-
 _HANDLERS: dict[type, Callable[[StoreWriter, Any], None]] = {
     SessionStarted: StoreWriter._session_started,
     SessionEnded: StoreWriter._session_ended,
@@ -548,10 +336,6 @@ _HANDLERS: dict[type, Callable[[StoreWriter, Any], None]] = {
     InstanceDestroying: StoreWriter._instance_destroying,
     InstanceDestroyed: StoreWriter._instance_destroyed,
 }
-#: Events stored as they are, one row each, in an append-only table.
-_APPEND_TABLES = {Result: "results", ResourceSample: "resources", ObserverSample: "observer", Log: "events"}
-
-
 def record_events(path: str | os.PathLike[str], events: Iterable[Event]) -> list[str]:
     """Write `events` to the store at `path` synchronously; returns sessions marked crashed."""
     with StoreWriter.open(path) as writer:
