@@ -47,6 +47,22 @@ if TYPE_CHECKING:
 TYPED_ACTIONS = frozenset({"show_tab", "sql", "help", "filter", "request_quit", "command_line"})
 
 
+class ConsoleScreen(Screen[None]):
+    """The console's screen: the Run view has the focus from the moment the screen is composed.
+
+    Textual's default gives it to the first focusable widget, the tab bar, and LabApp.on_mount moved it on:
+    each move restyles the whole tree, about 40 ms of the first frame.  Once the view's table is mounted the
+    view itself cannot take the focus and the selector finds nothing: a screen that comes back with no focus
+    gives it to the view shown (LabApp.focus_view).
+    """
+
+    AUTO_FOCUS = f"#{RUN.view_id}"
+
+    def on_screen_resume(self) -> None:
+        if self.focused is None and isinstance(self.app, LabApp):
+            self.app.focus_view(self.app.current_tab())
+
+
 class LabApp(App[int]):
     """k9s-style console: one key per action, `?` help, `/` filter, ctrl+p palette."""
 
@@ -110,19 +126,24 @@ class LabApp(App[int]):
 
     # --- loading the views after the first frame ----------------------------------------------
 
+    def get_default_screen(self) -> Screen[None]:
+        """The console's screen, whose Run view has the focus from the first frame (its keys work then)."""
+        return ConsoleScreen(id="_default")
+
     def on_mount(self) -> None:
         self._read_keys()
         self.view_classes[RUN] = RunView
-        # its keys work from the first frame (its table takes the focus once mounted); at once, not a refresh
-        # later as focus() does, or it would take the focus from a `:` line opened by keys typed ahead
-        self.set_focus(self.run_view)
 
     def on_ready(self) -> None:
         """Once the first frame is drawn and nothing waits to be redrawn: the rest of the Run view, then the
         other views.
 
         Not sooner: their widgets and imports would delay that frame (imports in a thread too: they hold
-        the interpreter's lock)."""
+        the interpreter's lock).  The garbage collector, off since labtui.ui.open_console, comes back on with
+        what the first frame needed frozen out of its passes: it all lives as long as the console."""
+        if not gc.isenabled():
+            gc.freeze()
+            gc.enable()
         self.call_after_refresh(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:

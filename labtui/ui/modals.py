@@ -105,51 +105,6 @@ class QuitScreen(ModalScreen[str | None]):
         self.dismiss(answer)
 
 
-HELP = """\
-[b]Everywhere[/b]
-  1 2 3        Run, Instances, Sessions+SQL views
-  ?            this help            ctrl+p  command palette
-  /            filter the current list
-  esc          back (close filter or dialog, leave an editor)
-  q, ctrl+q    quit; during a run asks: t tear down, l leave instances running, esc stay
-
-[b]Run[/b]
-  s  start a run: suite, backend, host, steps, per step, repetitions, stepping
-  n  next step (manual stepping)
-  a  auto: run the steps on      p  pause: manual stepping after this step
-  x  abort and tear down         m  next metric in the chart
-
-[b]Instances[/b]
-  r  refresh                     space  select / unselect
-  d  destroy selected (or the one under the cursor), after confirming
-  c  clean up every stuck or orphaned instance of the session under the cursor
-     (flags: orphan, stuck in a transitional state, destroy failed)
-
-[b]Sessions+SQL[/b]
-  enter   open the session under the cursor (slowdown table and chart)
-  r       refresh sessions and schema
-  ctrl+r or ctrl+enter   run the SQL (read-only, 500 rows shown)
-  ctrl+up / ctrl+down    older / newer query from the history
-  e       export the current result (.csv, .json or .parquet path)
-  m       next metric in the replayed chart
-"""
-
-
-class HelpScreen(ModalScreen[None]):
-    """Every key of every view."""
-
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 80; max-width: 95%; height: auto; max-height: 90%;
-        border: thick $primary; background: $surface; padding: 1 2; }
-    """
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(HELP, id="help-text")
-
-
 class AskScreen(ModalScreen[str | None]):
     """One line of input under a title: enter gives the text (stripped), esc gives None."""
 

@@ -345,6 +345,10 @@ def panes_rounds(tmp: Path, rounds: int) -> list[dict[str, tuple[float, float, i
     db = tmp / "history.duckdb"
     if not db.exists():
         make_history_store(db, HISTORY_SESSIONS)
+    # labtui's bytecode written as pip writes it at install (Textual's is): under PYTHONDONTWRITEBYTECODE a
+    # checkout's edited modules would otherwise be compiled again at every start
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "labtui")], check=True,
+                   stdout=subprocess.DEVNULL)
     apps = [("lab", [sys.executable, "-m", "labtui", "--db", str(db)], LAB_PANES),
             ("bare", [sys.executable, "-c", BARE], BARE_PANES),
             ("minimal", [sys.executable, "-c", MINIMAL], MINIMAL_PANES)]
