@@ -1244,6 +1244,8 @@ static void default_signals(void)
  * rely on either misbehave (lmbench's harness ran lat_syscall 50x longer and
  * lat_proc fork printed nothing).  Exits with the program's status (128 + the
  * signal that ended it).  Never returns. */
+__attribute__((noreturn)) static void reap_until(pid_t child);
+
 __attribute__((noreturn)) static void run_under_init(char **program, int status_fd)
 {
     pid_t child = fork();
@@ -1254,6 +1256,19 @@ __attribute__((noreturn)) static void run_under_init(char **program, int status_
         report_failure(status_fd, "exec", errno);
     }
     close(status_fd); /* the child's copy reports its exec, closing on success */
+    /* The reaper is this binary exec'd again (`reap CHILD`, same pid, same child): /proc/PID/environ shows
+     * the environment a process was exec'd with, and the labels were set after this one's exec, so `kill`
+     * would refuse the instance as not carrying them.  Reaps in place if that exec fails. */
+    char pid_text[24];
+    snprintf(pid_text, sizeof pid_text, "%d", (int)child);
+    char *reaper[] = {"labtui-agent", "reap", pid_text, NULL};
+    execv("/proc/self/exe", reaper);
+    reap_until(child);
+}
+
+/* Reap every child (an init inherits the namespace's orphans) until `child` ends; exit with its status. */
+__attribute__((noreturn)) static void reap_until(pid_t child)
+{
     int status = 0;
     for (;;) {
         pid_t pid = waitpid(-1, &status, 0);
@@ -1939,5 +1954,7 @@ int main(int argc, char **argv)
         return cmd_mem(argc - 1, argv + 1);
     if (strcmp(command, "exec") == 0)
         return cmd_exec(argc - 1, argv + 1);
+    if (strcmp(command, "reap") == 0 && argc == 3) /* run_under_init's reaper, exec'd with the labels */
+        reap_until((pid_t)atoi(argv[2]));
     usage_error("unknown subcommand %s", command);
 }
