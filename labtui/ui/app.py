@@ -16,7 +16,7 @@ import importlib
 import os
 import shlex
 import sys
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -112,6 +112,8 @@ class LabApp(App[int]):
         self.key_gate = KeyGate()
         self.key_gate.close(RUN)
         self._releasing_keys = False
+        #: Actions asked of a view before it was mounted (_when_mounted).
+        self._asked: dict[Tab, Callable[[], object]] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -296,7 +298,7 @@ class LabApp(App[int]):
         self.query_one(TabbedContent).active = SESSIONS.pane_id
         view = self.sessions_view
         if view is None:
-            self.notify("the Sessions+SQL view is still loading")
+            self._when_mounted(SESSIONS, self.action_sql)
             return
         view.sql.focus_editor()
 
@@ -351,8 +353,17 @@ class LabApp(App[int]):
 
         self.run_worker(settle(), group="key-gate", exit_on_error=False)
 
+    def _when_mounted(self, tab: Tab, action: Callable[[], object]) -> None:
+        """A key typed ahead of `tab`'s view (`4`, `/` as the console starts): `action` runs once the view can serve
+        keys, and the keys typed after it wait until then, so that they go where it puts the focus."""
+        self._asked[tab] = action
+        self.key_gate.close(tab)
+
     def _open_gate(self, token: object) -> None:
         self.key_gate.open(token)
+        asked = self._asked.pop(token, None) if isinstance(token, Tab) else None
+        if asked is not None and self.current_tab() is token:
+            asked()
         self.call_later(self._release_keys)
 
     async def _release_keys(self) -> None:
@@ -393,8 +404,10 @@ class LabApp(App[int]):
         return sections(self, {tab.title: cls for tab, cls in self.view_classes.items()})
 
     def action_filter(self) -> None:
-        view = self.current_view()
-        if view is None or not hasattr(view, "action_filter"):
+        tab, view = self.current_tab(), self.current_view()
+        if view is None and tab is not RUN:
+            self._when_mounted(tab, self.action_filter)
+        elif view is None or not hasattr(view, "action_filter"):
             self.notify("the Run view has nothing to filter; try Instances (2) or Sessions (3)")
         else:
             view.action_filter()
