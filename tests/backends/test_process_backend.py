@@ -213,6 +213,19 @@ async def test_a_tool_runs_as_the_child_of_a_reaping_pid_1_with_its_stderr_captu
     assert (quiet.output or "").splitlines() == lines[:1]
 
 
+async def test_a_running_tool_carries_its_labels_and_is_destroyed(lab: Lab) -> None:
+    """The reaping PID 1 a tool runs under carries the labels, so `kill` ends it: a wrk or redis-benchmark cut
+    short by a signal, or a tool that serves, is torn down and cleaned up like any instance."""
+    session = lab.session()
+    spec = InstanceSpec(Labels(session, "worker", "serving"), tool="/bin/sh", args=("-c", "while :; do sleep 1; done"))
+    instance = await lab.backend.create(spec)
+    assert instance.details["pid"] in labelled_pids(session, "serving")
+    assert [i.labels.instance for i in await lab.backend.list(session)] == ["serving"]
+    await lab.backend.destroy(instance)  # raised "pid N does not carry LABTUI_INSTANCE=serving" before
+    assert await lab.backend.list(session) == []
+    assert labelled_pids(session, "serving") == []
+
+
 async def test_specs_the_backend_cannot_serve_are_refused(lab: Lab) -> None:
     labels = Labels(lab.session(), "r", "i0")
     with pytest.raises(BackendError, match="runs probes, not images: got image 'alpine'"):

@@ -82,7 +82,15 @@ def test_a_harlequin_users_list_in_tmux_at_80x24(console: Console) -> None:
     assert "run SQL" not in screen.splitlines()[-1] or "select 1 as a" not in screen  # the editor is not shown
     term.keys("c")  # copy the cell under the cursor (OSC 52: the terminal's clipboard, here tmux's buffer)
     term.wait(lambda s: term.clipboard() == "1", "the copied cell", 10)
+    term.keys("C")  # and the row, its cells tab-separated
+    term.wait(lambda s: term.clipboard() == "\t".join("12345678"), "the copied row", 10)
     term.keys("F4")
+    # the editor over the whole screen: no result grid, no sessions list
+    term.keys("4", "F4")
+    term.wait(lambda s: "select 1 as a" in s and "sessions (enter opens)" not in s and "1 row" not in s,
+                       "the full-screen editor")
+    term.keys("F4")
+    term.wait(lambda s: "sessions (enter opens)" in s, "the view back from full screen")
 
     # a second query tab keeps its own result; the first one's is still there
     term.keys("C-n")
