@@ -41,8 +41,6 @@ _RESULT_COLUMNS = ("session_id", "repetition", "step", "background", "host", "in
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # results.step and friends are INTEGER
 
 
-
-
 def cmd_import(args) -> int:
     from labtui.store import SessionExists, record_session
 

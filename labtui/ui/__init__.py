@@ -13,7 +13,7 @@ def open_console(db_path: Path | None = None, backend: str = "process", host: st
     """Open the console (see labtui.ui.app.open_console).
 
     The cyclic garbage collector is off from here until the first frame is drawn (LabApp.on_ready turns it
-    back on): its passes over the objects Textual creates while it loads and lays out took 50-65 ms of the
+    back on): its passes over the objects Textual creates while it loads and lays out took 49-65 ms of the
     0.5 s to that frame, and nothing made before it is garbage.
     """
     gc.disable()

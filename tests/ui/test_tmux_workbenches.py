@@ -79,7 +79,7 @@ def test_a_harlequin_users_list_in_tmux_at_80x24(console: Console) -> None:
     term.keys("Escape", "F4")
     screen = term.wait(lambda s: re.search(r"\ba\s.*\bb\s.*\bc\s.*\bd\s.*\be\s.*\bf\b", s) is not None,
                        "six columns of the full-screen result")
-    assert "run SQL" not in screen.splitlines()[-1] or "select 1 as a" not in screen  # the editor is not shown
+    assert "select 1 as a" not in screen  # the editor is not shown
     term.keys("c")  # copy the cell under the cursor (OSC 52: the terminal's clipboard, here tmux's buffer)
     term.wait(lambda s: term.clipboard() == "1", "the copied cell", 10)
     term.keys("C")  # and the row, its cells tab-separated
