@@ -2,17 +2,20 @@
 host, summed over what the plan has still to run, to the teardown after its last step.
 
 The steps.  A step's expected duration depends on its position in its repetition (0 for the first): steps get
-slower as the background grows.  Its shape is the least-squares line of duration against position through the
-run's steps (never falling: a fit that falls is noise, flat at the mean instead; none before MIN_STEPS steps).
-A line through a few steps at the first positions amplifies their noise over a long repetition, so until the
-run has measured a repetition's worth of steps, the line of a past session of the same suite, sizes, host and
-backend (`history`) is the shape when one is known, and with none the line is flat at their mean until they
-span SLOPE_SPAN of a repetition.  A line is exact over whole repetitions whatever the shape
-(its residuals sum to zero), and no burst of load at a few steps bends it much.  The shape is then scaled by
-how much longer the run's steps took than it says, a step's weight halving with every half repetition of steps
-measured after it: the load of a shared host changes, and its latest steps say most about the next ones.  The
-expected durations are summed over the plan's steps still to run (as many a repetition as the engine announces:
-StepStarted.steps).
+slower as the background grows, and the first ones after a teardown are often slower while the kernel frees
+what the last repetition left.  The shape is the least-squares line of duration against position (never
+falling: a fit that falls is noise, flat at the mean instead; none before MIN_STEPS steps), and once the run
+has measured a repetition's worth of steps, the line through them bent by the mean residual in each of
+SHAPE_PARTS parts of a repetition (`PartedLine`): a slow start of each repetition is then expected where it
+comes, instead of raising the speed (below) for the rest of it.  Both are exact over whole repetitions (their
+residuals sum to zero), and no burst of load at a few steps bends them much.  Until then the shape is a past
+session's parted line (the same suite, sizes, host and backend: `history`) when one is known; with none, the
+line through the run's own steps, flat at their mean until they span SLOPE_SPAN of a repetition: a slope
+through a few steps at the first positions amplifies their noise over a long repetition.  The shape is then
+scaled by how much longer the run's steps took than it says, a step's weight halving with every
+SPEED_HALF_LIFE of a repetition measured after it: the load of a shared host changes, and its latest steps say
+most about the next ones.  The expected durations are summed over the plan's steps still to run (as many a
+repetition as the engine announces: StepStarted.steps).
 
 The gaps.  Between two steps of a repetition: the mean gap seen so far.  Before a repetition's first step the
 previous repetition's background is torn down (up to its last instance destroyed), then the run checks that the
@@ -48,7 +51,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from labtui.core.events import (
     Event,
@@ -73,6 +76,15 @@ MIN_STEPS = 2
 SLOPE_SPAN = 0.25
 #: The log category of the engine's line that says the host is busy and the run waits for it to go idle.
 QUIET_WAIT = "quiet-wait"
+#: Parts of a repetition in each of which the line through a repetition's worth of steps is bent by the steps'
+#: mean residual (PartedLine).  Fewer parts smooth a step's noise more, more follow a shape that bends more.
+#: Chosen by replaying 19 README runs and 4 bare loops of the agent through the clock (docs/performance.md, "The
+#: time left"): 4 parts and a speed half-life of a quarter repetition took the error at 90 % of a README run from
+#: 15.7 to 12.8 % (rms), and 11 of 57 readings missed by over 20 % where 13 had with the straight line and a
+#: half-life of half a repetition.
+SHAPE_PARTS = 4
+#: A step's weight in the speed halves with every this share of a repetition measured after it.
+SPEED_HALF_LIFE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,18 +124,55 @@ def fit(times: Sequence[StepTime]) -> Line | None:
     return Line(intercept, slope) if slope >= 0 else Line(statistics.fmean(y), 0.0)
 
 
+class Shape(Protocol):
+    """A step's expected duration in seconds by its position in its repetition."""
+
+    def at(self, position: int) -> float: ...
+
+
 @dataclass(frozen=True, slots=True)
-class Durations:
-    """A step's expected duration by its position: a fitted `line` (the shape) times `speed`."""
+class PartedLine:
+    """A fitted Line plus, in each of the equal parts of a repetition of `steps` steps, the mean of the fitted
+    steps' residuals there (`offsets`): a line where the steps follow one, and a bend where they do not (the first
+    steps after a teardown).  Over whole repetitions it sums to their durations, as the line does."""
 
     line: Line
+    offsets: tuple[float, ...]
+    steps: int
+
+    @classmethod
+    def of(cls, times: Sequence[StepTime], steps: int, parts: int = SHAPE_PARTS) -> PartedLine | None:
+        """The parted line through `times`; None before MIN_STEPS of them."""
+        line = fit(times)
+        if line is None:
+            return None
+        parts = max(1, min(parts, steps))
+        residuals: list[list[float]] = [[] for _ in range(parts)]
+        for time in times:
+            residuals[_part(time.position, steps, parts)].append(time.duration_s - line.at(time.position))
+        return cls(line, tuple(statistics.fmean(part) if part else 0.0 for part in residuals), steps)
+
+    def at(self, position: int) -> float:
+        """The expected duration of a step at `position` (never below zero)."""
+        return max(0.0, self.line.at(position) + self.offsets[_part(position, self.steps, len(self.offsets))])
+
+
+def _part(position: int, steps: int, parts: int) -> int:
+    return min(parts - 1, max(0, position) * parts // max(1, steps))
+
+
+@dataclass(frozen=True, slots=True)
+class Durations:
+    """A step's expected duration by its position: a `shape` (a Line, or a PartedLine) times `speed`."""
+
+    shape: Shape
     speed: float = 1.0
 
     def at(self, position: int) -> float:
-        return self.speed * self.line.at(position)
+        return self.speed * self.shape.at(position)
 
 
-def speed(times: Sequence[StepTime], shape: Line, half_life: float) -> float:
+def speed(times: Sequence[StepTime], shape: Shape, half_life: float) -> float:
     """How much longer than `shape` says the steps took, a step's weight halving with every `half_life` steps
     measured after it: the latest steps say most about a host whose load changes.  1 with no steps."""
     n = len(times)
@@ -158,7 +207,7 @@ class Gaps:
         return self.teardown + self.check + self.wait if position == 0 else self.inner
 
 
-def time_left(durations: Line | Durations, positions: Sequence[int], gaps: Gaps = Gaps()) -> float:
+def time_left(durations: Shape, positions: Sequence[int], gaps: Gaps = Gaps()) -> float:
     """Seconds for the steps at `positions`: their durations summed, plus the gap before each."""
     return sum(durations.at(p) + gaps.before(p) for p in positions)
 
@@ -246,19 +295,23 @@ class StepClock:
     # --- the estimate -----------------------------------------------------------------------------------------
 
     def durations(self) -> Durations | None:
-        """The steps' expected durations (see the module): the line through the run's own steps once it has
-        measured a repetition's worth of them (or with no past session), else the past session's; at the speed of
-        the run's latest steps.  None before MIN_STEPS steps with no past session."""
-        shape = fit(self.times)
+        """The steps' expected durations (see the module): the parted line through the run's own steps once it
+        has measured a repetition's worth of them, else a past session's, else the line through its own; at the
+        speed of the run's latest steps.  None before MIN_STEPS steps with no past session."""
+        per = self._per_repetition
         past = self.past
-        if past is not None and len(self.times) < self._per_repetition:
-            shape = fit(past.clock.times) or shape
-        elif shape is not None and len(self.times) < self._per_repetition and \
-                max(t.position for t in self.times) + 1 < self._per_repetition * SLOPE_SPAN:
-            shape = Line(statistics.fmean(t.duration_s for t in self.times), 0.0)  # a slope this short is noise
+        shape: Shape | None
+        if len(self.times) >= per:
+            shape = PartedLine.of(self.times, per)
+        elif past is not None and len(past.clock.times) >= MIN_STEPS:
+            shape = PartedLine.of(past.clock.times, per)
+        else:
+            shape = fit(self.times)
+            if shape is not None and max(t.position for t in self.times) + 1 < per * SLOPE_SPAN:
+                shape = Line(statistics.fmean(t.duration_s for t in self.times), 0.0)  # a slope this short is noise
         if shape is None:
             return None
-        return Durations(shape, speed(self.times, shape, max(1.0, self._per_repetition / 2)))
+        return Durations(shape, speed(self.times, shape, max(1.0, per * SPEED_HALF_LIFE)))
 
     def gaps(self) -> Gaps:
         """The gaps expected from here on: the run's own means, else the past session's, else 0 (see the module)."""

@@ -117,6 +117,7 @@ FLOOR_SCRIPT = r"""#!/bin/sh
 AGENT={agent}; HELLO={hello}; SLEEPER={sleeper}; S={session}; LOG={log}; BG={bg}
 REPS={reps}; LEVELS={levels}; PER={per}; WARMUP={warmup}; RUNS={runs}
 tab=$(printf '\t')
+mark() {{ {mark}; }}  # bench_time_left.py's clock marks; a no-op here
 handles=''
 n=0
 cleanup() {{
@@ -127,10 +128,12 @@ cleanup() {{
 }}
 fail() {{ echo "floor: $*" >&2; cleanup; exit 1; }}
 trap 'cleanup; exit 130' INT TERM HUP
+mark begin
 rep=1
 while [ $rep -le $REPS ]; do
     level=0
     while [ $level -lt $LEVELS ]; do
+        mark start $rep $level
         if [ $level -gt 0 ]; then
             ids=''
             i=0
@@ -157,9 +160,11 @@ while [ $rep -le $REPS ]; do
                 --instance "wo$n" -- "$HELLO" || fail "boot wo$n failed"
             i=$((i + 1))
         done
+        mark end $rep $level
         level=$((level + 1))
     done
     cleanup
+    mark torn $rep
     rep=$((rep + 1))
 done
 """
@@ -177,17 +182,26 @@ async def programs() -> tuple[str, str, str]:
             await ensure_program(host, probe_source("sleeper"), "sleeper"))
 
 
+def floor_script(protocol: Protocol, programs: tuple[str, str, str], session: str, log: Path, bg: Path,
+                 mark: str = ":") -> str:
+    """The floor's /bin/sh loop for `protocol`, with the agent, hello and sleeper of `programs`.  `mark`: the body
+    of a shell function called at the loop's start (`begin`), at each level's start and end (`start REP LEVEL`,
+    `end REP LEVEL`) and after each repetition's teardown (`torn REP`); a no-op by default."""
+    agent, hello, sleeper = programs
+    return FLOOR_SCRIPT.format(
+        agent=shlex.quote(agent), hello=shlex.quote(hello), sleeper=shlex.quote(sleeper), session=session,
+        log=shlex.quote(str(log)), bg=shlex.quote(str(bg)), reps=protocol.repetitions, levels=len(protocol.levels),
+        per=protocol.per_step, warmup=protocol.warmup, runs=protocol.runs, grace=GRACE_S, timeout=TIMEOUT_S,
+        mark=mark)
+
+
 def floor_face(protocol: Protocol, tmp: Path, round_no: int, env: dict[str, str]) -> Levels:
     """Run the protocol as a /bin/sh loop of labtui-agent calls; parse its records once it has ended."""
     agent, hello, sleeper = asyncio.run(programs())
     session = f"floor-{os.getpid()}-r{round_no}"
     log = Path(env["LABTUI_RUNTIME_DIR"]) / "logs" / session
     script, out = tmp / f"floor-{round_no}.sh", tmp / f"floor-{round_no}.out"
-    script.write_text(FLOOR_SCRIPT.format(
-        agent=shlex.quote(agent), hello=shlex.quote(hello), sleeper=shlex.quote(sleeper), session=session,
-        log=shlex.quote(str(log)), bg=shlex.quote(str(tmp / f"floor-{round_no}.bg")), reps=protocol.repetitions,
-        levels=len(protocol.levels), per=protocol.per_step, warmup=protocol.warmup, runs=protocol.runs,
-        grace=GRACE_S, timeout=TIMEOUT_S))
+    script.write_text(floor_script(protocol, (agent, hello, sleeper), session, log, tmp / f"floor-{round_no}.bg"))
     try:
         with out.open("w") as stdout:  # a file, not a pipe: nothing of ours reads while the loop measures
             # as LocalHost.run starts the agent: no stdin, a session of its own

@@ -1,6 +1,7 @@
 """Benchmark the time left: the estimate against the time that was actually left, at 10, 50 and 90 % of a run.
 
     python tests/perf/bench_time_left.py [--quick] [--runs N] [--suite NAME] [--set KEY=VALUE ...] [--db PATH]
+        [--screen] [--floor] [--verbose]
 
 Runs a suite (default the README's `labtui run boot-scaling`, about a minute on an idle 2-core machine;
 `--quick`: 10 steps of 10, 3 repetitions) `--runs` times (default 2) one after another in one store, on the
@@ -20,12 +21,19 @@ quiet-wait line to the step).  `--verbose` adds the clock's state at each readin
 itself in a tmux window instead, and reads the time left off its progress line as a person would (every
 SCREEN_POLL_S), against the session's start and end in the store.  Without `--quick` it takes
 two full boot-scaling runs: two minutes on an idle 2-core machine, more on a loaded one.
+
+`--floor` adds the reference: before each run, the same protocol as a bare loop of labtui's own agent with no
+labtui alive (bench_floor.py's floor script, marking each level's start and end and each teardown), its marks
+replayed through the same clock and read every REDRAW_S.  What the clock misses there is the host's own drift
+from one repetition to the next, which no estimate made at 10 % of a run can know; what it misses only in the
+labtui runs is labtui's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import re
 import shlex
@@ -39,11 +47,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_floor
 from common import report
 
-from labtui.core.events import Log, SessionEnded, SessionStarted, StepStarted
+from labtui.core.events import Event, InstanceDestroyed, Log, SessionEnded, SessionStarted, StepEnded, StepStarted
+from labtui.engine.kinds import plan_for
 from labtui.session import LabRun, RunRequest
-from labtui.session.estimate import MIN_STEPS, QUIET_WAIT, StepClock, clock
+from labtui.session.estimate import MIN_STEPS, QUIET_WAIT, Line, PartedLine, Shape, StepClock, clock
 from labtui.suites import load_suite
 
 #: The issue's goal: the estimate within this share of what is actually left.
@@ -61,15 +71,23 @@ SCREEN_LEFT = re.compile(r"~(?:(\d+):)?(\d+):(\d\d) left")
 
 #: --verbose: each checkpoint's reading also shows the clock's state (its line, gaps and place).
 VERBOSE = False
+#: --floor: seconds between the bare loop's end and the labtui run after it (without, the run's first
+#: repetition waited for a busy host and its steps were slower: +15 to +20 % at 10 %).
+FLOOR_SETTLE_S = 10.0
 
 
 def state(clock_: StepClock) -> str:
     durations, gaps = clock_.durations(), clock_.gaps()
-    fitted = "none" if durations is None else (f"{durations.line.intercept:.3f} s + {durations.line.slope:.4f} s a "
-                                               f"position, x {durations.speed:.2f}")
+    fitted = "none" if durations is None else f"{describe(durations.shape)}, x {durations.speed:.2f}"
     return (f"at rep {clock_._repetition} position {clock_._position}; steps {fitted}; gaps inner {gaps.inner:.2f}, "
             f"teardown {gaps.teardown:.2f}, check {gaps.check:.2f}, wait {gaps.wait:.2f} s; busy wait "
             f"{clock_.busy_wait():.2f} s{'; waiting' if clock_.waiting() is not None else ''}")
+
+
+def describe(shape: Shape) -> str:
+    line, bends = (shape.line, shape.offsets) if isinstance(shape, PartedLine) else (shape, ())
+    text = f"{line.intercept:.3f} s + {line.slope:.4f} s a position" if isinstance(line, Line) else str(line)
+    return text + (" bent by " + ", ".join(f"{1000 * b:+.0f}" for b in bends) + " ms a part" if bends else "")
 
 
 async def one_run(suite_name: str, overrides: tuple[str, ...], db: Path) -> tuple[list[tuple[float, float | None, str]],
@@ -166,7 +184,68 @@ def screen_run(suite_name: str, overrides: tuple[str, ...], db: Path, tmp: Path)
     return readings, start, end, [f"{len(readings)} screens showed a time left"], session
 
 
-def checkpoints(n: int, readings: list[tuple[float, float | None, str]], start: float, end: float) -> list[bool]:
+async def floor_run(suite_name: str, overrides: tuple[str, ...], tmp: Path) -> tuple[
+        list[tuple[float, float | None, str]], float, float, list[str], str]:
+    """The suite's protocol as bench_floor.py's bare loop of labtui-agent calls (bash, for its $EPOCHREALTIME:
+    a mark forks nothing); its marks replayed through a StepClock of the suite's plan, read every REDRAW_S."""
+    suite = load_suite(suite_name, overrides, None)
+    if suite.kind != "scaling" or suite.scale.start != 0:
+        raise SystemExit("--floor runs a scaling suite that starts from 0 background instances")
+    protocol = bench_floor.Protocol(suite.scale.steps, suite.scale.per_step, suite.repetitions, suite.worker.warmup,
+                                    suite.worker.runs)
+    programs = await bench_floor.programs()
+    session, log, marks = f"floor-left-{os.getpid()}", tmp / "floor-logs", tmp / "floor-marks"
+    marks.unlink(missing_ok=True)
+    script = tmp / "floor.sh"
+    script.write_text(bench_floor.floor_script(protocol, programs, session, log, tmp / "floor.bg",
+                                               mark=f'echo "$* $EPOCHREALTIME" >> {shlex.quote(str(marks))}'))
+    try:
+        done = subprocess.run(["bash", str(script)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True, timeout=1800)
+    finally:
+        bench_floor.sweep(programs[0], session, str(log))
+    if done.returncode != 0:
+        raise SystemExit(f"the floor script exited {done.returncode}: {done.stderr.strip()[-800:]}")
+    events = floor_events(session, protocol, marks.read_text().splitlines())
+    clock_ = StepClock(dataclasses.replace(plan_for(suite), quiet_timeout_s=0.0))  # the loop checks no idle host
+    start, end = events[0].ts, events[-1].ts
+    readings: list[tuple[float, float | None, str]] = []
+    pending = iter(events)
+    upcoming = next(pending, None)
+    at = start
+    while at < end:
+        while upcoming is not None and upcoming.ts <= at:
+            clock_.apply(upcoming)
+            upcoming = next(pending, None)
+        readings.append((at, clock_.left(at), state(clock_) if VERBOSE else ""))
+        at += REDRAW_S
+    return readings, start, end, [f"{len(events)} marks"], session
+
+
+def floor_events(session: str, protocol: bench_floor.Protocol, marks: list[str]) -> list[Event]:
+    """The floor script's marks (`begin T`, `start REP LEVEL T`, `end REP LEVEL T`, `torn REP T`) as the events
+    of a session: its start, each step's start and end, each teardown's end (as its last instance destroyed),
+    and the session's end at the last teardown."""
+    events: list[Event] = []
+    steps = len(protocol.levels)
+    for line in marks:
+        what, *numbers, stamp = line.split()
+        ts = float(stamp)
+        if what == "begin":
+            events.append(SessionStarted(session, "floor", "scaling", "process", "local", {}, 0, ts=ts))
+        elif what in ("start", "end"):
+            repetition, level = int(numbers[0]), int(numbers[1])
+            background = protocol.levels[level]
+            events.append(StepStarted(session, repetition, level, steps, background, 0.0, ts=ts) if what == "start"
+                          else StepEnded(session, repetition, level, background, ts=ts))
+        elif what == "torn":
+            events.append(InstanceDestroyed(session, "", ts=ts))
+    events.append(SessionEnded(session, "completed", ts=events[-1].ts))
+    return events
+
+
+def checkpoints(n: int, readings: list[tuple[float, float | None, str]], start: float, end: float,
+                face: str = "run") -> list[bool]:
     """Print the estimate at each checkpoint against the truth; whether each is within GOAL."""
     duration = end - start
     verdicts = []
@@ -175,7 +254,7 @@ def checkpoints(n: int, readings: list[tuple[float, float | None, str]], start: 
         at, estimate, seen = max((r for r in readings if r[0] <= start + share * duration), default=(start, None, ""),
                                  key=lambda r: r[0])
         truth = end - at
-        name = f"run {n}, time left at {share:.0%} ({clock(at - start)} in)"
+        name = f"{face} {n}, time left at {share:.0%} ({clock(at - start)} in)"
         if estimate is None:
             print(f"{name}: no estimate yet, {truth:.1f} s left (no past session, under {MIN_STEPS} steps ended)"
                   "  MISSED", flush=True)
@@ -200,6 +279,8 @@ async def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="show the clock's state at each checkpoint")
     parser.add_argument("--screen", action="store_true",
                         help="run `labtui run` in tmux and read the time left off its progress line")
+    parser.add_argument("--floor", action="store_true",
+                        help="before each run, the same clock over a bare loop of labtui's agent (the reference)")
     args = parser.parse_args()
     global VERBOSE
     VERBOSE = args.verbose
@@ -207,8 +288,13 @@ async def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-time-left-") as tmp:
         db = args.db or Path(tmp) / "lab.duckdb"
         print(f"labtui run {args.suite} " + " ".join(f"--set {o}" for o in overrides) + f"  ({args.runs} runs, {db})")
-        verdicts = []
+        verdicts, floor_verdicts = [], []
         for n in range(1, args.runs + 1):
+            if args.floor:
+                readings, start, end, notes, session = await floor_run(args.suite, overrides, Path(tmp))
+                print(f"floor {n}: {clock(end - start)} ({end - start:.1f} s), no labtui alive")
+                floor_verdicts += checkpoints(n, readings, start, end, "floor")
+                await asyncio.sleep(FLOOR_SETTLE_S)  # the kernel still frees the loop's last background
             if args.screen:
                 readings, start, end, notes, session = screen_run(args.suite, overrides, db, Path(tmp))
                 print(f"run {n}: session {session}, {clock(end - start)} ({end - start:.1f} s); {notes[0]}")
@@ -218,6 +304,9 @@ async def main() -> int:
                       f"busy-host waits: {', '.join(waits) or 'none'}")
             verdicts += checkpoints(n, readings, start, end)
     print(f"{sum(verdicts)} of {len(verdicts)} readings within {GOAL:.0%} of the time actually left")
+    if floor_verdicts:
+        print(f"the reference, the same clock over the bare loop: {sum(floor_verdicts)} of {len(floor_verdicts)} "
+              f"within {GOAL:.0%}")
     return 0
 
 
