@@ -207,11 +207,6 @@ class Gaps:
         return self.teardown + self.check + self.wait if position == 0 else self.inner
 
 
-def time_left(durations: Shape, positions: Sequence[int], gaps: Gaps = Gaps()) -> float:
-    """Seconds for the steps at `positions`: their durations summed, plus the gap before each."""
-    return sum(durations.at(p) + gaps.before(p) for p in positions)
-
-
 def clock(seconds: float) -> str:
     """Seconds as h:mm:ss, or m:ss under an hour."""
     minutes, secs = divmod(int(round(seconds)), 60)
