@@ -8,7 +8,8 @@ falling: a fit that falls is noise, flat at the mean instead; none before MIN_ST
 has measured a repetition's worth of steps, the line through them bent by the mean residual in each of
 SHAPE_PARTS parts of a repetition (`PartedLine`): a slow start of each repetition is then expected where it
 comes, instead of raising the speed (below) for the rest of it.  Both are exact over whole repetitions (their
-residuals sum to zero), and no burst of load at a few steps bends them much.  Until then the shape is a past
+residuals sum to zero; unless a value would fall below zero, where it is held at zero), and no burst of load at
+a few steps bends them much.  Until then the shape is a past
 session's parted line (the same suite, sizes, host and backend: `history`) when one is known; with none, the
 line through the run's own steps, flat at their mean until they span SLOPE_SPAN of a repetition: a slope
 through a few steps at the first positions amplifies their noise over a long repetition.  The shape is then
@@ -78,10 +79,10 @@ SLOPE_SPAN = 0.25
 QUIET_WAIT = "quiet-wait"
 #: Parts of a repetition in each of which the line through a repetition's worth of steps is bent by the steps'
 #: mean residual (PartedLine).  Fewer parts smooth a step's noise more, more follow a shape that bends more.
-#: Chosen by replaying 19 README runs and 4 bare loops of the agent through the clock (docs/performance.md, "The
-#: time left"): 4 parts and a speed half-life of a quarter repetition took the error at 90 % of a README run from
-#: 15.7 to 12.8 % (rms), and 11 of 57 readings missed by over 20 % where 13 had with the straight line and a
-#: half-life of half a repetition.
+#: Chosen by replaying stored README runs and bare loops of the agent through the clock (docs/performance.md,
+#: "The time left"): 4 parts and a speed half-life of a quarter repetition took the error at 90 % of a README
+#: run from 15.5 to 11.9 % (rms over 30 runs), and 17 of 90 readings missed by over 20 % where 19 had with the
+#: straight line and a half-life of half a repetition.
 SHAPE_PARTS = 4
 #: A step's weight in the speed halves with every this share of a repetition measured after it.
 SPEED_HALF_LIFE = 0.25
@@ -134,7 +135,8 @@ class Shape(Protocol):
 class PartedLine:
     """A fitted Line plus, in each of the equal parts of a repetition of `steps` steps, the mean of the fitted
     steps' residuals there (`offsets`): a line where the steps follow one, and a bend where they do not (the first
-    steps after a teardown).  Over whole repetitions it sums to their durations, as the line does."""
+    steps after a teardown).  Over whole repetitions it sums to their durations, as the line does (unless a bent
+    value would fall below zero: it is held at zero)."""
 
     line: Line
     offsets: tuple[float, ...]
@@ -296,10 +298,10 @@ class StepClock:
         per = self._per_repetition
         past = self.past
         shape: Shape | None
-        if len(self.times) >= per:
+        if len(self.times) >= max(per, MIN_STEPS):
             shape = PartedLine.of(self.times, per)
-        elif past is not None and len(past.clock.times) >= MIN_STEPS:
-            shape = PartedLine.of(past.clock.times, per)
+        elif past is not None and len(past.clock.times) >= MIN_STEPS:  # its positions, by its own repetitions
+            shape = PartedLine.of(past.clock.times, past.clock._per_repetition)
         else:
             shape = fit(self.times)
             if shape is not None and max(t.position for t in self.times) + 1 < per * SLOPE_SPAN:

@@ -24,9 +24,10 @@ two full boot-scaling runs: two minutes on an idle 2-core machine, more on a loa
 
 `--floor` adds the reference: before each run, the same protocol as a bare loop of labtui's own agent with no
 labtui alive (bench_floor.py's floor script, marking each level's start and end and each teardown), its marks
-replayed through the same clock and read every REDRAW_S.  What the clock misses there is the host's own drift
-from one repetition to the next, which no estimate made at 10 % of a run can know; what it misses only in the
-labtui runs is labtui's.
+replayed through the same clock and read every REDRAW_S, each loop after the first with the one before as its
+past session, as each labtui run after the first has; FLOOR_SETTLE_S apart from the runs.  What the clock
+misses there is the host's own drift from one repetition to the next, which no estimate made at 10 % of a run
+can know; what it misses only in the labtui runs is labtui's.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from common import report
 from labtui.core.events import Event, InstanceDestroyed, Log, SessionEnded, SessionStarted, StepEnded, StepStarted
 from labtui.engine.kinds import plan_for
 from labtui.session import LabRun, RunRequest
-from labtui.session.estimate import MIN_STEPS, QUIET_WAIT, Line, PartedLine, Shape, StepClock, clock
+from labtui.session.estimate import MIN_STEPS, QUIET_WAIT, History, Line, PartedLine, Shape, StepClock, clock
 from labtui.suites import load_suite
 
 #: The issue's goal: the estimate within this share of what is actually left.
@@ -71,7 +72,7 @@ SCREEN_LEFT = re.compile(r"~(?:(\d+):)?(\d+):(\d\d) left")
 
 #: --verbose: each checkpoint's reading also shows the clock's state (its line, gaps and place).
 VERBOSE = False
-#: --floor: seconds between the bare loop's end and the labtui run after it (without, the run's first
+#: --floor: seconds between a bare loop and the labtui run after or before it (without, the run's first
 #: repetition waited for a busy host and its steps were slower: +15 to +20 % at 10 %).
 FLOOR_SETTLE_S = 10.0
 
@@ -85,9 +86,10 @@ def state(clock_: StepClock) -> str:
 
 
 def describe(shape: Shape) -> str:
-    line, bends = (shape.line, shape.offsets) if isinstance(shape, PartedLine) else (shape, ())
-    text = f"{line.intercept:.3f} s + {line.slope:.4f} s a position" if isinstance(line, Line) else str(line)
-    return text + (" bent by " + ", ".join(f"{1000 * b:+.0f}" for b in bends) + " ms a part" if bends else "")
+    if isinstance(shape, PartedLine):
+        bends = ", ".join(f"{1000 * b:+.0f}" for b in shape.offsets)
+        return f"{describe(shape.line)} bent by {bends} ms a part"
+    return f"{shape.intercept:.3f} s + {shape.slope:.4f} s a position" if isinstance(shape, Line) else str(shape)
 
 
 async def one_run(suite_name: str, overrides: tuple[str, ...], db: Path) -> tuple[list[tuple[float, float | None, str]],
@@ -184,10 +186,12 @@ def screen_run(suite_name: str, overrides: tuple[str, ...], db: Path, tmp: Path)
     return readings, start, end, [f"{len(readings)} screens showed a time left"], session
 
 
-async def floor_run(suite_name: str, overrides: tuple[str, ...], tmp: Path) -> tuple[
-        list[tuple[float, float | None, str]], float, float, list[str], str]:
+async def floor_run(suite_name: str, overrides: tuple[str, ...], tmp: Path, past: History | None) -> tuple[
+        list[tuple[float, float | None, str]], float, float, History]:
     """The suite's protocol as bench_floor.py's bare loop of labtui-agent calls (bash, for its $EPOCHREALTIME:
-    a mark forks nothing); its marks replayed through a StepClock of the suite's plan, read every REDRAW_S."""
+    a mark forks nothing); its marks replayed through a StepClock of the suite's plan, read every REDRAW_S, with
+    the previous bare loop as its past session (as a labtui run leans on the one before).  The readings, the
+    loop's start and end, and the loop as a past session for the next."""
     suite = load_suite(suite_name, overrides, None)
     if suite.kind != "scaling" or suite.scale.start != 0:
         raise SystemExit("--floor runs a scaling suite that starts from 0 background instances")
@@ -201,13 +205,14 @@ async def floor_run(suite_name: str, overrides: tuple[str, ...], tmp: Path) -> t
                                                mark=f'echo "$* $EPOCHREALTIME" >> {shlex.quote(str(marks))}'))
     try:
         done = subprocess.run(["bash", str(script)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True, timeout=1800)
+                              stderr=subprocess.PIPE, text=True, start_new_session=True, timeout=1800,
+                              env={**os.environ, "LC_ALL": "C"})  # $EPOCHREALTIME's decimal point is the locale's
     finally:
         bench_floor.sweep(programs[0], session, str(log))
     if done.returncode != 0:
         raise SystemExit(f"the floor script exited {done.returncode}: {done.stderr.strip()[-800:]}")
     events = floor_events(session, protocol, marks.read_text().splitlines())
-    clock_ = StepClock(dataclasses.replace(plan_for(suite), quiet_timeout_s=0.0))  # the loop checks no idle host
+    clock_ = StepClock(dataclasses.replace(plan_for(suite), quiet_timeout_s=0.0), past=past)  # no idle-host check
     start, end = events[0].ts, events[-1].ts
     readings: list[tuple[float, float | None, str]] = []
     pending = iter(events)
@@ -219,7 +224,9 @@ async def floor_run(suite_name: str, overrides: tuple[str, ...], tmp: Path) -> t
             upcoming = next(pending, None)
         readings.append((at, clock_.left(at), state(clock_) if VERBOSE else ""))
         at += REDRAW_S
-    return readings, start, end, [f"{len(events)} marks"], session
+    for event in pending:
+        clock_.apply(event)
+    return readings, start, end, History(session, clock_)
 
 
 def floor_events(session: str, protocol: bench_floor.Protocol, marks: list[str]) -> list[Event]:
@@ -289,9 +296,12 @@ async def main() -> int:
         db = args.db or Path(tmp) / "lab.duckdb"
         print(f"labtui run {args.suite} " + " ".join(f"--set {o}" for o in overrides) + f"  ({args.runs} runs, {db})")
         verdicts, floor_verdicts = [], []
+        floor_past: History | None = None
         for n in range(1, args.runs + 1):
             if args.floor:
-                readings, start, end, notes, session = await floor_run(args.suite, overrides, Path(tmp))
+                if n > 1:
+                    await asyncio.sleep(FLOOR_SETTLE_S)  # the kernel still frees the last run's background
+                readings, start, end, floor_past = await floor_run(args.suite, overrides, Path(tmp), floor_past)
                 print(f"floor {n}: {clock(end - start)} ({end - start:.1f} s), no labtui alive")
                 floor_verdicts += checkpoints(n, readings, start, end, "floor")
                 await asyncio.sleep(FLOOR_SETTLE_S)  # the kernel still frees the loop's last background
