@@ -9,10 +9,10 @@ has measured a repetition's worth of steps, the line through them bent by the me
 SHAPE_PARTS parts of a repetition (`PartedLine`): a slow start of each repetition is then expected where it
 comes, instead of raising the speed (below) for the rest of it.  Both are exact over whole repetitions (their
 residuals sum to zero; unless a value would fall below zero, where it is held at zero), and no burst of load at
-a few steps bends them much.  Until then the shape is a past
-session's parted line (the same suite, sizes, host and backend: `history`) when one is known; with none, the
-line through the run's own steps, flat at their mean until they span SLOPE_SPAN of a repetition: a slope
-through a few steps at the first positions amplifies their noise over a long repetition.  The shape is then
+a few steps bends them much.  Until then the shape is a past session's parted line (the same suite, sizes, host
+and backend: `history`) when one is known; with none, the line through the run's own steps, flat at their mean
+until they span SLOPE_SPAN of a repetition: a slope through a few steps at the first positions amplifies their
+noise over a long repetition.  The shape is then
 scaled by how much longer the run's steps took than it says, a step's weight halving with every
 SPEED_HALF_LIFE of a repetition measured after it: the load of a shared host changes, and its latest steps say
 most about the next ones.  The expected durations are summed over the plan's steps still to run (as many a
@@ -50,7 +50,7 @@ import json
 import os
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -455,21 +455,29 @@ class History:
         """The session `rows` holds replayed through a StepClock of `plan`; None when they hold none."""
         if rows.session_id is None or rows.started is None:
             return None
-        sid = rows.session_id
-        events: list[Event] = [SessionStarted(sid, "", "", "", "", {}, 0, ts=rows.started)]
-        events += [Log(sid, "info", category, "", ts=ts) for ts, category in rows.waits]
-        for repetition, step, steps, background, started, ended, held_s, torn_down in rows.steps:
-            events.append(StepStarted(sid, repetition, step, steps or 0, background or 0, held_s or 0.0, ts=started))
-            if ended is not None:
-                events.append(StepEnded(sid, repetition, step, background or 0, ts=ended))
-            if torn_down is not None:
-                events.append(InstanceDestroyed(sid, "", ts=torn_down))
-        if rows.ended is not None:
-            events.append(SessionEnded(sid, "completed", ts=rows.ended))
         past = StepClock(plan, rows.started)
-        for event in sorted(events, key=lambda e: e.ts):  # stable: a step's start before its end at one ts
+        for event in session_events(rows):
             past.apply(event)
-        return cls(sid, past)
+        return cls(rows.session_id, past)
+
+
+def session_events(rows: PastRows) -> list[Event]:
+    """The events a StepClock folds in, rebuilt from a session's stored rows in the order of their times (a step's
+    start before its end at one time); none when `rows` holds no session."""
+    if rows.session_id is None or rows.started is None:
+        return []
+    sid = rows.session_id
+    events: list[Event] = [SessionStarted(sid, "", "", "", "", {}, 0, ts=rows.started)]
+    events += [Log(sid, "info", category, "", ts=ts) for ts, category in rows.waits]
+    for repetition, step, steps, background, started, ended, held_s, torn_down in rows.steps:
+        events.append(StepStarted(sid, repetition, step, steps or 0, background or 0, held_s or 0.0, ts=started))
+        if ended is not None:
+            events.append(StepEnded(sid, repetition, step, background or 0, ts=ended))
+        if torn_down is not None:
+            events.append(InstanceDestroyed(sid, "", ts=torn_down))
+    if rows.ended is not None:
+        events.append(SessionEnded(sid, "completed", ts=rows.ended))
+    return sorted(events, key=lambda e: e.ts)  # stable
 
 
 _CANDIDATES_SQL = """
@@ -494,6 +502,13 @@ FROM s ORDER BY started_at
 _WAITS_SQL = f"SELECT epoch(ts), category FROM events WHERE session_id = ? AND category = '{QUIET_WAIT}' ORDER BY ts"
 
 
+def session_rows(con: Any, session_id: str, started: float, ended: float | None) -> PastRows:
+    """A session's steps and quiet-wait lines, read on an open DuckDB connection `con` to the store."""
+    steps = con.execute(_STEPS_SQL, [session_id, session_id]).fetchall()
+    waits = con.execute(_WAITS_SQL, [session_id]).fetchall()
+    return PastRows(session_id, started, ended, steps, waits)
+
+
 def read_history(db: str | os.PathLike[str], suite: str, host: str, backend: str, config: Mapping[str, Any],
                  wait: float | None = None) -> PastRows:
     """The rows of the latest session of `suite` on `host` and `backend` that completed with a config
@@ -516,9 +531,7 @@ def read_history(db: str | os.PathLike[str], suite: str, host: str, backend: str
             if reason is not None:
                 passed[reason] = passed.get(reason, 0) + 1
                 continue
-            steps = con.execute(_STEPS_SQL, [sid, sid]).fetchall()
-            waits = con.execute(_WAITS_SQL, [sid]).fetchall()
-            return PastRows(sid, started, ended, steps, waits, passed)
+            return replace(session_rows(con, sid, started, ended), passed_over=passed)
     except duckdb.Error as exc:
         raise StoreError(f"cannot read store {db}: {exc}") from exc
     finally:

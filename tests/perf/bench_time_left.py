@@ -1,7 +1,7 @@
 """Benchmark the time left: the estimate against the time that was actually left, at 10, 50 and 90 % of a run.
 
     python tests/perf/bench_time_left.py [--quick] [--runs N] [--suite NAME] [--set KEY=VALUE ...] [--db PATH]
-        [--screen] [--floor] [--verbose]
+        [--screen] [--floor] [--verbose] [--replay STORE ...]
 
 Runs a suite (default the README's `labtui run boot-scaling`, about a minute on an idle 2-core machine;
 `--quick`: 10 steps of 10, 3 repetitions) `--runs` times (default 2) one after another in one store, on the
@@ -28,6 +28,11 @@ replayed through the same clock and read every REDRAW_S, each loop after the fir
 past session, as each labtui run after the first has; FLOOR_SETTLE_S apart from the runs.  What the clock
 misses there is the host's own drift from one repetition to the next, which no estimate made at 10 % of a run
 can know; what it misses only in the labtui runs is labtui's.
+
+`--replay STORE ...` runs nothing: it replays every completed session of the suite (process backend) in each
+store, oldest first, through the clock as its events came (each with the session before it in the same store as
+its past session, as the run had when the store was fed in that order), reads it every REDRAW_S, and prints the
+same checkpoints and their root mean square: how a change to the clock does on runs already measured.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import os
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,9 +58,20 @@ import bench_floor
 from common import report
 
 from labtui.core.events import Event, InstanceDestroyed, Log, SessionEnded, SessionStarted, StepEnded, StepStarted
-from labtui.engine.kinds import plan_for
+from labtui.engine.kinds import Plan, plan_for
 from labtui.session import LabRun, RunRequest
-from labtui.session.estimate import MIN_STEPS, QUIET_WAIT, History, Line, PartedLine, Shape, StepClock, clock
+from labtui.session.estimate import (
+    MIN_STEPS,
+    QUIET_WAIT,
+    History,
+    Line,
+    PartedLine,
+    Shape,
+    StepClock,
+    clock,
+    session_events,
+    session_rows,
+)
 from labtui.suites import load_suite
 
 #: The issue's goal: the estimate within this share of what is actually left.
@@ -212,21 +229,58 @@ async def floor_run(suite_name: str, overrides: tuple[str, ...], tmp: Path, past
     if done.returncode != 0:
         raise SystemExit(f"the floor script exited {done.returncode}: {done.stderr.strip()[-800:]}")
     events = floor_events(session, protocol, marks.read_text().splitlines())
-    clock_ = StepClock(dataclasses.replace(plan_for(suite), quiet_timeout_s=0.0), past=past)  # no idle-host check
-    start, end = events[0].ts, events[-1].ts
+    plan = dataclasses.replace(plan_for(suite), quiet_timeout_s=0.0)  # the loop checks for no idle host
+    whole = StepClock(plan, events[0].ts)
+    for event in events:
+        whole.apply(event)
+    return replayed(events, plan, past), events[0].ts, events[-1].ts, History(session, whole)
+
+
+def replayed(events: list[Event], plan: Plan, past: History | None) -> list[tuple[float, float | None, str]]:
+    """The clock's reading every REDRAW_S of a session whose `events` are known, from its start to its end."""
+    clock_ = StepClock(plan, events[0].ts, past)
     readings: list[tuple[float, float | None, str]] = []
     pending = iter(events)
     upcoming = next(pending, None)
-    at = start
+    at, end = events[0].ts, events[-1].ts
     while at < end:
-        while upcoming is not None and upcoming.ts <= at:
+        while upcoming is not None and upcoming.ts <= at and not isinstance(upcoming, SessionEnded):
             clock_.apply(upcoming)
             upcoming = next(pending, None)
         readings.append((at, clock_.left(at), state(clock_) if VERBOSE else ""))
         at += REDRAW_S
-    for event in pending:
-        clock_.apply(event)
-    return readings, start, end, History(session, clock_)
+    return readings
+
+
+def replay(suite_name: str, overrides: tuple[str, ...], stores: list[Path]) -> list[bool]:
+    """`--replay`: every completed session of the suite in `stores` through the clock; the checkpoints' verdicts."""
+    from labtui.store import connect_readonly
+
+    plan = plan_for(load_suite(suite_name, overrides, None))
+    verdicts, errors = [], []
+    for store in stores:
+        con = connect_readonly(store)
+        try:
+            found = con.execute("SELECT session_id, epoch(started_at), epoch(ended_at) FROM sessions WHERE suite = ? "
+                                "AND backend = 'process' AND status = 'completed' ORDER BY started_at",
+                                [suite_name]).fetchall()
+            sessions = [session_rows(con, *row) for row in found]
+        finally:
+            con.close()
+        past: History | None = None
+        for n, rows in enumerate(sessions, 1):
+            if len(rows.steps) != plan.repetitions * plan.steps_per_repetition:
+                continue  # another size of the suite
+            events = session_events(rows)
+            print(f"{store} session {rows.session_id}{' (past: ' + past.session_id + ')' if past else ''}")
+            found_verdicts = checkpoints(n, replayed(events, plan, past), events[0].ts, events[-1].ts, "replay",
+                                         errors)
+            verdicts += found_verdicts
+            past = History.from_rows(rows, plan)
+    for share, column in zip(CHECKPOINTS, zip(*errors)):
+        print(f"rms at {share:.0%}: {100 * statistics.fmean(e * e for e in column) ** 0.5:.1f} %, mean "
+              f"{100 * statistics.fmean(column):+.1f} % over {len(column)} sessions")
+    return verdicts
 
 
 def floor_events(session: str, protocol: bench_floor.Protocol, marks: list[str]) -> list[Event]:
@@ -252,10 +306,11 @@ def floor_events(session: str, protocol: bench_floor.Protocol, marks: list[str])
 
 
 def checkpoints(n: int, readings: list[tuple[float, float | None, str]], start: float, end: float,
-                face: str = "run") -> list[bool]:
-    """Print the estimate at each checkpoint against the truth; whether each is within GOAL."""
+                face: str = "run", errors: list[tuple[float, ...]] | None = None) -> list[bool]:
+    """Print the estimate at each checkpoint against the truth; whether each is within GOAL.  `errors` gets the
+    checkpoints' relative errors (when every checkpoint had an estimate)."""
     duration = end - start
-    verdicts = []
+    verdicts, found = [], []
     for share in CHECKPOINTS:
         # the last reading by then, against what was left when it was read (a reading is shown until the next)
         at, estimate, seen = max((r for r in readings if r[0] <= start + share * duration), default=(start, None, ""),
@@ -269,10 +324,13 @@ def checkpoints(n: int, readings: list[tuple[float, float | None, str]], start: 
             continue
         error = (estimate - truth) / truth
         verdicts.append(abs(error) <= GOAL)
+        found.append(error)
         report(name, 100 * error, "% off", f"the {truth:.1f} s actually left; ~{estimate:.1f} s said",
                ok=abs(error) <= GOAL)
         if seen:
             print(f"    {seen}")
+    if errors is not None and len(found) == len(CHECKPOINTS):
+        errors.append(tuple(found))
     return verdicts
 
 
@@ -288,10 +346,16 @@ async def main() -> int:
                         help="run `labtui run` in tmux and read the time left off its progress line")
     parser.add_argument("--floor", action="store_true",
                         help="before each run, the same clock over a bare loop of labtui's agent (the reference)")
+    parser.add_argument("--replay", nargs="+", type=Path, metavar="STORE",
+                        help="run nothing: replay the suite's completed sessions in these stores through the clock")
     args = parser.parse_args()
     global VERBOSE
     VERBOSE = args.verbose
     overrides = (*(QUICK if args.quick else ()), *args.overrides)
+    if args.replay:
+        verdicts = replay(args.suite, overrides, args.replay)
+        print(f"{sum(verdicts)} of {len(verdicts)} readings within {GOAL:.0%} of the time actually left")
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-time-left-") as tmp:
         db = args.db or Path(tmp) / "lab.duckdb"
         print(f"labtui run {args.suite} " + " ".join(f"--set {o}" for o in overrides) + f"  ({args.runs} runs, {db})")
